@@ -1,0 +1,43 @@
+"""ragcite: does your RAG system cite the right documents and the right passages?
+
+The public Python API (SPEC 8)::
+
+    import runner
+    cases = runner.load_cases("data/demo/cases.jsonl")
+    result = runner.evaluate(cases, matcher="ngram", threshold=0.5)
+    result.metrics["context_f1"]; result.cases[0].metrics["source_recall"]
+"""
+
+from runner import matchers
+from runner.data import (
+    Case,
+    Citation,
+    DataError,
+    Document,
+    Reference,
+    Response,
+    iter_cases,
+    load_cases,
+    load_knowledge_base,
+)
+from runner.evaluate import evaluate
+from runner.results import CaseResult, RunResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "Citation",
+    "DataError",
+    "Document",
+    "Reference",
+    "Response",
+    "RunResult",
+    "__version__",
+    "evaluate",
+    "iter_cases",
+    "load_cases",
+    "load_knowledge_base",
+    "matchers",
+]

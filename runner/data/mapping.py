@@ -1,0 +1,118 @@
+"""JMESPath field mapping: load records of any shape by configuration alone (SPEC 2).
+
+Each key of a mapping is a JMESPath expression evaluated on one raw record. Keys:
+``id``, ``query``, ``references``, ``expected_sources``, ``citations``, ``answer``, ``metadata``
+(and, for knowledge bases, ``source`` and ``text``). A key left out is read from the record's
+field of the same name when the record is already in the canonical shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from runner.data.errors import DataError
+
+CASE_KEYS = ("id", "query", "references", "expected_sources", "citations", "answer", "metadata")
+KB_KEYS = ("source", "text")
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    """Compiled JMESPath expressions, one per canonical field.
+
+    Args:
+        expressions: Canonical key → JMESPath expression.
+        allowed: The canonical keys this mapping may set.
+        origin: Where the mapping came from, for error messages.
+    """
+
+    expressions: Mapping[str, str]
+    allowed: tuple[str, ...] = CASE_KEYS
+    origin: str = "mapping"
+
+    def __post_init__(self) -> None:
+        compiled: dict[str, Any] = {}
+        for key, expr in self.expressions.items():
+            if expr is None:
+                continue
+            if key not in self.allowed:
+                raise DataError(self.origin, None, key,
+                                f"unknown mapping key; expected one of {', '.join(self.allowed)}")
+            try:
+                compiled[key] = jmespath.compile(str(expr))
+            except JMESPathError as exc:
+                raise DataError(self.origin, None, key,
+                                f"invalid JMESPath expression {expr!r}: {exc}") from None
+        object.__setattr__(self, "_compiled", compiled)
+
+    def apply(self, record: Any, path: str, where: str) -> dict[str, Any]:
+        """Map one raw record to the canonical shape.
+
+        Raises:
+            DataError: An expression yields a value of the wrong shape.
+        """
+        compiled: dict[str, Any] = self._compiled  # type: ignore[attr-defined]
+        if not compiled:
+            return record if isinstance(record, dict) else {"__raw__": record}
+        out: dict[str, Any] = {}
+        if isinstance(record, dict):
+            # Unmapped canonical keys pass through unchanged.
+            for key in self.allowed:
+                if key not in compiled and key in record:
+                    out[key] = record[key]
+            if "response" in record and "citations" not in compiled and "answer" not in compiled:
+                out["response"] = record["response"]
+        for key, expr in compiled.items():
+            value = expr.search(record)
+            _check_shape(key, value, self.expressions[key], path, where)
+            out[key] = value
+        return out
+
+
+def _check_shape(key: str, value: Any, expr: str, path: str, where: str) -> None:
+    field = f"mapping.{key}"
+
+    def fail(expected: str) -> None:
+        got = "null" if value is None else type(value).__name__
+        raise DataError(path, where, field,
+                        f"expression {expr!r} yielded {got}; expected {expected}")
+
+    if key in ("references", "citations"):
+        if value is None and key == "citations":
+            return
+        if not isinstance(value, list):
+            fail("a list of {source, content} objects")
+        for item in value:
+            if not isinstance(item, dict) or "source" not in item:
+                raise DataError(path, where, field,
+                                f"expression {expr!r} yielded a list containing {item!r}; "
+                                "expected {source, content} objects")
+    elif key == "expected_sources":
+        if value is None:
+            return
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            fail("a list of strings")
+    elif key == "metadata":
+        if value is not None and not isinstance(value, dict):
+            fail("an object")
+    elif key == "id":
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            fail("a string or an integer")
+    elif key in ("query", "answer", "source", "text"):
+        if key == "answer" and value is None:
+            return
+        if not isinstance(value, str):
+            fail("a string")
+
+
+def as_mapping(mapping: Mapping[str, str] | FieldMapping | None, allowed: tuple[str, ...],
+               origin: str) -> FieldMapping:
+    """Coerce a dict (or None) to a compiled :class:`FieldMapping`."""
+    if isinstance(mapping, FieldMapping):
+        return mapping
+    return FieldMapping(dict(mapping or {}), allowed=allowed, origin=origin)

@@ -1,0 +1,110 @@
+"""The data model of SPEC 2: cases, references, citations and responses.
+
+All models are validated pydantic models. They are deliberately small: a case is what a test set
+holds, a response is what a RAG system under test returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Reference(_Model):
+    """A ground-truth evidence passage.
+
+    Attributes:
+        source: Document id or name; must not be blank.
+        content: The evidence passage. May be empty: an empty reference is matched by any
+            citation of the same source (SPEC 4.1).
+    """
+
+    source: str = Field(min_length=1)
+    content: str = ""
+
+    @field_validator("source")
+    @classmethod
+    def _source_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class Citation(_Model):
+    """A passage a response quotes, with the document it comes from."""
+
+    source: str
+    content: str = ""
+
+
+class Document(_Model):
+    """One document of a knowledge base."""
+
+    source: str = Field(min_length=1)
+    text: str
+
+
+class Response(_Model):
+    """What the system under test answered for one case.
+
+    Attributes:
+        answer: The answer text.
+        citations: The citations, in the order given (duplicates count twice).
+        usage: Token counts and other usage figures (`prompt_tokens`, `completion_tokens`, ...).
+        latency_s: Wall time of the call in seconds.
+        error: Set when the system failed for this case; such a case is not scored.
+    """
+
+    answer: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    usage: dict[str, float] | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+class Case(_Model):
+    """One test case: a query with its ground truth and, optionally, a stored response.
+
+    Attributes:
+        id: Unique in the dataset.
+        query: The user query.
+        references: Ground-truth evidence passages (may be empty).
+        expected_sources: Expected source documents; when absent, the distinct sources of
+            `references` in first-seen order.
+        response: A stored response (used by the `precomputed` adapter).
+        metadata: Free data carried into every artifact.
+    """
+
+    id: str = Field(min_length=1)
+    query: str
+    references: list[Reference] = Field(default_factory=list)
+    expected_sources: list[str] = Field(default_factory=list)
+    response: Response | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, value: Any) -> Any:
+        # Integer ids are common in foreign data; keep them as their decimal text.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_expected_sources(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("expected_sources") is None:
+            refs = data.get("references") or []
+            seen: dict[str, None] = {}
+            if isinstance(refs, list):
+                for ref in refs:
+                    src = ref.get("source") if isinstance(ref, dict) else getattr(ref, "source", None)
+                    if isinstance(src, str):
+                        seen.setdefault(src, None)
+            data = {**data, "expected_sources": list(seen)}
+        return data

@@ -1,0 +1,131 @@
+"""Streaming record readers for JSON Lines, JSON, YAML and CSV files.
+
+Each reader yields ``(where, record)`` pairs where ``where`` locates the record for error
+messages (``"line 7"`` or ``"record 7"``). JSON Lines and CSV are read line by line, so memory
+stays flat whatever the file size.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.data.errors import DataError
+
+FORMATS = ("jsonl", "json", "yaml", "csv")
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": "yaml",
+               ".yml": "yaml", ".csv": "csv"}
+# CSV columns that hold JSON-encoded values (lists or objects).
+_CSV_JSON_COLUMNS = ("references", "expected_sources", "citations", "response", "metadata",
+                     "usage")
+
+Record = tuple[str, Any]
+
+
+def infer_format(path: str | Path, format: str | None = None) -> str:
+    """Return the file format: `format` when given, else from the file extension.
+
+    Raises:
+        DataError: The format is unknown or cannot be inferred.
+    """
+    if format:
+        if format not in FORMATS:
+            raise DataError(str(path), None, None,
+                            f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+        return format
+    suffix = Path(path).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise DataError(str(path), None, None,
+                        f"cannot infer the format from extension {suffix!r}; set `format:` to "
+                        f"one of {', '.join(FORMATS)}")
+    return _EXTENSIONS[suffix]
+
+
+def iter_records(path: str | Path, format: str | None = None) -> Iterator[Record]:
+    """Yield ``(where, record)`` for every record of a data file.
+
+    Args:
+        path: The file to read.
+        format: One of ``jsonl``, ``json``, ``yaml``, ``csv``; inferred from the extension
+            when omitted.
+
+    Raises:
+        DataError: The file is missing or a record cannot be parsed.
+    """
+    fmt = infer_format(path, format)
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(str(path), None, None, "file not found")
+    if fmt == "jsonl":
+        yield from _iter_jsonl(p)
+    elif fmt == "csv":
+        yield from _iter_csv(p)
+    else:
+        yield from _iter_document(p, fmt)
+
+
+def _iter_jsonl(path: Path) -> Iterator[Record]:
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(str(path), f"line {lineno}", None,
+                                f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+            yield f"line {lineno}", record
+
+
+def _iter_document(path: Path, fmt: str) -> Iterator[Record]:
+    with path.open("r", encoding="utf-8") as fh:
+        try:
+            data = json.load(fh) if fmt == "json" else yaml.safe_load(fh)
+        except json.JSONDecodeError as exc:
+            raise DataError(str(path), f"line {exc.lineno}", None,
+                            f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark is not None else None
+            raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
+    if isinstance(data, dict):
+        # Accept {"cases": [...]} as well as a bare list.
+        for key in ("cases", "data", "records"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+    if not isinstance(data, list):
+        raise DataError(str(path), None, None,
+                        f"expected a list of records (or an object with a 'cases' list), "
+                        f"got {type(data).__name__}")
+    for index, record in enumerate(data, start=1):
+        yield f"record {index}", record
+
+
+def _iter_csv(path: Path) -> Iterator[Record]:
+    with path.open("r", encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        for row in reader:
+            # reader.line_num is the physical line of the end of this row (header is line 1).
+            where = f"line {reader.line_num}"
+            record: dict[str, Any] = {}
+            for key, value in row.items():
+                if key is None:
+                    raise DataError(str(path), where, None,
+                                    "more values than header columns")
+                if key in _CSV_JSON_COLUMNS:
+                    if value is None or value.strip() == "":
+                        continue
+                    try:
+                        record[key] = json.loads(value)
+                    except json.JSONDecodeError as exc:
+                        raise DataError(str(path), where, key,
+                                        f"expected a JSON-encoded value ({exc.msg})") from None
+                else:
+                    record[key] = value
+            yield where, record

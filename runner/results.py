@@ -1,0 +1,187 @@
+"""The results contract: per-case records and the run-level results file.
+
+Each job writes ``metrics.json`` (a :class:`RunResult` without its cases) and ``cases.jsonl``
+(one :class:`CaseResult` per line) once. Tracking, reports and sweep summaries read these files
+and never recompute a figure. ``SCHEMA_VERSION`` changes whenever a field changes meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+METRICS_FILE = "metrics.json"
+CASES_FILE = "cases.jsonl"
+
+
+@dataclass
+class CaseResult:
+    """Everything known about one case after scoring.
+
+    ``similarity[i][j]`` is the similarity of reference i and citation j (``None`` when the
+    predicate decided the pair without one, SPEC 4.1); ``matched[i][j]`` is the match decision.
+    ``metrics`` values are ``None`` where undefined; all are ``None`` when ``error`` is set.
+    """
+
+    id: str
+    query: str
+    references: list[dict[str, str]]
+    expected_sources: list[str]
+    response: dict[str, Any] | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    similarity: list[list[float | None]] = field(default_factory=list)
+    matched: list[list[bool]] = field(default_factory=list)
+    citation_labels: list[str] = field(default_factory=list)
+    reference_labels: list[str] = field(default_factory=list)
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    bands: dict[str, str | None] = field(default_factory=dict)
+    explanations: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def labels(self) -> dict[str, list[str]]:
+        """Citation and reference labels together, as written to ``cases.jsonl``."""
+        return {"citations": self.citation_labels, "references": self.reference_labels}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready record written as one line of ``cases.jsonl``."""
+        return {
+            "id": self.id,
+            "query": self.query,
+            "references": self.references,
+            "expected_sources": self.expected_sources,
+            "response": self.response,
+            "metadata": self.metadata,
+            "similarity": self.similarity,
+            "matched": self.matched,
+            "labels": self.labels,
+            "metrics": self.metrics,
+            "counts": self.counts,
+            "bands": self.bands,
+            "explanations": self.explanations,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
+        """Read back a record written by :meth:`to_dict`."""
+        labels = data.get("labels") or {}
+        return cls(
+            id=data["id"], query=data["query"], references=data["references"],
+            expected_sources=data["expected_sources"], response=data.get("response"),
+            metadata=data.get("metadata") or {}, similarity=data.get("similarity") or [],
+            matched=data.get("matched") or [],
+            citation_labels=labels.get("citations", []),
+            reference_labels=labels.get("references", []),
+            metrics=data.get("metrics") or {}, counts=data.get("counts") or {},
+            bands=data.get("bands") or {}, explanations=data.get("explanations") or {},
+            error=data.get("error"),
+        )
+
+
+@dataclass
+class RunResult:
+    """Run-level figures (SPEC 5 and 7) plus, in memory, the per-case results.
+
+    Attributes:
+        metrics: Macro mean of each of the six metrics over scored cases (``None`` if no case
+            defines it).
+        ci: ``[low, high]`` percentile bootstrap interval of each macro mean.
+        micro: Each metric from counts pooled over scored cases.
+        labels: Counts of every citation and reference label.
+        n_cases, n_scored, n_errors: Cases seen, scored, and failed (not scored).
+        counts: Pooled counts behind the micro figures.
+        extra: Anything else the runner records (config summary, timings, usage, gates).
+        cases: The per-case results (not part of ``metrics.json``).
+    """
+
+    metrics: dict[str, float | None]
+    ci: dict[str, list[float] | None]
+    micro: dict[str, float | None]
+    labels: dict[str, int]
+    n_cases: int
+    n_scored: int
+    n_errors: int
+    counts: dict[str, int] = field(default_factory=dict)
+    bootstrap: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    cases: list[CaseResult] = field(default_factory=list, repr=False)
+
+    @property
+    def error_rate(self) -> float:
+        """n_errors / n_cases (0 for an empty run)."""
+        return self.n_errors / self.n_cases if self.n_cases else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The content of ``metrics.json``."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "complete": True,
+            "n_cases": self.n_cases,
+            "n_scored": self.n_scored,
+            "n_errors": self.n_errors,
+            "error_rate": self.error_rate,
+            "metrics": self.metrics,
+            "ci": self.ci,
+            "micro": self.micro,
+            "labels": self.labels,
+            "counts": self.counts,
+            "bootstrap": self.bootstrap,
+            **self.extra,
+        }
+
+
+def _clean(value: Any) -> Any:
+    # JSON has no NaN: undefined figures are written as null.
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
+    """Write ``cases.jsonl`` (one record per line); returns the number of lines."""
+    n = 0
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for case in cases:
+            fh.write(json.dumps(case.to_dict(), ensure_ascii=False, default=_clean))
+            fh.write("\n")
+            n += 1
+    return n
+
+
+def read_cases(path: str | Path) -> Iterator[CaseResult]:
+    """Stream the records of a ``cases.jsonl`` file."""
+    with Path(path).open("r", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield CaseResult.from_dict(json.loads(line))
+
+
+def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
+    """Write ``metrics.json`` atomically (a partial file never looks complete)."""
+    data = result.to_dict() if isinstance(result, RunResult) else result
+    target = Path(path)
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_clean) + "\n",
+                   encoding="utf-8")
+    tmp.replace(target)
+
+
+def read_metrics(path: str | Path) -> dict[str, Any]:
+    """Read a ``metrics.json`` file, checking its schema version.
+
+    Raises:
+        ValueError: The file was written by an incompatible version.
+    """
+    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {version!r} is not supported "
+                         f"(this ragcite reads version {SCHEMA_VERSION})")
+    return data

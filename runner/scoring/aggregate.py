@@ -1,0 +1,157 @@
+"""Run-level figures (SPEC 5): macro means, micro figures, bootstrap intervals, label counts.
+
+Cases that carry an error are counted in ``n_errors`` and excluded from every figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from runner.results import CaseResult, RunResult
+from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.metrics import METRIC_KEYS, f1, precision, recall
+
+_COUNT_KEYS = ("references", "references_matched", "citations", "citations_matched",
+               "expected_sources", "cited_sources", "sources_hit")
+
+
+def macro_mean(values: Sequence[float | None]) -> float | None:
+    """Mean of the defined values; None when none is defined."""
+    defined = [v for v in values if v is not None]
+    return sum(defined) / len(defined) if defined else None
+
+
+def micro_metrics(counts: dict[str, int], zero_division: str = "auto") -> dict[str, float | None]:
+    """The six metrics from counts pooled over cases.
+
+    Context recall = Σ matched references / Σ references; context precision = Σ matched
+    citations / Σ citations; source recall and precision likewise from Σ |S_exp ∩ S_cit|,
+    Σ |S_exp| and Σ |S_cit|; F1s from the pooled P and R. Empty pools follow `zero_division`.
+    """
+    cr = recall(counts["references_matched"], counts["references"], zero_division)
+    cp = precision(counts["citations_matched"], counts["citations"], counts["references"],
+                   zero_division)
+    sr = recall(counts["sources_hit"], counts["expected_sources"], zero_division)
+    sp = precision(counts["sources_hit"], counts["cited_sources"], counts["expected_sources"],
+                   zero_division)
+    return {"context_recall": cr, "context_precision": cp, "context_f1": f1(cp, cr),
+            "source_recall": sr, "source_precision": sp, "source_f1": f1(sp, sr)}
+
+
+def bootstrap_ci(values: np.ndarray, resamples: int = 1000, confidence: float = 0.95,
+                 seed: int = 0) -> list[list[float] | None]:
+    """Percentile bootstrap intervals of the column means of `values`.
+
+    Args:
+        values: Shape (n_cases, n_metrics); NaN marks an undefined value, left out of a mean.
+        resamples: Number of bootstrap resamples (cases drawn with replacement).
+        confidence: Two-sided coverage, e.g. 0.95 → the 2.5th and 97.5th percentiles.
+        seed: Seeds the resampling, so the interval is reproducible.
+
+    Returns:
+        One ``[low, high]`` per column, or None for a column with no defined value.
+    """
+    n, m = values.shape
+    out: list[list[float] | None] = [None] * m
+    if n == 0 or resamples <= 0:
+        return out
+    defined = ~np.isnan(values)
+    filled = np.where(defined, values, 0.0)
+    mask = defined.astype(np.float64)
+    rng = np.random.default_rng(seed)
+    means = np.empty((resamples, m))
+    for b in range(resamples):
+        # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
+        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+        num, den = w @ filled, w @ mask
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means[b] = num / den
+    alpha = (1.0 - confidence) / 2.0
+    for k in range(m):
+        col = means[:, k]
+        col = col[~np.isnan(col)]
+        if defined[:, k].any() and col.size:
+            low, high = np.quantile(col, [alpha, 1.0 - alpha])
+            out[k] = [float(low), float(high)]
+    return out
+
+
+class Aggregator:
+    """Accumulates scored cases one at a time and produces the run-level :class:`RunResult`.
+
+    Args:
+        zero_division: The empty-denominator policy for the micro figures.
+        resamples, confidence, seed: Bootstrap settings (see :func:`bootstrap_ci`).
+        keep_cases: Keep every :class:`CaseResult` in ``RunResult.cases``.
+    """
+
+    def __init__(self, zero_division: str = "auto", resamples: int = 1000,
+                 confidence: float = 0.95, seed: int = 0, keep_cases: bool = True) -> None:
+        self.zero_division = zero_division
+        self.resamples = resamples
+        self.confidence = confidence
+        self.seed = seed
+        self.keep_cases = keep_cases
+        self.rows: list[list[float]] = []
+        self.counts = dict.fromkeys(_COUNT_KEYS, 0)
+        self.labels = {f"citation_{k}": 0 for k in CITATION_LABELS}
+        self.labels.update({f"reference_{k}": 0 for k in REFERENCE_LABELS})
+        self.n_cases = 0
+        self.n_errors = 0
+        self.cases: list[CaseResult] = []
+
+    def add(self, case: CaseResult) -> None:
+        """Count one case; an error case is counted but not scored."""
+        self.n_cases += 1
+        if self.keep_cases:
+            self.cases.append(case)
+        if case.error is not None:
+            self.n_errors += 1
+            return
+        nan = math.nan
+        self.rows.append([nan if (v := case.metrics[k]) is None else v for k in METRIC_KEYS])
+        for k in _COUNT_KEYS:
+            self.counts[k] += case.counts[k]
+        for lab in case.citation_labels:
+            self.labels[f"citation_{lab}"] += 1
+        for lab in case.reference_labels:
+            self.labels[f"reference_{lab}"] += 1
+
+    def extend(self, cases: Iterable[CaseResult]) -> None:
+        """Add many cases."""
+        for case in cases:
+            self.add(case)
+
+    def result(self) -> RunResult:
+        """The run-level figures of every case added so far."""
+        values = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), len(METRIC_KEYS))
+        metrics: dict[str, float | None] = {}
+        for k, key in enumerate(METRIC_KEYS):
+            col = values[:, k]
+            col = col[~np.isnan(col)]
+            metrics[key] = float(col.mean()) if col.size else None
+        ci = bootstrap_ci(values, self.resamples, self.confidence, self.seed)
+        return RunResult(
+            metrics=metrics,
+            ci=dict(zip(METRIC_KEYS, ci)),
+            micro=micro_metrics(self.counts, self.zero_division),
+            labels=dict(self.labels),
+            n_cases=self.n_cases,
+            n_scored=len(self.rows),
+            n_errors=self.n_errors,
+            counts=dict(self.counts),
+            bootstrap={"resamples": self.resamples, "confidence": self.confidence,
+                       "seed": self.seed, "method": "percentile"},
+            cases=self.cases,
+        )
+
+
+def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto", resamples: int = 1000,
+              confidence: float = 0.95, seed: int = 0) -> RunResult:
+    """Aggregate scored cases into run-level figures (see :class:`Aggregator`)."""
+    agg = Aggregator(zero_division, resamples, confidence, seed)
+    agg.extend(cases)
+    return agg.result()
