@@ -74,7 +74,7 @@ def iter_cases(
         mapping: JMESPath expressions per canonical key (SPEC 2); none for canonical records.
         format: Overrides the format inferred from the extension.
         transform: A function applied to each raw record before the mapping, for shapes that
-            JMESPath cannot express.
+            JMESPath cannot express; returning None skips the record.
 
     Yields:
         Cases in file order.
@@ -94,6 +94,8 @@ def iter_cases(
             except Exception as exc:  # a user transform: locate whatever it raised
                 raise DataError(shown, where, None,
                                 f"transform failed: {type(exc).__name__}: {exc}") from exc
+            if record is None:  # the transform skips this record
+                continue
         record = fm.apply(record, shown, where)
         if not isinstance(record, dict) or "__raw__" in record:
             raise DataError(shown, where, None,

@@ -1,0 +1,1 @@
+"""Package marker: lets the installed package ship these files."""

@@ -1,0 +1,115 @@
+"""The `extractive` adapter: an offline BM25 baseline that cites its top-k passages.
+
+Documents of the knowledge base are split into passages (chunks of sentences, paragraphs or
+words), indexed with `bm25s`, and each query cites the `top_k` best passages verbatim. It needs
+no key and no network, which makes it the default model: a fresh machine runs end to end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runner.adapters.base import AdapterContext, BaseAdapter
+from runner.data.models import Case, Citation, Document, Response
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+CHUNK_UNITS = ("sentence", "paragraph", "word", "document")
+
+
+def chunk_document(doc: Document, unit: str, size: int, overlap: int) -> list[str]:
+    """Split a document into passages of `size` units, consecutive passages sharing `overlap`.
+
+    Args:
+        doc: The document.
+        unit: ``sentence``, ``paragraph``, ``word`` or ``document`` (the whole text).
+        size: Units per passage (≥ 1).
+        overlap: Units shared by consecutive passages (0 ≤ overlap < size).
+
+    Raises:
+        ValueError: An invalid unit, size or overlap.
+    """
+    if unit not in CHUNK_UNITS:
+        raise ValueError(f"model.chunk_unit must be one of {', '.join(CHUNK_UNITS)}, got {unit!r}")
+    if size < 1 or not 0 <= overlap < size:
+        raise ValueError(f"model.chunk_size must be >= 1 and 0 <= model.chunk_overlap < "
+                         f"chunk_size (got size={size}, overlap={overlap})")
+    text = doc.text.strip()
+    if unit == "document":
+        return [text] if text else []
+    if unit == "sentence":
+        units = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+        joiner = " "
+    elif unit == "paragraph":
+        units = [p.strip() for p in _PARAGRAPH.split(text) if p.strip()]
+        joiner = "\n\n"
+    else:
+        units = text.split()
+        joiner = " "
+    step = size - overlap
+    chunks = []
+    for start in range(0, max(len(units) - overlap, 1), step):
+        piece = units[start:start + size]
+        if piece:
+            chunks.append(joiner.join(piece))
+    return chunks
+
+
+@dataclass
+class ExtractiveModel(BaseAdapter):
+    """BM25 retrieval over the knowledge base; cites the top-k passages.
+
+    Args:
+        top_k: Passages cited per query.
+        chunk_unit: ``sentence``, ``paragraph``, ``word`` or ``document``.
+        chunk_size: Units per passage.
+        chunk_overlap: Units shared by consecutive passages.
+        stopwords: Stop-word list for the BM25 tokeniser (``en``), or null for none.
+        min_score: Passages scoring at or below this BM25 score are not cited.
+    """
+
+    top_k: int = 3
+    chunk_unit: str = "sentence"
+    chunk_size: int = 2
+    chunk_overlap: int = 0
+    stopwords: str | None = "en"
+    min_score: float = 0.0
+
+    def bind(self, context: AdapterContext) -> None:
+        """Chunk and index the knowledge base."""
+        import bm25s
+
+        super().bind(context)
+        docs = context.dataset.knowledge_base()
+        self._passages: list[tuple[str, str]] = []
+        for doc in docs:
+            for chunk in chunk_document(doc, self.chunk_unit, self.chunk_size,
+                                        self.chunk_overlap):
+                self._passages.append((doc.source, chunk))
+        if not self._passages:
+            raise ValueError(f"the knowledge base of dataset {context.dataset.name!r} is empty")
+        tokens = bm25s.tokenize([p[1] for p in self._passages], stopwords=self.stopwords,
+                                show_progress=False)
+        self._index = bm25s.BM25()
+        self._index.index(tokens, show_progress=False)
+
+    def respond_sync(self, cases: Sequence[Case]) -> list[Response]:
+        """Retrieve for every query of the batch at once."""
+        import bm25s
+
+        if not cases:
+            return []
+        k = min(self.top_k, len(self._passages))
+        query_tokens = bm25s.tokenize([c.query for c in cases], stopwords=self.stopwords,
+                                      show_progress=False)
+        ids, scores = self._index.retrieve(query_tokens, k=k, show_progress=False,
+                                           n_threads=1)
+        out = []
+        for row_ids, row_scores in zip(ids, scores):
+            cits = [Citation(source=self._passages[i][0], content=self._passages[i][1])
+                    for i, s in zip(row_ids.tolist(), row_scores.tolist())
+                    if s > self.min_score]
+            out.append(Response(answer=cits[0].content if cits else "", citations=cits))
+        return out

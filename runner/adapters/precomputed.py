@@ -1,0 +1,55 @@
+"""The `precomputed` adapter: responses stored with the cases or in a side file."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from runner.adapters.base import AdapterContext, BaseAdapter
+from runner.data.loading import iter_cases
+from runner.data.models import Case, Response
+
+
+@dataclass
+class PrecomputedModel(BaseAdapter):
+    """Replay stored responses.
+
+    Args:
+        system: A system whose responses the dataset stores (``dataset.systems``); when null,
+            the dataset's ``default_system``, else the responses stored inside the cases.
+        responses: A side file of ``{"id", "answer", "citations"}`` records keyed by case id;
+            takes precedence over `system`.
+    """
+
+    system: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
+    responses: Optional[str] = None  # noqa: UP045
+
+    # Stored responses are cheap to read: caching them would only duplicate the file.
+    cacheable = False
+
+    def bind(self, context: AdapterContext) -> None:
+        """Load the stored responses of the chosen system or side file."""
+        super().bind(context)
+        self._stored: dict[str, Response] | None
+        if self.responses:
+            self._stored = {}
+            for case in iter_cases(self.responses,
+                                   transform=lambda r: {"query": "", **r}):
+                self._stored[case.id] = case.response or Response()
+        else:
+            self._stored = context.dataset.responses(self.system)
+
+    def respond_sync(self, cases: Sequence[Case]) -> list[Response]:
+        """The stored response of each case, or an error response when there is none."""
+        out = []
+        for case in cases:
+            if self._stored is not None:
+                resp = self._stored.get(case.id)
+            else:
+                resp = case.response
+            if resp is None:
+                where = f"system {self.system!r}" if self.system else "the stored responses"
+                resp = Response(error=f"no stored response for case {case.id!r} in {where}")
+            out.append(resp)
+        return out

@@ -1,0 +1,115 @@
+"""A content-addressed on-disk cache shared by processes (responses and similarities).
+
+Values live in one SQLite database (WAL mode) under ``cache.dir``. Every entry sits in a
+namespace derived from the full identity of what produced it — the matcher's settings without
+its threshold, or the adapter's settings plus the dataset digest — so a changed setting or
+dataset can never return a stale value. A per-namespace file lock makes concurrent jobs of a
+sweep compute each value once: the first job computes, the others wait and then read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CACHE_VERSION = 1
+
+
+def digest(obj: Any) -> str:
+    """Stable SHA-256 hex digest of a JSON-serialisable object."""
+    data = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def text_key(*texts: str) -> str:
+    """Digest of a tuple of texts (NUL-separated)."""
+    return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    """Counters for one run: what was read from the cache and what had to be computed."""
+
+    hits: dict[str, int] = field(default_factory=dict)
+    computed: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, hits: int, computed: int) -> None:
+        """Count `hits` reads and `computed` new values of `kind`."""
+        self.hits[kind] = self.hits.get(kind, 0) + hits
+        self.computed[kind] = self.computed.get(kind, 0) + computed
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready counters."""
+        return {"hits": dict(self.hits), "computed": dict(self.computed)}
+
+
+class DiskCache:
+    """Key/value store of JSON values by (namespace, key).
+
+    Args:
+        directory: Where the database and lock files live (created if missing).
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "locks").mkdir(exist_ok=True)
+        self.path = self.dir / "cache.sqlite"
+        self._conn = sqlite3.connect(self.path, timeout=120, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS kv (ns TEXT NOT NULL, key TEXT NOT NULL, "
+            "value TEXT NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID")
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._conn.close()
+
+    @contextlib.contextmanager
+    def lock(self, namespace: str) -> Iterator[None]:
+        """Hold an exclusive inter-process lock on one namespace."""
+        with (self.dir / "locks" / f"{namespace}.lock").open("w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, Any]:
+        """The stored values of those `keys` that are present."""
+        out: dict[str, Any] = {}
+        for start in range(0, len(keys), 900):
+            chunk = list(keys[start:start + 900])
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks})",  # noqa: S608
+                [namespace, *chunk])
+            for key, value in rows:
+                out[key] = json.loads(value)
+        return out
+
+    def put_many(self, namespace: str, items: Iterable[tuple[str, Any]]) -> None:
+        """Store values (one transaction)."""
+        rows = [(namespace, k, json.dumps(v)) for k, v in items]
+        if not rows:
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?)", rows)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    def clear(self) -> None:
+        """Delete every entry."""
+        self._conn.execute("DELETE FROM kv")
+        self._conn.execute("VACUUM")

@@ -1,0 +1,97 @@
+"""The `ragcite` console script: a Hydra app around :func:`runner.pipeline.run_experiment`.
+
+This is the only module that touches ``HydraConfig``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from runner.data.errors import DataError
+from runner.pipeline import Experiment, RagciteError, run_experiment, summary_line
+from runner.redact import env_secrets, scrub_files, secret_values
+from runner.schema import register_configs
+
+log = logging.getLogger("ragcite")
+_exit_status = 0
+
+CONFIG_PATH = "pkg://runner.conf"
+
+
+def _plain(cfg: DictConfig) -> dict[str, Any]:
+    data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    if not isinstance(data, dict):  # pragma: no cover - the root is always a mapping
+        raise RagciteError("the composed config is not a mapping")
+    # Paths below output_root are made absolute so that every process agrees on them.
+    root = Path(data.get("output_root") or "outputs")
+    cache = data.setdefault("cache", {})
+    cache["dir"] = str(Path(cache.get("dir") or root / "cache").resolve())
+    return data
+
+
+def _scrub_hydra_files(output_dir: Path, secrets: set[str]) -> None:
+    """Hydra writes command-line overrides verbatim into .hydra/ and multirun.yaml."""
+    if not secrets:
+        return
+    scrub_files(output_dir / ".hydra", secrets)
+    multirun = output_dir.parent / "multirun.yaml"
+    if multirun.is_file():
+        scrub_files(multirun.parent, secrets) if False else _scrub_one(multirun, secrets)
+
+
+def _scrub_one(path: Path, secrets: set[str]) -> None:
+    from runner.redact import scrub_text
+
+    text = path.read_text(encoding="utf-8")
+    clean = scrub_text(text, secrets)
+    if clean != text:
+        path.write_text(clean, encoding="utf-8")
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
+def _app(cfg: DictConfig) -> None:
+    global _exit_status
+    hc = HydraConfig.get()
+    output_dir = Path(hc.runtime.output_dir)
+    overrides = list(hc.overrides.task)
+    secrets = secret_values({"overrides": overrides}) | env_secrets()
+    _scrub_hydra_files(output_dir, secrets)
+    names = {k: str(v) for k, v in hc.runtime.choices.items()
+             if v is not None and not k.startswith("hydra")}
+    multirun = hc.mode is not None and hc.mode.name == "MULTIRUN"
+    try:
+        plain = _plain(cfg)
+        result, failures = run_experiment(plain, Experiment(output_dir, names))
+    except (RagciteError, DataError) as exc:
+        log.error("ragcite: error: %s", exc)
+        _exit_status = 2
+        if multirun:
+            raise
+        return
+    finally:
+        _scrub_hydra_files(output_dir, secrets)
+        scrub_files(output_dir, secrets)
+    log.info("%s", summary_line(result))
+    log.info("results: %s", output_dir)
+    if failures:
+        for reason in failures:
+            log.error("ragcite: gate failed: %s", reason)
+        _exit_status = max(_exit_status, 1)
+
+
+def main() -> None:
+    """Entry point of the `ragcite` console script."""
+    register_configs()
+    _app()
+    sys.exit(_exit_status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""A configured dataset: its cases, knowledge base and stored responses (the `dataset` group)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from functools import cached_property
+from itertools import islice
+from typing import Any
+
+from runner.data.errors import DataError
+from runner.data.loading import file_digest, iter_cases, iter_documents
+from runner.data.models import Case, Document, Response
+
+
+def _plain(cfg: Any) -> Any:
+    """An OmegaConf node (or plain value) as plain Python data."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(cfg, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(cfg, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    return cfg
+
+
+def build_callable(spec: Any) -> Callable[..., Any] | None:
+    """Turn a ``{_target_: pkg.func, **kwargs}`` node into ``partial(func, **kwargs)``."""
+    spec = _plain(spec)
+    if spec is None:
+        return None
+    from hydra.utils import instantiate
+
+    if isinstance(spec, str):
+        spec = {"_target_": spec}
+    fn: Callable[..., Any] = instantiate(spec, _partial_=True)
+    return fn
+
+
+def _mapping(cfg: Mapping[str, Any] | None) -> dict[str, str]:
+    return {k: v for k, v in (_plain(cfg) or {}).items() if v is not None}
+
+
+class Dataset:
+    """Cases, knowledge base and stored responses described by one `dataset` config.
+
+    Args:
+        cfg: A node of the ``DatasetConf`` schema (or an equivalent dict).
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = _plain(cfg)
+        self.name: str = self.cfg.get("name") or "dataset"
+        self.path: str = self.cfg["path"]
+        self.limit: int | None = self.cfg.get("limit")
+
+    def iter_cases(self) -> Iterator[Case]:
+        """Stream the validated cases (the first `limit` when set)."""
+        transform = build_callable(self.cfg.get("transform"))
+        it = iter_cases(self.path, mapping=_mapping(self.cfg.get("mapping")),
+                        format=self.cfg.get("format"), transform=transform)
+        return islice(it, self.limit) if self.limit is not None else it
+
+    @cached_property
+    def digest(self) -> str:
+        """Content digest of the case file(s), the knowledge base and the loading config."""
+        h = hashlib.sha256()
+        h.update(file_digest(self.path).encode())
+        kb = self.cfg.get("knowledge_base")
+        if kb:
+            h.update(file_digest(kb["path"]).encode())
+        loading = {k: self.cfg.get(k) for k in ("mapping", "transform", "limit", "format",
+                                                 "knowledge_base")}
+        h.update(json.dumps(loading, sort_keys=True, default=str).encode())
+        return h.hexdigest()[:16]
+
+    def knowledge_base(self) -> list[Document]:
+        """The knowledge base documents.
+
+        Raises:
+            DataError: The dataset declares no knowledge base.
+        """
+        kb = self.cfg.get("knowledge_base")
+        if not kb:
+            raise DataError(self.path, None, "dataset.knowledge_base",
+                            f"dataset {self.name!r} has no knowledge base; a retrieving model "
+                            "adapter needs one (set dataset.knowledge_base.path)")
+        return list(iter_documents(kb["path"], mapping=_mapping(kb.get("mapping")),
+                                   format=kb.get("format"),
+                                   transform=build_callable(kb.get("transform"))))
+
+    @property
+    def systems(self) -> list[str]:
+        """Names of the systems whose responses the dataset stores."""
+        return list((self.cfg.get("systems") or {}).keys())
+
+    def responses(self, system: str | None) -> dict[str, Response] | None:
+        """Stored responses of `system` keyed by case id, or None to use those in the cases.
+
+        Raises:
+            DataError: The system is unknown or its file is malformed.
+        """
+        systems = self.cfg.get("systems") or {}
+        name = system or self.cfg.get("default_system")
+        if name is None:
+            return None
+        if name not in systems:
+            raise DataError(self.path, None, "model.system",
+                            f"unknown system {name!r} for dataset {self.name!r}; expected one "
+                            f"of {', '.join(systems) or '(none stored)'}")
+        spec = systems[name]
+        out: dict[str, Response] = {}
+        for case in iter_cases(spec["path"], mapping=_mapping(spec.get("mapping")),
+                               format=spec.get("format"),
+                               transform=_with_query(build_callable(spec.get("transform")))):
+            out[case.id] = case.response or Response()
+        return out
+
+
+def _with_query(transform: Callable[..., Any] | None) -> Callable[[Any], Any]:
+    """Responses files have no query: fill a blank one so records validate as cases."""
+
+    def apply(record: Any) -> Any:
+        if transform is not None:
+            record = transform(record)
+        if isinstance(record, dict) and "query" not in record:
+            record = {**record, "query": ""}
+        return record
+
+    return apply

@@ -1,0 +1,1 @@
+"""Small transforms for dataset shapes that JMESPath alone cannot express."""

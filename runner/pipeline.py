@@ -1,0 +1,290 @@
+"""dataset → adapter → matcher → scoring → results files, with batching and caching.
+
+This module knows nothing of Hydra: :func:`run_experiment` takes plain config data and a
+folder, so tests and other front ends can call it directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+from tqdm import tqdm
+
+from runner.adapters.base import AdapterContext, ModelAdapter
+from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
+from runner.data.dataset import Dataset
+from runner.data.models import Case, Response
+from runner.matchers.base import Matcher, PairError, Similarity, TextPair
+from runner.redact import env_secrets, redact, scrub_files, secret_values
+from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
+from runner.scoring.aggregate import Aggregator
+from runner.scoring.case import ScoringOptions
+from runner.scoring.metrics import METRIC_KEYS
+
+log = logging.getLogger("ragcite")
+
+
+class RagciteError(Exception):
+    """An error the user can fix (bad config or data); shown as one line, no traceback."""
+
+
+class CachedMatcher:
+    """Wraps a matcher so each (matcher identity, pair) similarity is computed once, ever.
+
+    The cache namespace leaves the threshold out, so every threshold of a sweep reads the
+    similarities the first job computed. Failed pairs are not cached (a rerun retries them).
+    """
+
+    def __init__(self, inner: Matcher, cache: DiskCache | None, stats: CacheStats) -> None:
+        self.inner = inner
+        self.threshold = inner.threshold
+        self.cache = cache
+        self.stats = stats
+        self.namespace = "sim-" + digest({"v": CACHE_VERSION, "m": inner.identity()})[:32]
+
+    def identity(self) -> dict[str, Any]:
+        """The wrapped matcher's identity."""
+        return self.inner.identity()
+
+    def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
+        """Cached similarities; only missing pairs reach the wrapped matcher."""
+        if self.cache is None:
+            self.stats.add("similarities", 0, len(pairs))
+            return self.inner.similarities(pairs)
+        keys = [text_key(r, c) for r, c in pairs]
+        with self.cache.lock(self.namespace):
+            found = self.cache.get_many(self.namespace, keys)
+            missing = [i for i, k in enumerate(keys) if k not in found]
+            new: list[Similarity] = []
+            if missing:
+                new = self.inner.similarities([pairs[i] for i in missing])
+                self.cache.put_many(self.namespace, [
+                    (keys[i], v) for i, v in zip(missing, new) if not isinstance(v, PairError)])
+        self.stats.add("similarities", len(pairs) - len(missing), len(missing))
+        out: list[Similarity] = [found.get(k, 0.0) for k in keys]
+        for i, v in zip(missing, new):
+            out[i] = v
+        return out
+
+
+def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: str,
+                  cache: DiskCache | None, stats: CacheStats, batch_size: int,
+                  progress: bool) -> list[Response]:
+    """Responses for every case, from the cache when possible, else from the adapter in batches.
+
+    Error responses are not cached, so a rerun retries the failed cases.
+    """
+    use_cache = cache is not None and getattr(adapter, "cacheable", True)
+    keys = [text_key(c.id, c.query) for c in cases]
+    ns = "resp-" + digest({"v": CACHE_VERSION, "a": adapter.identity(),
+                           "d": dataset_digest})[:32]
+    found: dict[str, Any] = {}
+    out: list[Response | None] = [None] * len(cases)
+    lock = cache.lock(ns) if use_cache and cache is not None else _null()
+    with lock:
+        if use_cache and cache is not None:
+            found = cache.get_many(ns, keys)
+            for i, k in enumerate(keys):
+                if k in found:
+                    out[i] = Response.model_validate(found[k])
+        missing = [i for i, r in enumerate(out) if r is None]
+        bar = tqdm(total=len(missing), desc="model", unit="case", disable=not progress,
+                   leave=False)
+        for start in range(0, len(missing), batch_size):
+            idx = missing[start:start + batch_size]
+            batch = [cases[i] for i in idx]
+            try:
+                answers = asyncio.run(adapter.respond(batch))
+                if len(answers) != len(batch):
+                    raise RuntimeError(f"the adapter returned {len(answers)} responses for "
+                                       f"{len(batch)} cases")
+            except RagciteError:
+                raise
+            except Exception as exc:  # the whole batch failed: every case is an error
+                log.warning("model adapter failed on a batch: %s: %s", type(exc).__name__, exc)
+                answers = [Response(error=f"{type(exc).__name__}: {exc}") for _ in batch]
+            for i, resp in zip(idx, answers):
+                out[i] = resp
+            if use_cache and cache is not None:
+                cache.put_many(ns, [(keys[i], r.model_dump(mode="json"))
+                                    for i, r in zip(idx, answers) if r.error is None])
+            bar.update(len(idx))
+        bar.close()
+    stats.add("responses", len(cases) - len(missing), len(missing))
+    return [r if r is not None else Response(error="no response") for r in out]
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@dataclass
+class Experiment:
+    """Everything a job needs besides its config: where to write and what the parts are named."""
+
+    output_dir: Path
+    names: dict[str, str] = field(default_factory=dict)
+
+
+def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
+    """The failed quality gates, each as a one-line reason (empty when all pass)."""
+    failures = []
+    for key in METRIC_KEYS:
+        minimum = gates.get(key)
+        if minimum is None:
+            continue
+        value = result.metrics.get(key)
+        if value is None or value < minimum:
+            shown = "undefined" if value is None else f"{value:.4f}"
+            failures.append(f"{key} {shown} < gate {minimum}")
+    max_rate = gates.get("max_error_rate")
+    if max_rate is not None and result.error_rate > max_rate:
+        failures.append(f"error rate {result.error_rate:.4f} ({result.n_errors} of "
+                        f"{result.n_cases} cases) > gate max_error_rate {max_rate}")
+    return failures
+
+
+def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, list[str]]:
+    """Run one job: load, respond, score, and write ``config.yaml``, ``cases.jsonl`` and
+    ``metrics.json`` into ``exp.output_dir``.
+
+    Args:
+        cfg: The composed config as plain data (interpolations resolved).
+        exp: The output folder and the chosen option names.
+
+    Returns:
+        The run result (without cases in memory) and the failed gates.
+
+    Raises:
+        RagciteError: Bad config or data.
+    """
+    import yaml
+
+    from runner import __version__
+
+    out = exp.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    secrets = secret_values(cfg) | env_secrets()
+    safe_cfg = redact(cfg)
+    (out / "config.yaml").write_text(yaml.safe_dump(safe_cfg, sort_keys=False),
+                                     encoding="utf-8")
+    timings: dict[str, float] = {}
+    started = dt.datetime.now(dt.timezone.utc)
+    progress = bool(cfg.get("progress", True))
+
+    t0 = time.perf_counter()
+    dataset = Dataset(cfg["dataset"])
+    cases = list(dataset.iter_cases())
+    timings["load_s"] = time.perf_counter() - t0
+
+    cache_cfg = cfg.get("cache") or {}
+    cache = DiskCache(cache_cfg["dir"]) if cache_cfg.get("enabled", True) else None
+    if cache is not None and cache_cfg.get("clear"):
+        cache.clear()
+    stats = CacheStats()
+
+    t0 = time.perf_counter()
+    adapter: ModelAdapter = instantiate(cfg["model"], _convert_="all")
+    adapter.bind(AdapterContext(dataset=dataset,
+                                cache_dir=Path(cache_cfg["dir"]) if cache else None))
+    scoring = cfg["scoring"]
+    batch_size = int(scoring.get("batch_size", 10_000))
+    responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
+                              progress)
+    timings["model_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    matcher: Matcher = instantiate(cfg["matcher"], _convert_="all")
+    cached = CachedMatcher(matcher, cache, stats)
+    options = ScoringOptions(
+        threshold=float(matcher.threshold),
+        zero_division=scoring["zero_division"],
+        require_same_source=bool(scoring["require_same_source"]),
+        source_normalization=tuple(scoring["source_normalization"]),
+        bands=dict(scoring["bands"]),
+    )
+    boot = scoring["bootstrap"]
+    agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
+                     int(cfg.get("seed", 0)), keep_cases=False)
+    from runner.evaluate import score_stream
+
+    bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
+    partial = out / (CASES_FILE + ".partial")
+
+    def scored() -> Any:
+        for case_result in score_stream(zip(cases, responses), cached, options,
+                                        batch_size=batch_size, on_batch=bar.update):
+            agg.add(case_result)
+            yield case_result
+
+    write_cases(partial, scored())
+    bar.close()
+    timings["score_s"] = time.perf_counter() - t0
+    if cache is not None:
+        cache.close()
+
+    t0 = time.perf_counter()
+    result = agg.result()
+    timings["aggregate_s"] = time.perf_counter() - t0
+    failures = check_gates(result, cfg.get("gate") or {})
+    names = exp.names
+    result.extra = {
+        "run": {
+            "name": cfg.get("run_name") or "_".join(
+                names.get(k, "?") for k in ("dataset", "model", "matcher")) + f"_t{options.threshold:g}",
+            "ragcite_version": __version__,
+            "started_at": started.isoformat(),
+            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "output_dir": str(out.resolve()),
+        },
+        "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
+                    "n_cases": len(cases)},
+        "model": {"name": names.get("model", type(adapter).__name__),
+                  "identity": redact(adapter.identity())},
+        "matcher": {"name": names.get("matcher", type(matcher).__name__),
+                    "identity": redact(matcher.identity()), "threshold": options.threshold,
+                    "threshold_level": names.get("threshold")},
+        "scoring": {"zero_division": options.zero_division,
+                    "require_same_source": options.require_same_source,
+                    "source_normalization": list(options.source_normalization),
+                    "bands": dict(options.bands)},
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "cache": {"enabled": cache is not None, **stats.to_dict()},
+        "gates": {"passed": not failures, "failures": failures,
+                  "config": {k: v for k, v in (cfg.get("gate") or {}).items() if v is not None}},
+    }
+    partial.replace(out / CASES_FILE)
+    write_metrics(out / METRICS_FILE, result)
+    scrub_files(out, secrets)
+    log.info("wrote %s", out / METRICS_FILE)
+    return result, failures
+
+
+def summary_line(result: RunResult) -> str:
+    """A one-line human summary of the headline figures."""
+    def f(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
+    m = result.metrics
+    return (f"context R/P/F1 {f(m['context_recall'])}/{f(m['context_precision'])}/"
+            f"{f(m['context_f1'])}  source R/P/F1 {f(m['source_recall'])}/"
+            f"{f(m['source_precision'])}/{f(m['source_f1'])}  "
+            f"({result.n_scored} scored, {result.n_errors} errors)")
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON for log lines."""
+    return json.dumps(obj, ensure_ascii=False, default=str)

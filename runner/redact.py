@@ -1,0 +1,104 @@
+"""Keep secrets out of everything a run writes.
+
+A key is secret when its name contains ``api_key``, ``token``, ``secret`` or ``password``
+(case-insensitive), or when it sits under a ``headers`` mapping. Secret values are replaced by
+``***`` in configs, and :func:`scrub_files` replaces any known secret value (for example a key
+given on the command line, which Hydra writes verbatim into ``.hydra/``) in every text file of a
+folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+REDACTED = "***"
+_SECRET_KEY = re.compile(r"api_key|apikey|token|secret|password|authorization", re.IGNORECASE)
+# Environment variables whose values must never appear in outputs.
+SECRET_ENV_VARS = ("OPENAI_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
+
+
+def is_secret_key(key: str) -> bool:
+    """True for a key name that holds a secret."""
+    return bool(_SECRET_KEY.search(str(key)))
+
+
+def redact(obj: Any, _under_headers: bool = False) -> Any:
+    """A copy of a plain dict/list structure with every secret value replaced by ``***``."""
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            if (_under_headers or is_secret_key(key)) and value is not None \
+                    and not isinstance(value, (dict, list)):
+                out[key] = REDACTED
+            else:
+                out[key] = redact(value, _under_headers or str(key).lower() == "headers")
+        return out
+    if isinstance(obj, list):
+        return [redact_override(v) if isinstance(v, str) else redact(v, _under_headers)
+                for v in obj]
+    return obj
+
+
+def redact_override(text: str) -> str:
+    """Redact a ``key=value`` override string whose key is secret (or under ``headers``)."""
+    key, sep, _ = text.partition("=")
+    if sep and (is_secret_key(key) or ".headers." in f".{key.lstrip('+~')}."
+                or key.lstrip("+~").startswith("headers.")):
+        return f"{key}={REDACTED}"
+    return text
+
+
+def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
+    """Every secret string value found in a plain structure (plus secret env variables)."""
+    found: set[str] = set()
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(value, str) and (_under_headers or is_secret_key(key)):
+                found.add(value)
+            else:
+                found |= secret_values(value, _under_headers or str(key).lower() == "headers")
+    elif isinstance(obj, list):
+        for value in obj:
+            if isinstance(value, str):
+                key, sep, val = value.partition("=")
+                if sep and redact_override(value) != value:
+                    found.add(val)
+            else:
+                found |= secret_values(value, _under_headers)
+    return {v for v in found if v and v != REDACTED and len(v) >= 4}
+
+
+def env_secrets() -> set[str]:
+    """Values of the secret environment variables that are set."""
+    return {v for name in SECRET_ENV_VARS if (v := os.environ.get(name)) and len(v) >= 4}
+
+
+def scrub_text(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each secret with ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
+    """Rewrite every text file under `folder` that contains a secret; returns those files."""
+    secrets = [s for s in secrets if s]
+    changed: list[Path] = []
+    if not secrets:
+        return changed
+    for path in Path(folder).rglob("*"):
+        if not path.is_file() or path.suffix in (".sqlite", ".db", ".png"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        clean = scrub_text(text, secrets)
+        if clean != text:
+            path.write_text(clean, encoding="utf-8")
+            changed.append(path)
+    return changed

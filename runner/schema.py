@@ -1,0 +1,233 @@
+"""Structured-config schemas for every config group, registered with Hydra's ConfigStore.
+
+Schemas live here, values live in ``conf/``. Each option YAML starts from its schema
+(``defaults: [/schema/<group>/<name>@_here_, _self_]``), so Hydra rejects a typo'd key or a
+wrong type with the full key. Plug-in schemas (matchers, model adapters) are derived from the
+plug-in dataclass itself by :func:`conf_for`, so a plug-in's defaults live in exactly one place:
+its class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Optional  # noqa: UP035  (OmegaConf needs typing.Optional on 3.10)
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from runner.scoring.sources import DEFAULT_STEPS
+
+# ruff: noqa: UP007, UP006
+
+
+def conf_for(cls: type, name: str | None = None) -> type:
+    """A structured-config dataclass for a dataclass plug-in: ``_target_`` plus its fields.
+
+    Field names, types and defaults are taken from `cls`, so the schema never disagrees with the
+    class. Fields marked ``field(metadata={"config": False})`` are left out.
+    """
+    target = f"{cls.__module__}.{cls.__qualname__}"
+    fields: list[tuple[str, Any, Any]] = [("_target_", str, field(default=target))]
+    hints = _resolved_hints(cls)
+    for f in dataclasses.fields(cls):
+        if not f.init or not f.metadata.get("config", True):
+            continue
+        default: Any
+        if f.default is not dataclasses.MISSING:
+            default = field(default=f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = field(default_factory=f.default_factory)
+        else:
+            default = field(default=MISSING)
+        fields.append((f.name, hints[f.name], default))
+    return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields)
+
+
+def _resolved_hints(cls: type) -> dict[str, Any]:
+    import types
+    import typing
+
+    module = __import__(cls.__module__, fromlist=["_"])
+    hints = typing.get_type_hints(cls, globalns=vars(module))
+    # OmegaConf 2.3 understands typing.Optional[X] but not the PEP 604 spelling X | None.
+    for name, hint in hints.items():
+        if isinstance(hint, types.UnionType):
+            hints[name] = typing.Union[hint.__args__]  # noqa: UP007
+    return hints
+
+
+# --- dataset -----------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseMappingConf:
+    """JMESPath expression per canonical case field (SPEC 2); ``null`` = not mapped."""
+
+    id: Optional[str] = None
+    query: Optional[str] = None
+    references: Optional[str] = None
+    expected_sources: Optional[str] = None
+    citations: Optional[str] = None
+    answer: Optional[str] = None
+    metadata: Optional[str] = None
+
+
+@dataclass
+class DocumentMappingConf:
+    """JMESPath expression per knowledge-base field."""
+
+    source: Optional[str] = None
+    text: Optional[str] = None
+
+
+@dataclass
+class KnowledgeBaseConf:
+    """The documents a retrieving adapter searches."""
+
+    path: str = MISSING
+    format: Optional[str] = None
+    mapping: DocumentMappingConf = field(default_factory=DocumentMappingConf)
+    transform: Any = None
+
+
+@dataclass
+class ResponsesConf:
+    """Stored responses of one system: a file of records keyed by case id."""
+
+    path: str = MISSING
+    format: Optional[str] = None
+    mapping: CaseMappingConf = field(default_factory=CaseMappingConf)
+    transform: Any = None
+
+
+@dataclass
+class DatasetConf:
+    """A test set, its knowledge base and any stored responses."""
+
+    name: str = MISSING
+    path: str = MISSING
+    format: Optional[str] = None
+    mapping: CaseMappingConf = field(default_factory=CaseMappingConf)
+    transform: Any = None
+    limit: Optional[int] = None
+    knowledge_base: Optional[KnowledgeBaseConf] = None
+    systems: dict[str, ResponsesConf] = field(default_factory=dict)
+    default_system: Optional[str] = None
+
+
+# --- threshold, scoring, gates, cache ----------------------------------------------------------
+
+
+@dataclass
+class ThresholdConf:
+    """A named threshold level: a suitable threshold for each built-in matcher."""
+
+    level: str = MISSING
+    by_matcher: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class BandsConf:
+    """Lower bounds of the metric bands: green ≥ green, medium ≥ medium, red below."""
+
+    green: float = 0.75
+    medium: float = 0.25
+
+
+@dataclass
+class BootstrapConf:
+    """Percentile bootstrap of the macro means."""
+
+    resamples: int = 1000
+    confidence: float = 0.95
+
+
+@dataclass
+class ScoringConf:
+    """How matches become scores (SPEC 3-6)."""
+
+    zero_division: str = "auto"
+    require_same_source: bool = False
+    source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS))
+    bands: BandsConf = field(default_factory=BandsConf)
+    bootstrap: BootstrapConf = field(default_factory=BootstrapConf)
+    batch_size: int = 10_000
+
+
+@dataclass
+class GateConf:
+    """Quality gates: the run exits non-zero when one fails. ``null`` = no gate."""
+
+    context_recall: Optional[float] = None
+    context_precision: Optional[float] = None
+    context_f1: Optional[float] = None
+    source_recall: Optional[float] = None
+    source_precision: Optional[float] = None
+    source_f1: Optional[float] = None
+    max_error_rate: Optional[float] = None
+
+
+@dataclass
+class CacheConf:
+    """The on-disk cache of responses and similarities, shared by the jobs of a sweep."""
+
+    enabled: bool = True
+    dir: str = MISSING
+    clear: bool = False
+
+
+@dataclass
+class TrackingConf:
+    """Where runs are tracked. `none` switches tracking off."""
+
+    backend: str = "none"
+
+
+@dataclass
+class ReportConf:
+    """Which reports are written. `none` switches reports off."""
+
+    format: str = "none"
+
+
+@dataclass
+class RagciteConf:
+    """The root config."""
+
+    dataset: DatasetConf = MISSING
+    model: Any = MISSING
+    matcher: Any = MISSING
+    threshold: ThresholdConf = MISSING
+    scoring: ScoringConf = MISSING
+    tracking: Any = MISSING
+    report: Any = MISSING
+    gate: GateConf = field(default_factory=GateConf)
+    cache: CacheConf = field(default_factory=CacheConf)
+    output_root: str = "outputs"
+    seed: int = 0
+    progress: bool = True
+    experiment: str = "ragcite"
+    run_name: Optional[str] = None
+
+
+def register_configs() -> None:
+    """Register every schema under ``schema/<group>/<name>`` in Hydra's ConfigStore."""
+    from runner.adapters.extractive import ExtractiveModel
+    from runner.adapters.precomputed import PrecomputedModel
+    from runner.adapters.python import PythonModel
+    from runner.matchers.ngram import NgramMatcher
+    from runner.matchers.substring import SubstringMatcher
+
+    cs = ConfigStore.instance()
+    cs.store(name="config", node=RagciteConf, group="schema")
+    cs.store(name="dataset", node=DatasetConf, group="schema")
+    cs.store(name="threshold", node=ThresholdConf, group="schema")
+    cs.store(name="scoring", node=ScoringConf, group="schema")
+    cs.store(name="tracking", node=TrackingConf, group="schema")
+    cs.store(name="report", node=ReportConf, group="schema")
+    cs.store(name="ngram", node=conf_for(NgramMatcher), group="schema/matcher")
+    cs.store(name="substring", node=conf_for(SubstringMatcher), group="schema/matcher")
+    cs.store(name="precomputed", node=conf_for(PrecomputedModel), group="schema/model")
+    cs.store(name="extractive", node=conf_for(ExtractiveModel), group="schema/model")
+    cs.store(name="python", node=conf_for(PythonModel), group="schema/model")
