@@ -18,6 +18,7 @@ from runner.data.errors import DataError
 from runner.pipeline import Experiment, RagciteError, run_experiment, summary_line
 from runner.redact import env_secrets, scrub_files, secret_values
 from runner.schema import register_configs
+from runner.tracking.base import Tracker, make_tracker
 
 log = logging.getLogger("ragcite")
 _exit_status = 0
@@ -43,7 +44,7 @@ def _scrub_hydra_files(output_dir: Path, secrets: set[str]) -> None:
     scrub_files(output_dir / ".hydra", secrets)
     multirun = output_dir.parent / "multirun.yaml"
     if multirun.is_file():
-        scrub_files(multirun.parent, secrets) if False else _scrub_one(multirun, secrets)
+        _scrub_one(multirun, secrets)
 
 
 def _scrub_one(path: Path, secrets: set[str]) -> None:
@@ -66,15 +67,30 @@ def _app(cfg: DictConfig) -> None:
     names = {k: str(v) for k, v in hc.runtime.choices.items()
              if v is not None and not k.startswith("hydra")}
     multirun = hc.mode is not None and hc.mode.name == "MULTIRUN"
+    tracker: Tracker | None = None
     try:
         plain = _plain(cfg)
+        # A remote tracking store is checked here, before any model or API call.
+        tracker = make_tracker(plain)
+        tracker.start(names, output_dir)
         result, failures = run_experiment(plain, Experiment(output_dir, names))
-    except (RagciteError, DataError) as exc:
-        log.error("ragcite: error: %s", exc)
-        _exit_status = 2
-        if multirun:
-            raise
-        return
+        if (plain.get("report") or {}).get("format") == "html":
+            from runner.reports import render_run_report
+
+            render_run_report(output_dir, tracking_link=tracker.link)
+        scrub_files(output_dir, secrets)
+        tracker.log_results(output_dir)
+        tracker.end("FINISHED")
+    except BaseException as exc:
+        if tracker is not None:
+            tracker.end("FAILED")
+        if isinstance(exc, (RagciteError, DataError)):
+            log.error("ragcite: error: %s", exc)
+            _exit_status = 2
+            if multirun:
+                raise
+            return
+        raise
     finally:
         _scrub_hydra_files(output_dir, secrets)
         scrub_files(output_dir, secrets)
@@ -88,8 +104,19 @@ def _app(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Entry point of the `ragcite` console script."""
+    from runner.sweep import finish_sweep
+
     register_configs()
-    _app()
+    try:
+        _app()
+    except SystemExit as exc:
+        # Hydra exits here when a job raised; it skips on_multirun_end, so close the sweep.
+        if exc.code not in (0, None):
+            finish_sweep(failed=True)
+        raise
+    summary = finish_sweep(failed=False)  # no-op unless a sweep is still open
+    if summary is not None and summary["failed"]:
+        sys.exit(1)
     sys.exit(_exit_status)
 
 

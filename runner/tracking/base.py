@@ -1,0 +1,69 @@
+"""The tracker protocol: how a job reports itself to an experiment tracker.
+
+The job flow (runner/cli.py) is::
+
+    tracker = make_tracker(cfg)      # checks a remote URI before any model call
+    tracker.start(names, run_dir)    # opens the run (child of the sweep's parent run, if any)
+    ... run_experiment writes config.yaml, cases.jsonl, metrics.json ...
+    ... reports are rendered (they may show tracker.link) ...
+    tracker.log_results(run_dir)     # reads the results files; never recomputes
+    tracker.end("FINISHED")          # or "FAILED" when the job raised
+
+A sweep additionally calls :func:`runner.sweep` hooks in the main process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Tracker(Protocol):
+    """An experiment tracker for one job."""
+
+    link: str | None
+
+    def start(self, names: dict[str, str], run_dir: Path) -> None:
+        """Open the run."""
+        ...
+
+    def log_results(self, run_dir: Path) -> None:
+        """Log the job's results files (metrics.json, cases.jsonl, reports, config)."""
+        ...
+
+    def end(self, status: str) -> None:
+        """Close the run with ``FINISHED`` or ``FAILED``."""
+        ...
+
+
+class NullTracker:
+    """Tracking switched off (``tracking=none``)."""
+
+    link: str | None = None
+
+    def start(self, names: dict[str, str], run_dir: Path) -> None:
+        """Nothing to open."""
+
+    def log_results(self, run_dir: Path) -> None:
+        """Nothing to log."""
+
+    def end(self, status: str) -> None:
+        """Nothing to close."""
+
+
+def make_tracker(cfg: dict[str, Any]) -> Tracker:
+    """The tracker the config asks for (``cfg["tracking"]["backend"]``).
+
+    Raises:
+        RagciteError: The backend is unknown, or a required remote store is unreachable.
+    """
+    backend = (cfg.get("tracking") or {}).get("backend", "none")
+    if backend == "none":
+        return NullTracker()
+    if backend == "mlflow":
+        from runner.tracking.mlflow import MlflowTracker
+
+        return MlflowTracker(cfg)
+    from runner.pipeline import RagciteError
+
+    raise RagciteError(f"tracking.backend: unknown backend {backend!r}; expected none or mlflow")
