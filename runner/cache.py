@@ -90,7 +90,7 @@ class DiskCache:
             chunk = list(keys[start:start + 900])
             marks = ",".join("?" * len(chunk))
             rows = self._conn.execute(
-                f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks})",  # noqa: S608
+                f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks})",
                 [namespace, *chunk])
             for key, value in rows:
                 out[key] = json.loads(value)

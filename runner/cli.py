@@ -27,9 +27,11 @@ CONFIG_PATH = "pkg://runner.conf"
 
 
 def _plain(cfg: DictConfig) -> dict[str, Any]:
-    data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    if not isinstance(data, dict):  # pragma: no cover - the root is always a mapping
+    container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True,
+                                       enum_to_str=True)
+    if not isinstance(container, dict):  # pragma: no cover - the root is always a mapping
         raise RagciteError("the composed config is not a mapping")
+    data: dict[str, Any] = {str(k): v for k, v in container.items()}
     # Paths below output_root are made absolute so that every process agrees on them.
     root = Path(data.get("output_root") or "outputs")
     cache = data.setdefault("cache", {})

@@ -241,10 +241,10 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
     timings["aggregate_s"] = time.perf_counter() - t0
     failures = check_gates(result, cfg.get("gate") or {})
     names = exp.names
+    default_name = "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
     result.extra = {
         "run": {
-            "name": cfg.get("run_name") or "_".join(
-                names.get(k, "?") for k in ("dataset", "model", "matcher")) + f"_t{options.threshold:g}",
+            "name": cfg.get("run_name") or f"{default_name}_t{options.threshold:g}",
             "ragcite_version": __version__,
             "started_at": started.isoformat(),
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),

@@ -138,10 +138,26 @@ class RunResult:
 
 
 def _clean(value: Any) -> Any:
-    # JSON has no NaN: undefined figures are written as null.
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    """Make `value` strict JSON: NaN and infinities become null (JSON has neither), recursively.
+
+    ``json.dumps(default=...)`` is only consulted for objects JSON cannot encode, and a float NaN
+    is encoded as the invalid token ``NaN``, so the cleaning happens before dumping.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
     return value
+
+
+def _default(value: Any) -> Any:
+    # numpy scalars and arrays (and anything else with `.tolist()`/`.item()`).
+    for attr in ("tolist", "item"):
+        if hasattr(value, attr):
+            return _clean(getattr(value, attr)())
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
@@ -149,7 +165,8 @@ def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
     n = 0
     with Path(path).open("w", encoding="utf-8") as fh:
         for case in cases:
-            fh.write(json.dumps(case.to_dict(), ensure_ascii=False, default=_clean))
+            fh.write(json.dumps(_clean(case.to_dict()), ensure_ascii=False, allow_nan=False,
+                               default=_default))
             fh.write("\n")
             n += 1
     return n
@@ -168,8 +185,9 @@ def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
     data = result.to_dict() if isinstance(result, RunResult) else result
     target = Path(path)
     tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_clean) + "\n",
-                   encoding="utf-8")
+    text = json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False,
+                      default=_default)
+    tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(target)
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional  # noqa: UP035  (OmegaConf needs typing.Optional on 3.10)
+from enum import Enum
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from runner.scoring.sources import DEFAULT_STEPS
-
-# ruff: noqa: UP007, UP006
 
 
 def conf_for(cls: type, name: str | None = None) -> type:
@@ -53,7 +52,7 @@ def _resolved_hints(cls: type) -> dict[str, Any]:
     # OmegaConf 2.3 understands typing.Optional[X] but not the PEP 604 spelling X | None.
     for name, hint in hints.items():
         if isinstance(hint, types.UnionType):
-            hints[name] = typing.Union[hint.__args__]  # noqa: UP007
+            hints[name] = typing.Union[hint.__args__]
     return hints
 
 
@@ -143,11 +142,20 @@ class BootstrapConf:
     confidence: float = 0.95
 
 
+class ZeroDivision(str, Enum):
+    """Values of empty denominators (SPEC 5); see runner.scoring.metrics."""
+
+    auto = "auto"
+    nan = "nan"
+    zero = "zero"
+    one = "one"
+
+
 @dataclass
 class ScoringConf:
     """How matches become scores (SPEC 3-6)."""
 
-    zero_division: str = "auto"
+    zero_division: ZeroDivision = ZeroDivision.auto
     require_same_source: bool = False
     source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS))
     bands: BandsConf = field(default_factory=BandsConf)

@@ -30,7 +30,7 @@ _active: dict[str, Any] = {}
 def _plain(config: DictConfig) -> dict[str, Any]:
     # The sweep-level config: job-level interpolations may not resolve here.
     data = OmegaConf.to_container(config, resolve=False)
-    return data if isinstance(data, dict) else {}
+    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 def collect_jobs(sweep_dir: Path) -> list[dict[str, Any]]:

@@ -22,8 +22,8 @@ class PrecomputedModel(BaseAdapter):
             takes precedence over `system`.
     """
 
-    system: Optional[str] = None  # noqa: UP045 (OmegaConf reads typing.Optional)
-    responses: Optional[str] = None  # noqa: UP045
+    system: Optional[str] = None
+    responses: Optional[str] = None
 
     # Stored responses are cheap to read: caching them would only duplicate the file.
     cacheable = False
@@ -44,10 +44,7 @@ class PrecomputedModel(BaseAdapter):
         """The stored response of each case, or an error response when there is none."""
         out = []
         for case in cases:
-            if self._stored is not None:
-                resp = self._stored.get(case.id)
-            else:
-                resp = case.response
+            resp = self._stored.get(case.id) if self._stored is not None else case.response
             if resp is None:
                 where = f"system {self.system!r}" if self.system else "the stored responses"
                 resp = Response(error=f"no stored response for case {case.id!r} in {where}")

@@ -169,7 +169,8 @@ def iter_documents(
                 yield Document(source=file.name, text=file.read_text(encoding="utf-8"))
         return
     fm = as_mapping(mapping, KB_KEYS, origin=f"{shown} (mapping)")
-    for where, raw in iter_records(real, format):
+    # With a transform, a JSON/YAML object (a corpus keyed by source) is one record to split.
+    for where, raw in iter_records(real, format, whole_object=transform is not None):
         records = transform(raw) if transform is not None else [raw]
         for record in records:
             mapped = fm.apply(record, shown, where)
@@ -198,6 +199,6 @@ def file_digest(path: str | Path) -> str:
     for file in files:
         h.update(file.name.encode())
         with file.open("rb") as fh:
-            for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
+            while chunk := fh.read(1 << 20):
                 h.update(chunk)
     return h.hexdigest()[:16]

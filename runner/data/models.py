@@ -95,6 +95,12 @@ class Case(_Model):
             return str(value)
         return value
 
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata_none(cls, value: Any) -> Any:
+        # An optional mapping such as `metadata: meta` yields null for a record without `meta`.
+        return {} if value is None else value
+
     @model_validator(mode="before")
     @classmethod
     def _default_expected_sources(cls, data: Any) -> Any:
@@ -103,7 +109,8 @@ class Case(_Model):
             seen: dict[str, None] = {}
             if isinstance(refs, list):
                 for ref in refs:
-                    src = ref.get("source") if isinstance(ref, dict) else getattr(ref, "source", None)
+                    src = (ref.get("source") if isinstance(ref, dict)
+                           else getattr(ref, "source", None))
                     if isinstance(src, str):
                         seen.setdefault(src, None)
             data = {**data, "expected_sources": list(seen)}

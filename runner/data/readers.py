@@ -24,6 +24,9 @@ _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": 
 _CSV_JSON_COLUMNS = ("references", "expected_sources", "citations", "response", "metadata",
                      "usage")
 
+# CSV columns whose empty cell means "absent" (a row without a stored response), not "".
+_CSV_OPTIONAL_COLUMNS = ("answer",)
+
 Record = tuple[str, Any]
 
 
@@ -46,13 +49,17 @@ def infer_format(path: str | Path, format: str | None = None) -> str:
     return _EXTENSIONS[suffix]
 
 
-def iter_records(path: str | Path, format: str | None = None) -> Iterator[Record]:
+def iter_records(path: str | Path, format: str | None = None, *,
+                 whole_object: bool = False) -> Iterator[Record]:
     """Yield ``(where, record)`` for every record of a data file.
 
     Args:
         path: The file to read.
         format: One of ``jsonl``, ``json``, ``yaml``, ``csv``; inferred from the extension
             when omitted.
+        whole_object: A JSON/YAML file whose top level is an object without a record list is
+            yielded as one record (e.g. a corpus keyed by title, for a transform to split)
+            instead of being rejected.
 
     Raises:
         DataError: The file is missing or a record cannot be parsed.
@@ -66,7 +73,7 @@ def iter_records(path: str | Path, format: str | None = None) -> Iterator[Record
     elif fmt == "csv":
         yield from _iter_csv(p)
     else:
-        yield from _iter_document(p, fmt)
+        yield from _iter_document(p, fmt, whole_object)
 
 
 def _iter_jsonl(path: Path) -> Iterator[Record]:
@@ -82,7 +89,7 @@ def _iter_jsonl(path: Path) -> Iterator[Record]:
             yield f"line {lineno}", record
 
 
-def _iter_document(path: Path, fmt: str) -> Iterator[Record]:
+def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:
     with path.open("r", encoding="utf-8") as fh:
         try:
             data = json.load(fh) if fmt == "json" else yaml.safe_load(fh)
@@ -99,6 +106,10 @@ def _iter_document(path: Path, fmt: str) -> Iterator[Record]:
             if isinstance(data.get(key), list):
                 data = data[key]
                 break
+        else:
+            if whole_object:
+                yield "record 1", data
+                return
     if not isinstance(data, list):
         raise DataError(str(path), None, None,
                         f"expected a list of records (or an object with a 'cases' list), "
@@ -126,6 +137,8 @@ def _iter_csv(path: Path) -> Iterator[Record]:
                     except json.JSONDecodeError as exc:
                         raise DataError(str(path), where, key,
                                         f"expected a JSON-encoded value ({exc.msg})") from None
+                elif key in _CSV_OPTIONAL_COLUMNS and (value is None or value.strip() == ""):
+                    continue
                 else:
                     record[key] = value
             yield where, record

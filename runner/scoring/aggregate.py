@@ -137,7 +137,10 @@ class Aggregator:
         return RunResult(
             metrics=metrics,
             ci=dict(zip(METRIC_KEYS, ci)),
-            micro=micro_metrics(self.counts, self.zero_division),
+            # With no scored case there is nothing to pool: the micro figures are undefined
+            # (the zero-division rule would otherwise report a perfect 1.0 under `auto`).
+            micro=(micro_metrics(self.counts, self.zero_division) if self.rows
+                   else dict.fromkeys(METRIC_KEYS)),
             labels=dict(self.labels),
             n_cases=self.n_cases,
             n_scored=len(self.rows),

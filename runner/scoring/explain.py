@@ -106,11 +106,16 @@ def explain_case(
             "response citations — all expected evidence passages are cited.")
     else:
         matched = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "cited"])
-        lead = (f"Only the {_join(matched)} passage{'s' if k_ref > 1 else ''} "
-                f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
-                f"ground-truth reference ({k_ref} of {n_ref})." if k_ref else
-                f"None of the {n_ref} ground-truth passage{'s' if n_ref > 1 else ''} "
-                f"{'is' if n_ref == 1 else 'are'} matched by a response citation.")
+        if k_ref:
+            lead = (f"Only the {_join(matched)} passage{'s' if k_ref > 1 else ''} "
+                    f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
+                    f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
+        elif n_ref == 1:
+            lead = (f"The only ground-truth passage, from {ref_sources[0]}, is not matched by "
+                    "any response citation.")
+        else:
+            lead = (f"None of the {n_ref} ground-truth passages are matched by a response "
+                    "citation.")
         out["context_recall"] = lead + _reference_details(ref_sources, ref_labels)
 
     # Context precision.
@@ -126,12 +131,21 @@ def explain_case(
             "spurious citations.")
     else:
         matched = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "supported"])
-        lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
-                f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
-                f"({k_cit} of {n_cit})." if k_cit else
-                f"None of the {n_cit} response citation{'s' if n_cit > 1 else ''} "
-                f"match{'es' if n_cit == 1 else ''} a ground-truth reference.")
-        out["context_precision"] = lead + _citation_details(cit_sources, cit_labels)
+        if k_cit:
+            lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
+                    f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
+                    f"({k_cit} of {n_cit}).")
+        elif n_cit == 1:
+            lead = (f"The only response citation, from {cit_sources[0]}, does not match any "
+                    "ground-truth reference.")
+        else:
+            lead = f"None of the {n_cit} response citations match a ground-truth reference."
+        if n_cit == 1 and cit_labels[0] == "unexpected_source":
+            # "X has no matching ground-truth reference" would repeat the lead.
+            details = f" {cit_sources[0]} is not an expected source."
+        else:
+            details = _citation_details(cit_sources, cit_labels)
+        out["context_precision"] = lead + details
     out["context"] = _summary("context", metrics["context_recall"], metrics["context_precision"])
 
     # Source recall.

@@ -1,0 +1,62 @@
+"""Multirun sweeps: every job completes; the cache makes thresholds free."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, read_json, run_cli
+
+ENV = {"PYTHONPATH": str(REPO)}
+
+
+def _jobs(root: Path) -> list[Path]:
+    sweeps = list((root / "sweeps").iterdir())
+    assert len(sweeps) == 1
+    return sorted(p for p in sweeps[0].iterdir() if p.is_dir())
+
+
+@pytest.mark.slow
+def test_joblib_sweep_computes_each_similarity_and_response_once(tmp_path: Path) -> None:
+    proc = run_cli(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                    "matcher=substring,ngram", "matcher.threshold=0.3,0.5,0.7",
+                    "tracking=none", "report=none", "progress=false",
+                    f"output_root={tmp_path}"], cwd=tmp_path, env=ENV, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _jobs(tmp_path)
+    assert [j.name.split("_", 1)[1] for j in jobs] == [
+        "extractive_substring_t0.3", "extractive_substring_t0.5", "extractive_substring_t0.7",
+        "extractive_ngram_t0.3", "extractive_ngram_t0.5", "extractive_ngram_t0.7"]
+    metrics = [read_json(j / "metrics.json") for j in jobs]
+    assert all(m["complete"] for m in metrics)
+    n_cases = metrics[0]["n_cases"]
+    # The model is called once per case in the whole sweep; every other job reads the cache.
+    computed = [m["cache"]["computed"].get("responses", 0) for m in metrics]
+    assert sum(computed) == n_cases
+    assert sorted(computed) == [0, 0, 0, 0, 0, n_cases]
+    # Per matcher, exactly one threshold job computed similarities; the others computed none.
+    for group in (metrics[:3], metrics[3:]):
+        sims = [m["cache"]["computed"].get("similarities", 0) for m in group]
+        assert sorted(sims)[:2] == [0, 0] and max(sims) > 0
+        hits = [m["cache"]["hits"].get("similarities", 0) for m in group]
+        assert sum(hits) == 2 * max(sims)
+    # A lower threshold never matches less.
+    recalls = [m["metrics"]["context_recall"] for m in metrics[3:]]
+    assert recalls[0] >= recalls[1] >= recalls[2]
+    summary = read_json(jobs[0].parent / "sweep.json")
+    assert summary["n_jobs"] == 6 and summary["failed"] is False
+
+
+@pytest.mark.slow
+def test_basic_launcher_rerun_hits_the_cache(tmp_path: Path) -> None:
+    args = ["-m", "matcher=ngram", "matcher.threshold=0.4,0.6", "tracking=none",
+            "report=none", "progress=false", f"output_root={tmp_path}"]
+    first = run_cli(args, cwd=tmp_path, env=ENV)
+    assert first.returncode == 0, first.stderr[-3000:]
+    jobs = _jobs(tmp_path)
+    m0, m1 = (read_json(j / "metrics.json") for j in jobs)
+    assert m0["cache"]["computed"]["responses"] == m0["n_cases"]
+    assert m1["cache"]["computed"].get("responses", 0) == 0
+    assert m1["cache"]["computed"].get("similarities", 0) == 0
+    assert m1["cache"]["hits"]["similarities"] == m0["cache"]["computed"]["similarities"]
