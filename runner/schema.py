@@ -82,9 +82,9 @@ class DocumentMappingConf:
 
 @dataclass
 class KnowledgeBaseConf:
-    """The documents a retrieving adapter searches."""
+    """The documents a retrieving adapter searches; ``path: null`` means none."""
 
-    path: str = MISSING
+    path: Optional[str] = None
     format: Optional[str] = None
     mapping: DocumentMappingConf = field(default_factory=DocumentMappingConf)
     transform: Any = None
@@ -193,10 +193,52 @@ class TrackingConf:
 
 
 @dataclass
+class MlflowTrackingConf(TrackingConf):
+    """MLflow tracking (`tracking=mlflow`): one run per job, a parent run per sweep.
+
+    ``tracking_uri`` null means ``MLFLOW_TRACKING_URI`` when set, else
+    ``sqlite:////<abs output_root>/mlflow.db``. See runner/tracking/mlflow.py.
+    """
+
+    backend: str = "mlflow"
+    tracking_uri: Optional[str] = None
+    artifact_location: Optional[str] = None
+    required: bool = True
+    timeout_s: float = 5.0
+    log_table: bool = True
+    ui_url: Optional[str] = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class ReportConf:
     """Which reports are written. `none` switches reports off."""
 
     format: str = "none"
+
+
+@dataclass
+class HtmlReportConf(ReportConf):
+    """Self-contained HTML reports (`report=html`): report.html per run, sweep.html per sweep.
+
+    See runner/reports/run.py::HtmlOptions, which reads these keys from the run's config.yaml.
+    """
+
+    format: str = "html"
+    page_size: int = 50
+    max_cases: Optional[int] = 20000
+    max_text_chars: int = 10000
+    embed: str = "auto"
+    gzip_above_mb: float = 2.0
+    max_failed_listed: int = 500
+
+
+@dataclass
+class PriceConf:
+    """The price of one model in USD per 1M tokens (for the cost estimate in metrics.json)."""
+
+    input: float = 0.0
+    output: float = 0.0
 
 
 @dataclass
@@ -217,13 +259,19 @@ class RagciteConf:
     progress: bool = True
     experiment: str = "ragcite"
     run_name: Optional[str] = None
+    prices: dict[str, PriceConf] = field(default_factory=dict)
 
 
 def register_configs() -> None:
     """Register every schema under ``schema/<group>/<name>`` in Hydra's ConfigStore."""
     from runner.adapters.extractive import ExtractiveModel
+    from runner.adapters.http import HttpModel
+    from runner.adapters.openai import OpenaiModel
     from runner.adapters.precomputed import PrecomputedModel
     from runner.adapters.python import PythonModel
+    from runner.matchers.embeddings import EmbeddingsMatcher
+    from runner.matchers.llm import LlmMatcher
+    from runner.matchers.local_embeddings import LocalEmbeddingsMatcher
     from runner.matchers.ngram import NgramMatcher
     from runner.matchers.substring import SubstringMatcher
 
@@ -233,9 +281,17 @@ def register_configs() -> None:
     cs.store(name="threshold", node=ThresholdConf, group="schema")
     cs.store(name="scoring", node=ScoringConf, group="schema")
     cs.store(name="tracking", node=TrackingConf, group="schema")
+    cs.store(name="mlflow", node=MlflowTrackingConf, group="schema/tracking")
     cs.store(name="report", node=ReportConf, group="schema")
+    cs.store(name="html", node=HtmlReportConf, group="schema/report")
     cs.store(name="ngram", node=conf_for(NgramMatcher), group="schema/matcher")
     cs.store(name="substring", node=conf_for(SubstringMatcher), group="schema/matcher")
     cs.store(name="precomputed", node=conf_for(PrecomputedModel), group="schema/model")
     cs.store(name="extractive", node=conf_for(ExtractiveModel), group="schema/model")
     cs.store(name="python", node=conf_for(PythonModel), group="schema/model")
+    cs.store(name="openai", node=conf_for(OpenaiModel), group="schema/model")
+    cs.store(name="http", node=conf_for(HttpModel), group="schema/model")
+    cs.store(name="embeddings", node=conf_for(EmbeddingsMatcher), group="schema/matcher")
+    cs.store(name="local_embeddings", node=conf_for(LocalEmbeddingsMatcher),
+             group="schema/matcher")
+    cs.store(name="llm", node=conf_for(LlmMatcher), group="schema/matcher")

@@ -69,7 +69,7 @@ class Dataset:
         h = hashlib.sha256()
         h.update(file_digest(self.path).encode())
         kb = self.cfg.get("knowledge_base")
-        if kb:
+        if kb and kb.get("path"):
             h.update(file_digest(kb["path"]).encode())
         loading = {k: self.cfg.get(k) for k in ("mapping", "transform", "limit", "format",
                                                  "knowledge_base")}
@@ -83,7 +83,7 @@ class Dataset:
             DataError: The dataset declares no knowledge base.
         """
         kb = self.cfg.get("knowledge_base")
-        if not kb:
+        if not kb or not kb.get("path"):
             raise DataError(self.path, None, "dataset.knowledge_base",
                             f"dataset {self.name!r} has no knowledge base; a retrieving model "
                             "adapter needs one (set dataset.knowledge_base.path)")
