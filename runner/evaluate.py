@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from runner.data.models import Case, Response
-from runner.matchers.base import Matcher, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, Matcher, Similarity, TextPair
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
@@ -31,8 +31,10 @@ def matcher_from_name(name: str, **kwargs: Any) -> Matcher:
         module = importlib.import_module(f"runner.matchers.{name}")
         cls = getattr(module, class_name)
     except (ImportError, AttributeError):
+        cls = None
+    if cls is None or cls is BaseMatcher:  # `base` names the abstract helper, not a matcher
         raise ValueError(f"unknown matcher {name!r}: expected a module runner.matchers.{name} "
-                         f"with a class {class_name}") from None
+                         f"with a class {class_name}")
     matcher: Matcher = cls(**kwargs)
     return matcher
 

@@ -135,11 +135,13 @@ def score_case(case: Case, response: Response | None,
         "expected_sources": len(expected), "cited_sources": len(cited),
         "sources_hit": len(expected & cited),
     }
+    wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
     explanations = explain_case(
         metrics,
         [r.source for r in refs], r_labels, [c.source for c in cits], c_labels,
         list(expected_display.values()), [k in cited for k in expected_display],
         list(cited_display.values()), [k in expected for k in cited_display],
+        ref_wrong_cited=[s in wrong_sources for s in ref_src],
     )
     return CaseResult(
         id=case.id, query=case.query,

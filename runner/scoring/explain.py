@@ -30,13 +30,24 @@ def _summary(kind: str, r: float | None, p: float | None) -> str:
     return f"{kind.capitalize()} recall is {_fmt(r)} and {kind} precision is {_fmt(p)}."
 
 
-def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str]) -> str:
-    wrong = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "passage_missed"])
+def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
+                       ref_wrong_cited: Sequence[bool] | None = None) -> str:
+    if ref_wrong_cited is None:
+        ref_wrong_cited = [True] * len(ref_labels)
+    missed_passage = [(s, w) for s, lab, w in zip(ref_sources, ref_labels, ref_wrong_cited)
+                      if lab == "passage_missed"]
+    # The source's citation quotes a passage that matches nothing: "uses a wrong passage".
+    wrong = _unique([s for s, w in missed_passage if w])
+    # Every citation of the source matches some other reference: this passage is just not cited.
+    others = [s for s, w in missed_passage if not w]
     missed = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "source_missed"])
     parts = []
     if wrong:
         parts.append(f"the {_join(wrong)} citation{'s' if len(wrong) > 1 else ''} "
                      f"use{'' if len(wrong) > 1 else 's'} a wrong passage")
+    if others:
+        parts.append(f"the other {_join(_unique(others))} "
+                     f"passage{'s are' if len(others) > 1 else ' is'} not cited")
     if missed:
         parts.append(f"{_join(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
     if not parts:
@@ -73,6 +84,7 @@ def explain_case(
     expected_hit: Sequence[bool],
     cited_display: Sequence[str],
     cited_hit: Sequence[bool],
+    ref_wrong_cited: Sequence[bool] | None = None,
 ) -> dict[str, str]:
     """Explain each metric of one case in a sentence or two.
 
@@ -83,6 +95,9 @@ def explain_case(
         expected_display, expected_hit: Each distinct expected source (as first written) and
             whether it was cited.
         cited_display, cited_hit: Each distinct cited source and whether it is expected.
+        ref_wrong_cited: For each reference, whether a citation of its source has a wrong
+            passage (label ``wrong_passage``). A ``passage_missed`` reference without one is
+            "not cited" rather than blamed on a wrong citation. Default: all True.
 
     Returns:
         Keys ``context_recall``, ``context_precision``, ``context``, ``source_recall``,
@@ -116,7 +131,8 @@ def explain_case(
         else:
             lead = (f"None of the {n_ref} ground-truth passages are matched by a response "
                     "citation.")
-        out["context_recall"] = lead + _reference_details(ref_sources, ref_labels)
+        out["context_recall"] = lead + _reference_details(ref_sources, ref_labels,
+                                                          ref_wrong_cited)
 
     # Context precision.
     if n_cit == 0:

@@ -1,0 +1,85 @@
+"""Shared builders and the seed's three worked examples, for the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.data.models import Case, Citation, Reference, Response
+from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SEED_FILE = FIXTURES / "seed_examples.jsonl"
+
+# The seed's passages (seed/rag-citation-quality.txt, "Examples").
+REMOTE_REQUEST = ("Employees shall submit a remote work request at least five (5) business days "
+                  "prior to the requested start date.")
+RESIGNATION = ("Employees are required to provide a minimum of four (4) weeks written notice of "
+               "resignation.")
+PROBATION = ("Employees on probation are not entitled to severance pay upon termination within "
+             "the first ninety (90) days of employment.")
+VPN = ("Remote workers must use a company-approved VPN at all times when accessing internal "
+       "systems from outside the office.")
+ENCRYPTION = ("All devices used for remote work must have full-disk encryption and approved "
+              "endpoint security software installed.")
+PERSONAL_DEVICES = ("Employees must not store confidential company data on personal devices or "
+                    "unapproved cloud storage services.")
+TRAINING = "Annual security training is mandatory for all employees with access to sensitive data."
+
+
+def case(refs: Sequence[tuple[str, str]] = (), cits: Sequence[tuple[str, str]] | None = (),
+         id: str = "c", expected: Sequence[str] | None = None, error: str | None = None,
+         **extra: Any) -> Case:
+    """A case from (source, content) tuples; `cits=None` means no stored response."""
+    response = None
+    if cits is not None:
+        response = Response(citations=[Citation(source=s, content=c) for s, c in cits],
+                            error=error)
+    data: dict[str, Any] = {"id": id, "query": "q",
+                            "references": [Reference(source=s, content=c) for s, c in refs],
+                            "response": response, **extra}
+    if expected is not None:
+        data["expected_sources"] = list(expected)
+    return Case(**data)
+
+
+def seed_example_1() -> Case:
+    return case([("Remote Work Policy.pdf", REMOTE_REQUEST)],
+                [("Remote Work Policy.pdf", REMOTE_REQUEST)], id="seed-1")
+
+
+def seed_example_2() -> Case:
+    return case([("Employment Contract.pdf", RESIGNATION)],
+                [("Employment Contract.pdf", PROBATION)], id="seed-2")
+
+
+def seed_example_3() -> Case:
+    return case(
+        [("Data Security Policy.pdf", VPN), ("Remote Work Policy.pdf", ENCRYPTION),
+         ("Acceptable Use Policy.pdf", PERSONAL_DEVICES)],
+        [("Data Security Policy.pdf", VPN), ("Remote Work Policy.pdf", REMOTE_REQUEST),
+         ("IT Compliance Handbook.pdf", TRAINING)],
+        id="seed-3")
+
+
+@dataclass
+class TableMatcher(BaseMatcher):
+    """A matcher whose similarities come from a table; unknown pairs get `default`.
+
+    Records every batch it is asked for, so tests can check what the engine requested.
+    """
+
+    threshold: float = 0.5
+    table: dict[TextPair, Similarity] = field(default_factory=dict)
+    default: Similarity = 0.0
+    calls: list[list[TextPair]] = field(default_factory=list)
+
+    def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
+        self.calls.append(list(pairs))
+        return [self.table.get(p, self.default) for p in pairs]
+
+
+def failing(message: str = "API down") -> PairError:
+    return PairError(message)

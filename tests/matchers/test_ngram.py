@@ -1,0 +1,175 @@
+"""The `ngram` matcher (SPEC 4.2): multiset n-gram overlap measured on the shorter passage."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.matchers import Matcher, NgramMatcher
+from tests.helpers import ENCRYPTION, PROBATION, REMOTE_REQUEST, RESIGNATION, VPN
+
+
+def sim(ref: str, cit: str, n: int = 3) -> float:
+    (value,) = NgramMatcher(n=n).similarities([(ref, cit)])
+    assert isinstance(value, float)
+    return value
+
+
+def test_identical_passages() -> None:
+    assert sim(REMOTE_REQUEST, REMOTE_REQUEST) == 1.0
+    assert sim("a b c d", "a b c d") == 1.0
+
+
+def test_disjoint_passages() -> None:
+    # Trigrams: a b c / b c d vs x y z -> nothing shared -> 0/1.
+    assert sim("a b c d", "x y z") == 0.0
+
+
+def test_overlap_is_measured_on_the_shorter_passage() -> None:
+    long = "t1 t2 t3 t4 t5 t6 t7 t8 t9 t10"  # 10 tokens -> 8 trigrams
+    # Citation t1..t4 -> 2 trigrams (t1t2t3, t2t3t4), both in the reference -> 2 / min(8, 2) = 1.
+    assert sim(long, "t1 t2 t3 t4") == 1.0
+    # Symmetric: the short side may be the reference.
+    assert sim("t1 t2 t3 t4", long) == 1.0
+    # Citation t7..t10 plus x y: t7t8t9, t8t9t10, t9t10x, t10xy -> 2 of 4 shared -> 2/4.
+    assert sim(long, "t7 t8 t9 t10 x y") == 0.5
+
+
+def test_paraphrase_of_the_seed_passage() -> None:
+    cit = ("Employees must submit a remote work request at least five business days before the "
+           "start date.")
+    # Reference: 18 tokens -> 16 trigrams; citation: 16 tokens -> 14 trigrams. Shared: "submit a
+    # remote", "a remote work", "remote work request", "work request at", "request at least",
+    # "at least five" -> 6 / min(16, 14) = 6/14 = 3/7.
+    assert sim(REMOTE_REQUEST, cit) == 6 / 14
+
+
+def test_repeated_ngram_counts_as_a_multiset() -> None:
+    # ref "a b c a b c": abc, bca, cab, abc (4, abc twice).
+    # cit "a b c x a b c": abc, bcx, cxa, xab, abc (5, abc twice).
+    # Multiset intersection: abc min(2, 2) = 2 -> 2 / min(4, 5) = 2/4 = 0.5.
+    # (Set semantics would give 1 / min(3, 4) = 1/3.)
+    assert sim("a b c a b c", "a b c x a b c") == 0.5
+
+
+def test_repeated_ngram_on_one_side_counts_once_against_a_single_occurrence() -> None:
+    # ref "x a b c y": xab, abc, bcy (3); cit "a b c a b c": abc, bca, cab, abc (4).
+    # abc: min(1, 2) = 1 -> 1 / min(3, 4) = 1/3.
+    assert sim("x a b c y", "a b c a b c") == 1 / 3
+    # ref abc x2 (4 grams) vs cit "a b c" (1 gram): min(2, 1) = 1 -> 1 / min(4, 1) = 1.
+    assert sim("a b c a b c", "a b c") == 1.0
+
+
+def test_repeated_unigrams_with_n_1() -> None:
+    # n = 1: ref {the, cat, sat}; cit {the x2, dog}: the min(1, 2) = 1 -> 1 / min(3, 3) = 1/3.
+    assert sim("the cat sat", "the the dog", n=1) == 1 / 3
+    # cit "the the": {the x2}; ref "the the the cat": {the x3, cat} -> min(3, 2) = 2 -> 2/2.
+    assert sim("the the the cat", "the the", n=1) == 1.0
+
+
+def test_side_shorter_than_n_uses_its_length() -> None:
+    # ref has 2 tokens < n = 3 -> both sides use bigrams: ref {ab}; cit ab, bc, cd -> 1 / 1.
+    assert sim("a b", "a b c d") == 1.0
+    # 1 token -> unigrams: ref {a}; cit {b, a} -> 1 / 1.
+    assert sim("a", "b a") == 1.0
+    # Bigrams: ref {ab} vs cit {bc, cd} -> 0 / 1.
+    assert sim("a b", "b c d") == 0.0
+    # Order matters: ref {ba} vs cit {ab, bc} -> 0.
+    assert sim("b a", "a b c") == 0.0
+
+
+def test_side_shorter_than_n_because_of_an_ellipsis() -> None:
+    # cit "a b … c d": longest stretch 2 -> bigrams; cit {ab, cd} (no bc across the ellipsis),
+    # ref "a b c d" {ab, bc, cd} -> 2 / min(3, 2) = 1.
+    assert sim("a b c d", "a b … c d") == 1.0
+    # ref "b c" {bc}; cit {ab, cd}: bc would cross the ellipsis -> 0 / 1.
+    assert sim("b c", "a b … c d") == 0.0
+
+
+@pytest.mark.parametrize("marker", ["…", "...", "...."])
+def test_no_ngram_crosses_an_ellipsis(marker: str) -> None:
+    cit = f"a b c {marker} d e f"
+    # cit trigrams: abc, def (2); ref a..f: abc, bcd, cde, def (4) -> 2 / min(4, 2) = 1.
+    assert sim("a b c d e f", cit) == 1.0
+    # ref "c d e" {cde}: only obtainable across the marker -> 0 / 1.
+    assert sim("c d e", cit) == 0.0
+    # A marker in the reference works the same way: ref {abc, def} vs cit {cde} -> 0.
+    assert sim(cit, "c d e") == 0.0
+
+
+def test_two_dots_are_not_a_boundary() -> None:
+    # "c..d" is punctuation: trigrams cross it -> ref "c d e" {cde} is in cit -> 1 / 1.
+    assert sim("c d e", "a b c..d e f") == 1.0
+
+
+def test_no_tokens_gives_zero() -> None:
+    assert sim("...", "a b c") == 0.0
+    assert sim("a b c", "!!! ?") == 0.0
+    assert sim("!!!", "!!!") == 0.0
+
+
+def test_unicode_accents_case_and_decomposition() -> None:
+    assert sim("Café crème brûlée", "CAFÉ CRÈME BRÛLÉE") == 1.0
+    # Decomposed e + U+0301 is composed by NFKC.
+    assert sim("Cafe\u0301 cre\u0300me bru\u0302le\u0301e", "café crème brûlée") == 1.0
+    # casefold: ß -> ss.
+    assert sim("die große Straße hier", "DIE GROSSE STRASSE HIER") == 1.0
+    # Accents are kept: cafe != café -> trigram "cafe creme brulee" vs "café crème brûlée" -> 0.
+    assert sim("cafe creme brulee", "café crème brûlée") == 0.0
+
+
+def test_full_width_digits_through_nfkc() -> None:
+    # NFKC: "５" -> "5", "ＤＡＹＳ" -> "days": identical token lists -> 1.
+    assert sim("within ５ business ＤＡＹＳ", "within 5 business days") == 1.0
+
+
+def test_cjk_tokens() -> None:
+    # Tokens: 東京 タワー は 高い / 東京 タワー は 低い -> trigrams (東京 タワー は),
+    # (タワー は 高い) vs (東京 タワー は), (タワー は 低い) -> 1 / min(2, 2) = 1/2.
+    assert sim("東京 タワー は 高い", "東京 タワー は 低い") == 0.5
+    # Without spaces a CJK run is one \w+ token: 1 token each side -> unigrams, different -> 0.
+    assert sim("東京タワーは高い", "東京タワーは低い") == 0.0
+
+
+def test_seed_passages() -> None:
+    # Example 2: no trigram in common between resignation notice and probation -> 0.
+    assert sim(RESIGNATION, PROBATION) == 0.0
+    # Example 3: wrong passage of the right document -> 0; "remote work must" vs
+    # "remote workers must" differ.
+    assert sim(ENCRYPTION, REMOTE_REQUEST) == 0.0
+    assert sim(VPN, ENCRYPTION) == 0.0
+
+
+def test_batch_order_and_shared_texts() -> None:
+    m = NgramMatcher()
+    pairs = [("a b c d", "a b c"), ("a b c d", "x y z"), ("x y z", "a b c d"), ("a b c d", "a b c")]
+    # abc in ref -> 1/1; disjoint -> 0; disjoint -> 0; repeated pair -> 1.
+    assert m.similarities(pairs) == [1.0, 0.0, 0.0, 1.0]
+    assert m.similarities([]) == []
+
+
+def test_n_parameter_changes_the_similarity() -> None:
+    ref, cit = "the cat sat on the mat", "the cat lay on the mat"
+    # n=1: ref the x2, cat, sat, on, mat; cit the x2, cat, lay, on, mat -> 5 / 6.
+    assert sim(ref, cit, n=1) == 5 / 6
+    # n=2: ref the-cat, cat-sat, sat-on, on-the, the-mat; cit the-cat, cat-lay, lay-on,
+    # on-the, the-mat -> 3 / 5.
+    assert sim(ref, cit, n=2) == 3 / 5
+    # n=3: ref the-cat-sat, cat-sat-on, sat-on-the, on-the-mat; cit the-cat-lay,
+    # cat-lay-on, lay-on-the, on-the-mat -> 1 / 4.
+    assert sim(ref, cit, n=3) == 1 / 4
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0, "3"])
+def test_invalid_n(n: object) -> None:
+    with pytest.raises(ValueError):
+        NgramMatcher(n=n)  # type: ignore[arg-type]
+
+
+def test_defaults_and_identity() -> None:
+    m = NgramMatcher()
+    assert isinstance(m, Matcher)
+    assert (m.threshold, m.n) == (0.5, 3)
+    assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3}
+    # The threshold is not part of the identity: sweeps reuse cached similarities.
+    assert NgramMatcher(threshold=0.9).identity() == m.identity()
+    assert NgramMatcher(n=2).identity() != m.identity()

@@ -1,0 +1,143 @@
+"""The results contract (SPEC 7): cases.jsonl and metrics.json round trips."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import runner
+from runner.results import (
+    SCHEMA_VERSION,
+    CaseResult,
+    RunResult,
+    read_cases,
+    read_metrics,
+    write_cases,
+    write_metrics,
+)
+from runner.scoring.metrics import METRIC_KEYS
+from tests.helpers import SEED_FILE, case
+
+
+@pytest.fixture(scope="module")
+def seed_result() -> RunResult:
+    cases = runner.load_cases(SEED_FILE)
+    failed = case([("Ünïcode.pdf", "x")], [("Ünïcode.pdf", "x")], id="failed", error="timeout",
+                  metadata={"lang": "fr"})
+    return runner.evaluate([*cases, failed], bootstrap_resamples=200)
+
+
+def test_cases_round_trip(tmp_path: Path, seed_result: RunResult) -> None:
+    path = tmp_path / "cases.jsonl"
+    assert write_cases(path, seed_result.cases) == 4  # 3 seed cases + 1 failed
+    back = list(read_cases(path))
+    assert back == seed_result.cases
+
+
+def test_cases_lines_hold_the_contract_keys(tmp_path: Path, seed_result: RunResult) -> None:
+    path = tmp_path / "cases.jsonl"
+    write_cases(path, seed_result.cases)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["id"] for r in records] == ["seed-1", "seed-2", "seed-3", "failed"]
+    for r in records:
+        assert {"id", "metrics", "labels", "error"} <= set(r)
+    assert records[0]["error"] is None
+    assert records[2]["labels"] == {
+        "citations": ["supported", "wrong_passage", "unexpected_source"],
+        "references": ["cited", "passage_missed", "source_missed"]}
+    # The failed case: every metric null, its error kept.
+    assert records[3]["metrics"] == dict.fromkeys(METRIC_KEYS)
+    assert records[3]["error"] == "timeout"
+    # Text is written as UTF-8, not \u escapes.
+    assert "Ünïcode.pdf" in lines[3]
+
+
+def test_metrics_round_trip(tmp_path: Path, seed_result: RunResult) -> None:
+    path = tmp_path / "metrics.json"
+    write_metrics(path, seed_result)
+    data = read_metrics(path)
+    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert (data["n_cases"], data["n_scored"], data["n_errors"]) == (4, 3, 1)
+    assert data["error_rate"] == 0.25  # 1 of 4
+    assert data["metrics"] == seed_result.metrics
+    assert data["ci"] == seed_result.ci
+    assert data["micro"] == seed_result.micro
+    assert data["labels"] == seed_result.labels
+    assert data["counts"] == seed_result.counts
+    assert data["complete"] is True
+    # Context recall: (1 + 0 + 1/3) / 3 = 4/9 over the three scored cases.
+    assert data["metrics"]["context_recall"] == pytest.approx(4 / 9, rel=1e-15)
+    assert not (tmp_path / "metrics.json.tmp").exists()  # written atomically
+
+
+def test_metrics_extra_fields_are_written(tmp_path: Path) -> None:
+    result = RunResult(metrics={}, ci={}, micro={}, labels={}, n_cases=0, n_scored=0,
+                       n_errors=0, extra={"gates": {"passed": True}})
+    path = tmp_path / "metrics.json"
+    write_metrics(path, result)
+    assert read_metrics(path)["gates"] == {"passed": True}
+
+
+def test_write_metrics_accepts_a_dict(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.json"
+    write_metrics(path, {"schema_version": SCHEMA_VERSION, "n_cases": 1})
+    assert read_metrics(path) == {"schema_version": 1, "n_cases": 1}
+
+
+@pytest.mark.parametrize("version", [0, 2, None, "1"])
+def test_schema_version_check(tmp_path: Path, version: object) -> None:
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"schema_version": version}), encoding="utf-8")
+    with pytest.raises(ValueError) as exc:
+        read_metrics(path)
+    assert str(exc.value) == (f"{path}: schema_version {version!r} is not supported (this "
+                              "ragcite reads version 1)")
+
+
+def test_missing_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.json"
+    path.write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="schema_version None is not supported"):
+        read_metrics(path)
+
+
+def test_nan_and_infinity_are_written_as_null(tmp_path: Path) -> None:
+    # JSON has no NaN: a NaN anywhere (even nested, even a numpy value) is written as null.
+    result = RunResult(metrics={"context_recall": math.nan}, ci={"context_recall": None},
+                       micro={"context_recall": math.inf}, labels={}, n_cases=0, n_scored=0,
+                       n_errors=0, extra={"timings": [1.5, np.float32("nan"), np.float64(2.0)],
+                                          "arr": np.array([1.0, np.nan])})
+    path = tmp_path / "metrics.json"
+    write_metrics(path, result)
+    text = path.read_text(encoding="utf-8")
+    assert "NaN" not in text and "Infinity" not in text
+    data = json.loads(text)
+    assert data["metrics"] == {"context_recall": None}
+    assert data["micro"] == {"context_recall": None}
+    assert data["timings"] == [1.5, None, 2.0]
+    assert data["arr"] == [1.0, None]
+
+    cr = CaseResult(id="x", query="q", references=[], expected_sources=[], response=None,
+                    similarity=[[math.nan, 0.5]])
+    cases_path = tmp_path / "cases.jsonl"
+    write_cases(cases_path, [cr])
+    assert json.loads(cases_path.read_text(encoding="utf-8"))["similarity"] == [[None, 0.5]]
+
+
+def test_case_result_from_minimal_dict() -> None:
+    cr = CaseResult.from_dict({"id": "a", "query": "q", "references": [],
+                               "expected_sources": []})
+    assert (cr.response, cr.metadata, cr.metrics, cr.citation_labels, cr.error) == (
+        None, {}, {}, [], None)
+
+
+def test_read_cases_skips_blank_lines(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    cr = CaseResult(id="a", query="q", references=[], expected_sources=[], response=None)
+    path.write_text(json.dumps(cr.to_dict()) + "\n\n", encoding="utf-8")
+    assert list(read_cases(path)) == [cr]
