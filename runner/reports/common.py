@@ -1,0 +1,255 @@
+"""What the three HTML reports share: the Jinja environment, formatting, safe embedding.
+
+Every report is one self-contained file: CSS and JavaScript are inlined, charts are inline SVG,
+data is embedded as JSON in ``<script type="application/json">`` blocks, and a Content Security
+Policy forbids every network request and every script but the report's own (by hash). So a
+report opened from disk makes no request, and text from the data can never run as code even if
+it slipped past the escaping.
+
+Templates live in ``templates/`` (the package ``runner.templates``) and are loaded through
+:mod:`importlib.resources`, which works for editable and wheel installs alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import gzip
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import jinja2
+from markupsafe import Markup
+
+from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS
+from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.metrics import METRIC_KEYS
+
+TEMPLATE_PACKAGE = "runner.templates"
+CSS_FILE = "report.css"
+JS_FILE = "report.js"
+
+METRIC_NAMES: dict[str, str] = {
+    "context_recall": "Context Recall",
+    "context_precision": "Context Precision",
+    "context_f1": "Context F1",
+    "source_recall": "Source Recall",
+    "source_precision": "Source Precision",
+    "source_f1": "Source F1",
+}
+METRIC_SHORT: dict[str, str] = {
+    "context_recall": "Ctx R", "context_precision": "Ctx P", "context_f1": "Ctx F1",
+    "source_recall": "Src R", "source_precision": "Src P", "source_f1": "Src F1",
+}
+METRIC_ABOUT: dict[str, str] = {
+    "context_recall": "The fraction of ground-truth reference passages matched by at least one "
+                      "response citation.",
+    "context_precision": "The fraction of response citations whose passage matches at least one "
+                         "ground-truth reference.",
+    "context_f1": "The harmonic mean of context recall and context precision.",
+    "source_recall": "The fraction of expected source documents that appear in the response "
+                     "citations.",
+    "source_precision": "The fraction of response-cited source documents that are among the "
+                        "expected sources.",
+    "source_f1": "The harmonic mean of source recall and source precision.",
+}
+LABEL_TEXT: dict[str, str] = {
+    "supported": "its passage matches a reference",
+    "wrong_passage": "right document, but its passage matches no reference",
+    "unexpected_source": "a document that is not expected",
+    "cited": "matched by a citation",
+    "passage_missed": "its document was cited, but not this passage",
+    "source_missed": "its document was not cited at all",
+}
+BANDS = ("green", "medium", "red")
+
+__all__ = [
+    "BANDS", "BAND_TEXT", "CITATION_LABELS", "LABEL_TEXT", "METRIC_ABOUT", "METRIC_KEYS",
+    "METRIC_NAMES", "REFERENCE_LABELS", "embed_json", "embed_packed", "fmt", "page_assets",
+    "render", "safe_href", "write_html",
+]
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A metric value as shown in every report: fixed decimals, ``n/a`` when undefined.
+
+    Tests compare report text with ``metrics.json`` through this same function.
+    """
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{float(value):.{digits}f}"
+
+
+def signed(value: Any, digits: int = 3) -> str:
+    """A difference with its sign: ``+0.012``, ``-0.034``, ``0.000`` (no sign), ``n/a``."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    text = f"{float(value):+.{digits}f}"
+    return text[1:] if float(text) == 0.0 else text  # no sign on a difference that shows as 0
+
+
+def pct(part: float, whole: float) -> str:
+    """``part`` as a percentage of ``whole`` (``—`` when whole is 0)."""
+    return "—" if not whole else f"{100.0 * part / whole:.0f}%"
+
+
+def band_of(value: float | None, bands: Mapping[str, float] | None = None) -> str:
+    """The band name of a value (``none`` when undefined) with the run's thresholds."""
+    from runner.scoring.bands import band
+
+    name = band(value, dict(bands or DEFAULT_BANDS))
+    return name or "none"
+
+
+def short_date(iso: str | None) -> str:
+    """``2026-12-02T10:48:41+00:00`` → ``2026-12-02 10:48 UTC`` (the input when unparseable)."""
+    if not iso:
+        return "unknown"
+    try:
+        stamp = dt.datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(dt.timezone.utc)
+        return stamp.strftime("%Y-%m-%d %H:%M UTC")
+    return stamp.strftime("%Y-%m-%d %H:%M")
+
+
+def safe_href(url: str | None) -> str | None:
+    """`url` when it is safe as a link (http, https, file or relative), else None.
+
+    A ``javascript:`` or ``data:`` link from a config or a tracking server is never rendered as
+    a link; the template shows it as text instead.
+    """
+    if not url:
+        return None
+    scheme = urlsplit(str(url)).scheme.lower()
+    return str(url) if scheme in ("", "http", "https", "file") else None
+
+
+def rel_link(*parts: str) -> str:
+    """A relative link to a file below the report's folder, each segment percent-encoded."""
+    return "/".join(quote(p, safe="") for p in parts)
+
+
+def _escape_script_json(text: str) -> str:
+    # Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
+    # JSON allows "\u003c" for "<", so no "<" (and no ">" or "&") survives in the block at all.
+    # U+2028/2029 are valid in JSON strings; escaped anyway for older JavaScript parsers.
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def embed_json(data: Any) -> Markup:
+    """`data` as JSON that is safe inside ``<script type="application/json">``.
+
+    Parse it in the page with ``JSON.parse(element.textContent)``.
+    """
+    return Markup(_escape_script_json(dumps_compact(data)))
+
+
+def dumps_compact(data: Any) -> str:
+    """Compact, strict JSON (no NaN), non-ASCII kept as is."""
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def embed_packed(text: str, encoding: str, level: int = 5) -> Markup:
+    """A JSON document `text` wrapped for an embedded block, safe inside ``<script>``.
+
+    ``json``: ``{"encoding": "json", "data": <text>}``. ``gzip-base64``: ``{"encoding":
+    "gzip-base64", "bytes": n, "data": "<base64 of gzipped text>"}``, which the page inflates
+    with the browser's built-in ``DecompressionStream``.
+    """
+    if encoding == "json":
+        return Markup(_escape_script_json('{"encoding":"json","data":' + text + "}"))
+    if encoding != "gzip-base64":
+        raise ValueError(f"unknown encoding {encoding!r}")
+    raw = text.encode("utf-8")
+    packed = base64.b64encode(gzip.compress(raw, compresslevel=level, mtime=0)).decode("ascii")
+    return Markup(f'{{"encoding":"gzip-base64","bytes":{len(raw)},"data":"{packed}"}}')
+
+
+@cache
+def _template_source(name: str) -> str:
+    return (files(TEMPLATE_PACKAGE) / name).read_text(encoding="utf-8")
+
+
+def _load(name: str) -> tuple[str, str, Any]:
+    try:
+        source = _template_source(name)
+    except FileNotFoundError:
+        raise jinja2.TemplateNotFound(name) from None
+    return source, name, lambda: True
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The Jinja environment of the reports: autoescape on, undefined names are errors."""
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date)
+    env.globals.update(METRIC_KEYS=METRIC_KEYS, METRIC_NAMES=METRIC_NAMES,
+                       METRIC_SHORT=METRIC_SHORT, METRIC_ABOUT=METRIC_ABOUT,
+                       LABEL_TEXT=LABEL_TEXT, CITATION_LABELS=CITATION_LABELS,
+                       REFERENCE_LABELS=REFERENCE_LABELS)
+    return env
+
+
+@cache
+def page_assets() -> dict[str, Any]:
+    """The inline stylesheet and script, and the Content Security Policy that admits them."""
+    css = _template_source(CSS_FILE)
+    js = _template_source(JS_FILE)
+    for name, text, closing in ((CSS_FILE, css, "</style"), (JS_FILE, js, "</script")):
+        if closing in text.lower():
+            raise ValueError(f"{name} must not contain {closing!r}")
+    digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode("ascii")
+    csp = ("default-src 'none'; style-src 'unsafe-inline'; "
+           f"script-src 'sha256-{digest}'; img-src 'none'; base-uri 'none'; "
+           "form-action 'none'")
+    return {"css": Markup(css), "js": Markup(js), "csp": csp}
+
+
+def render(template: str, **context: Any) -> str:
+    """Render a report template with the shared assets and page facts."""
+    from runner import __version__
+
+    env = environment()
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return env.get_template(template).render(
+        assets=page_assets(), version=__version__, generated_at=now, **context)
+
+
+def write_html(path: Path, text: str) -> Path:
+    """Write a report atomically: a reader never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def histogram(values: Sequence[float], bins: int = 20) -> list[int]:
+    """Counts of `values` in `bins` equal bins over [0, 1]; 1.0 falls in the last bin.
+
+    Values outside [0, 1] (a raw cosine below 0) are clipped into the end bins.
+    """
+    counts = [0] * bins
+    for v in values:
+        i = math.floor(v * bins)
+        counts[min(max(i, 0), bins - 1)] += 1
+    return counts

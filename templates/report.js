@@ -1,0 +1,587 @@
+/* ragcite reports: the one script of every report, inlined and admitted by its hash (CSP).
+ *
+ * - sortable tables (table.sortable) and text filters (input[data-filter-table]);
+ * - the run report's case table, built from the embedded case data one page at a time.
+ *
+ * Text from the data only ever reaches the page through textContent and attribute setters,
+ * never through innerHTML, so a passage such as "<img src=x onerror=...>" stays text.
+ */
+(function () {
+  "use strict";
+
+  function $(id) { return document.getElementById(id); }
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  function fmt(v, digits) {
+    if (v === null || v === undefined || typeof v !== "number" || !isFinite(v)) { return "n/a"; }
+    return v.toFixed(digits === undefined ? 3 : digits);
+  }
+
+  function num(n) { return Number(n).toLocaleString("en-US"); }
+
+  function readJSON(id) {
+    var node = $(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  function markReady() {
+    window.__ready = performance.now();
+    document.documentElement.setAttribute("data-ready", "1");
+  }
+
+  /* ---- generic: sortable tables ------------------------------------------------------------ */
+
+  var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
+  function cellValue(row, index, numeric) {
+    var cell = row.cells[index];
+    if (!cell) { return numeric ? null : ""; }
+    var raw = cell.hasAttribute("data-value") ? cell.getAttribute("data-value") : cell.textContent;
+    if (!numeric) { return raw.trim(); }
+    var v = parseFloat(raw);
+    return isNaN(v) ? null : v;
+  }
+
+  function compareValues(a, b, numeric, dir) {
+    if (numeric) {
+      if (a === null && b === null) { return 0; }
+      if (a === null) { return 1; }          /* undefined values last, in both directions */
+      if (b === null) { return -1; }
+      return (a - b) * dir;
+    }
+    return collator.compare(a, b) * dir;
+  }
+
+  /* The sortable and filterable units of a table: its rows, or, in a table.grouped, its
+     tbody elements (a row and its detail row travel together). */
+  function units(table) {
+    if (table.classList.contains("grouped")) {
+      return { parent: table, items: Array.prototype.slice.call(table.tBodies),
+               key: function (u) { return u.rows[0]; } };
+    }
+    return { parent: table.tBodies[0], items: Array.prototype.slice.call(table.tBodies[0].rows),
+             key: function (u) { return u; } };
+  }
+
+  function initSortable(table) {
+    var head = table.tHead;
+    if (!head) { return; }
+    var ths = head.rows[0].cells;
+    Array.prototype.forEach.call(ths, function (th, index) {
+      var button = th.querySelector("button.sort");
+      if (!button) { return; }
+      button.addEventListener("click", function () {
+        var numeric = th.getAttribute("data-type") === "num";
+        var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+        Array.prototype.forEach.call(ths, function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+        var u = units(table);
+        var keyed = u.items.map(function (item, i) {
+          return [cellValue(u.key(item), index, numeric), i, item];
+        });
+        keyed.sort(function (x, y) { return compareValues(x[0], y[0], numeric, dir) || x[1] - y[1]; });
+        var frag = document.createDocumentFragment();
+        keyed.forEach(function (k) { frag.appendChild(k[2]); });
+        u.parent.appendChild(frag);
+      });
+    });
+  }
+
+  /* ---- generic: text filter over a table's rows ---------------------------------------------- */
+
+  function terms(text) {
+    return text.toLowerCase().split(/\s+/).filter(function (t) { return t.length > 0; });
+  }
+
+  function initFilter(input) {
+    var table = $(input.getAttribute("data-filter-table"));
+    if (!table) { return; }
+    var status = $(input.getAttribute("data-filter-status") || "");
+    var rows = units(table).items;
+    var hay = null;
+    function apply() {
+      if (hay === null) { hay = rows.map(function (r) { return r.textContent.toLowerCase(); }); }
+      var ts = terms(input.value), shown = 0;
+      rows.forEach(function (row, i) {
+        var ok = ts.every(function (t) { return hay[i].indexOf(t) >= 0; });
+        row.hidden = !ok;
+        if (ok) { shown += 1; }
+      });
+      if (status) { status.textContent = shown + " of " + rows.length + " rows shown"; }
+    }
+    input.addEventListener("input", apply);
+  }
+
+  /* ---- the run report's case table --------------------------------------------------------- */
+
+  function base64ToBytes(text) {
+    if (typeof Uint8Array.fromBase64 === "function") { return Uint8Array.fromBase64(text); }
+    var bin = atob(text), n = bin.length, out = new Uint8Array(n);
+    for (var i = 0; i < n; i++) { out[i] = bin.charCodeAt(i); }
+    return out;
+  }
+
+  var timing = window.__timing = { start: performance.now() };
+
+  function unpack(block, name) {
+    if (!block) { return Promise.reject(new Error("no " + name + " data in this report")); }
+    if (block.encoding === "json") { return Promise.resolve(block.data); }
+    if (block.encoding === "gzip-base64") {
+      if (typeof DecompressionStream === "undefined") {
+        return Promise.reject(new Error("this browser cannot inflate the embedded case data " +
+          "(no DecompressionStream); open cases.jsonl instead"));
+      }
+      var bytes = base64ToBytes(block.data);
+      timing[name + "_decoded"] = performance.now();
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      return new Response(stream).text().then(function (text) {
+        timing[name + "_inflated"] = performance.now();
+        var data = JSON.parse(text);
+        timing[name + "_parsed"] = performance.now();
+        return data;
+      });
+    }
+    return Promise.reject(new Error("unknown case data encoding " + block.encoding));
+  }
+
+  var SHORT = {
+    supported: "S", wrong_passage: "WP", unexpected_source: "US",
+    cited: "C", passage_missed: "PM", source_missed: "SM"
+  };
+  var BAND_CLASS = { g: "band-green", m: "band-medium", r: "band-red", "-": "band-none" };
+  var EXPLAIN = [["Passages", [0, 1, 2]], ["Sources", [3, 4, 5]]];
+
+  /* rows: what the table shows, sorts and filters on (parsed before the first render);
+     details: passages, matrices and explanations, parsed right after the first render and
+     needed only to expand a case or to search its text. */
+  function CaseTable(meta, cases, readDetails) {
+    this.meta = meta;
+    this.cases = cases;
+    this.readDetails = readDetails;
+    this.details = null;
+    this.detailsPromise = null;
+    this.order = cases.map(function (_, i) { return i; });
+    this.filtered = this.order.slice();
+    this.hay = new Array(cases.length);
+    this.open = Object.create(null);
+    this.page = 0;
+    this.size = meta.page_size;
+    this.sortKey = null;
+    this.sortDir = 1;
+    this.body = $("case-body");
+    this.status = $("case-status");
+    this.pageLabel = $("case-page");
+  }
+
+  CaseTable.prototype.loadDetails = function () {
+    var self = this;
+    if (!this.detailsPromise) {
+      this.detailsPromise = Promise.resolve().then(function () {
+        return unpack(self.readDetails(), "details");
+      }).then(function (details) {
+        if (details.length !== self.cases.length) { throw new Error("the case details do not match the cases"); }
+        self.details = details;
+        window.__detailsReady = performance.now();
+        document.documentElement.setAttribute("data-details", "1");
+        return details;
+      });
+    }
+    return this.detailsPromise;
+  };
+
+  CaseTable.prototype.haystack = function (i) {
+    var h = this.hay[i];
+    if (h === undefined) {
+      var c = this.cases[i], d = this.details[i];
+      var parts = [c.id, c.q, d.a || "", c.err || "", c.cl.join(" "), c.rl.join(" ")];
+      d.R.forEach(function (r) { parts.push(r[0], r[1]); });
+      d.C.forEach(function (x) { parts.push(x[0], x[1]); });
+      parts.push(d.E.join(" "));
+      h = this.hay[i] = parts.join("\n").toLowerCase();
+    }
+    return h;
+  };
+
+  CaseTable.prototype.applyFilters = function () {
+    var label = $("case-label").value;
+    var bandMetric = $("case-band-metric").value;
+    var band = $("case-band").value;
+    var ts = terms($("case-search").value);
+    var self = this, cases = this.cases;
+    var kind = label.charAt(0), name = label.slice(2);
+    if (ts.length && !this.details) {
+      this.status.textContent = "Loading the passages to search…";
+      this.loadDetails().then(function () { self.applyFilters(); });
+      return;
+    }
+    this.filtered = this.order.filter(function (i) {
+      var c = cases[i];
+      if (label === "error") {
+        if (!c.err) { return false; }
+      } else if (label) {
+        if ((kind === "c" ? c.cl : c.rl).indexOf(name) < 0) { return false; }
+      }
+      if (band) {
+        if (bandMetric === "") {
+          if (c.b.indexOf(band) < 0) { return false; }
+        } else if (c.b.charAt(Number(bandMetric)) !== band) {
+          return false;
+        }
+      }
+      if (ts.length) {
+        var h = self.haystack(i);
+        for (var t = 0; t < ts.length; t++) { if (h.indexOf(ts[t]) < 0) { return false; } }
+      }
+      return true;
+    });
+    this.page = 0;
+    this.render();
+  };
+
+  CaseTable.prototype.sortBy = function (key) {
+    if (this.sortKey === key) {
+      this.sortDir = -this.sortDir;
+    } else {
+      this.sortKey = key;
+      this.sortDir = 1;
+    }
+    var cases = this.cases, dir = this.sortDir, value;
+    var numeric = key.charAt(0) === "m" || key === "nc" || key === "nr";
+    if (key.charAt(0) === "m") {
+      var m = Number(key.slice(1));
+      value = function (c) { return c.m[m]; };
+    } else if (key === "nc") {
+      value = function (c) { return c.cl.length; };
+    } else if (key === "nr") {
+      value = function (c) { return c.rl.length; };
+    } else if (key === "q") {
+      value = function (c) { return c.q; };
+    } else {
+      value = function (c) { return c.id; };
+    }
+    var keyed = cases.map(function (c, i) { return [value(c), i]; });
+    keyed.sort(function (x, y) {
+      var a = x[0], b = y[0];
+      if (numeric) {
+        if (a === null && b === null) { return x[1] - y[1]; }
+        if (a === null) { return 1; }
+        if (b === null) { return -1; }
+        return (a - b) * dir || x[1] - y[1];
+      }
+      return collator.compare(a, b) * dir || x[1] - y[1];
+    });
+    this.order = keyed.map(function (k) { return k[1]; });
+    var ths = document.querySelectorAll("#case-table thead th");
+    Array.prototype.forEach.call(ths, function (th) {
+      if (th.getAttribute("data-key") === key) {
+        th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+      } else {
+        th.removeAttribute("aria-sort");
+      }
+    });
+    this.applyFilters();
+  };
+
+  CaseTable.prototype.pages = function () {
+    return Math.max(1, Math.ceil(this.filtered.length / this.size));
+  };
+
+  CaseTable.prototype.labelChips = function (list, td) {
+    var counts = Object.create(null), order = [];
+    list.forEach(function (name) {
+      if (!(name in counts)) { counts[name] = 0; order.push(name); }
+      counts[name] += 1;
+    });
+    if (!list.length) { td.appendChild(el("span", "muted", "none")); }
+    order.forEach(function (name) {
+      var chip = el("span", "lab lab-" + name, (SHORT[name] || name) + " " + counts[name]);
+      chip.title = counts[name] + " × " + name;
+      td.appendChild(chip);
+      td.appendChild(document.createTextNode(" "));
+    });
+  };
+
+  CaseTable.prototype.row = function (i) {
+    var c = this.cases[i];
+    var tr = el("tr", "case-row" + (c.err ? " err" : "") + (this.open[i] ? " open" : ""));
+    tr.setAttribute("data-index", String(i));
+    tr.setAttribute("data-case-id", c.id);
+    var td = el("td");
+    var button = el("button", "expand", this.open[i] ? "▾" : "▸");
+    button.type = "button";
+    button.setAttribute("aria-expanded", this.open[i] ? "true" : "false");
+    button.setAttribute("aria-label", "Show the details of case " + c.id);
+    td.appendChild(button);
+    tr.appendChild(td);
+    tr.appendChild(el("td", "id", c.id));
+    var q = el("td", "q", c.q.length > 220 ? c.q.slice(0, 220) + "…" : c.q);
+    if (c.err) { q.appendChild(el("div", "small", "failed: " + c.err.slice(0, 200))); }
+    tr.appendChild(q);
+    for (var k = 0; k < 6; k++) {
+      var cell = el("td", "num " + BAND_CLASS[c.b.charAt(k) || "-"], fmt(c.m[k]));
+      cell.setAttribute("data-m", String(k));
+      tr.appendChild(cell);
+    }
+    var tc = el("td", "nowrap");
+    this.labelChips(c.cl, tc);
+    tr.appendChild(tc);
+    var tref = el("td", "nowrap");
+    this.labelChips(c.rl, tref);
+    tr.appendChild(tref);
+    return tr;
+  };
+
+  function passage(text, emptyNote) {
+    if (text && text.trim()) { return el("div", "txt", text); }
+    return el("div", "txt empty", emptyNote);
+  }
+
+  function itemClass(label) {
+    if (label === "supported" || label === "cited") { return "item ok"; }
+    if (label === "wrong_passage" || label === "passage_missed") { return "item warn"; }
+    return "item bad";
+  }
+
+  CaseTable.prototype.detail = function (i) {
+    var c = this.cases[i], threshold = this.meta.threshold, self = this;
+    var tr = el("tr", "detail");
+    tr.setAttribute("data-detail-for", String(i));
+    var td = el("td");
+    td.colSpan = 11;
+    tr.appendChild(td);
+    if (!this.details) {
+      td.appendChild(el("p", "muted", "Loading the case's passages…"));
+      this.loadDetails().then(function () {
+        if (tr.parentNode) { tr.parentNode.replaceChild(self.detail(i), tr); }
+      });
+      return tr;
+    }
+    var d = this.details[i];
+    if (c.err) { td.appendChild(el("p", "notice", "Not scored — error: " + c.err)); }
+    td.appendChild(el("h4", null, "Query"));
+    td.appendChild(el("div", "txt", c.q));
+    if (d.a) {
+      td.appendChild(el("h4", null, "Answer"));
+      td.appendChild(el("div", "txt", d.a));
+    }
+    var sides = el("div", "sides");
+    var left = el("div", "refs"), right = el("div", "cits");
+    left.appendChild(el("h4", null, "References (ground truth) — " + d.R.length));
+    right.appendChild(el("h4", null, "Citations (response) — " + d.C.length));
+    var S = d.S, M = d.M;
+    function sim(r, k) { return S[r] && S[r][k] !== undefined ? S[r][k] : null; }
+    function hit(r, k) { return !!(M[r] && M[r][k]); }
+    function simText(v) { return v === null ? "decided without a similarity" : "similarity " + fmt(v); }
+    d.R.forEach(function (r, ri) {
+      var label = c.rl[ri] || "";
+      var box = el("div", itemClass(label));
+      box.setAttribute("data-ref", String(ri));
+      var head = el("div");
+      head.appendChild(el("span", "tag", "R" + (ri + 1)));
+      head.appendChild(el("span", "lab lab-" + label, label));
+      head.appendChild(document.createTextNode(" "));
+      head.appendChild(el("span", "src", r[0]));
+      box.appendChild(head);
+      box.appendChild(passage(r[1], "(empty passage: matched by any citation of the same source)"));
+      var links = [], best = null, bestJ = -1;
+      d.C.forEach(function (_, j) {
+        var v = sim(ri, j);
+        if (hit(ri, j)) { links.push("C" + (j + 1) + " (" + simText(v) + ")"); }
+        if (v !== null && (best === null || v > best)) { best = v; bestJ = j; }
+      });
+      box.appendChild(el("div", "link", links.length ? "matched by " + links.join(", ")
+        : "matched by no citation" + (best !== null && best > 0 ? " (closest: C" + (bestJ + 1) + ", similarity "
+          + fmt(best) + (threshold !== null ? ", threshold " + threshold : "") + ")" : "")));
+      left.appendChild(box);
+    });
+    d.C.forEach(function (x, ci) {
+      var label = c.cl[ci] || "";
+      var box = el("div", itemClass(label));
+      box.setAttribute("data-cit", String(ci));
+      var head = el("div");
+      head.appendChild(el("span", "tag", "C" + (ci + 1)));
+      head.appendChild(el("span", "lab lab-" + label, label));
+      head.appendChild(document.createTextNode(" "));
+      head.appendChild(el("span", "src", x[0]));
+      box.appendChild(head);
+      box.appendChild(passage(x[1], "(empty passage)"));
+      var links = [], best = null, bestI = -1;
+      d.R.forEach(function (_, ri) {
+        var v = sim(ri, ci);
+        if (hit(ri, ci)) { links.push("R" + (ri + 1) + " (" + simText(v) + ")"); }
+        if (v !== null && (best === null || v > best)) { best = v; bestI = ri; }
+      });
+      box.appendChild(el("div", "link", links.length ? "matches " + links.join(", ")
+        : "matches no reference" + (best !== null && best > 0 ? " (closest: R" + (bestI + 1) + ", similarity "
+          + fmt(best) + (threshold !== null ? ", threshold " + threshold : "") + ")" : "")));
+      right.appendChild(box);
+    });
+    if (!d.R.length) { left.appendChild(el("p", "empty", "No reference passages.")); }
+    if (!d.C.length) { right.appendChild(el("p", "empty", c.err ? "No response." : "No citations.")); }
+    sides.appendChild(left);
+    sides.appendChild(right);
+    td.appendChild(sides);
+    if (d.R.length && d.C.length) {
+      td.appendChild(el("h4", null, "Similarity of each reference (row) and citation (column); matches highlighted"));
+      var table = el("table", "matrix");
+      var hr = el("tr");
+      hr.appendChild(el("th"));
+      d.C.forEach(function (_, j) { hr.appendChild(el("th", null, "C" + (j + 1))); });
+      table.appendChild(hr);
+      d.R.forEach(function (_, ri) {
+        var row = el("tr");
+        row.appendChild(el("th", null, "R" + (ri + 1)));
+        d.C.forEach(function (_, j) {
+          var v = sim(ri, j), cell = el("td", hit(ri, j) ? "hit" : null, v === null ? "—" : fmt(v));
+          cell.title = (hit(ri, j) ? "match; " : "no match; ") + simText(v);
+          row.appendChild(cell);
+        });
+        table.appendChild(row);
+      });
+      td.appendChild(table);
+    }
+    var explain = el("div", "explain");
+    EXPLAIN.forEach(function (group) {
+      var texts = group[1].map(function (k) { return d.X[k]; }).filter(function (t) { return t; });
+      if (!texts.length) { return; }
+      explain.appendChild(el("h4", null, group[0]));
+      texts.forEach(function (t) { explain.appendChild(el("p", null, t)); });
+    });
+    if (explain.childNodes.length) { td.appendChild(explain); }
+    td.appendChild(el("p", "small muted", "Expected sources: " + (d.E.length ? d.E.join("; ") : "none")));
+    if (d.md) {
+      td.appendChild(el("h4", null, "Metadata"));
+      td.appendChild(el("pre", "meta", d.md));
+    }
+    return tr;
+  };
+
+  CaseTable.prototype.render = function () {
+    var pages = this.pages();
+    if (this.page >= pages) { this.page = pages - 1; }
+    var start = this.page * this.size;
+    var slice = this.filtered.slice(start, start + this.size);
+    var frag = document.createDocumentFragment(), self = this;
+    slice.forEach(function (i) {
+      frag.appendChild(self.row(i));
+      if (self.open[i]) { frag.appendChild(self.detail(i)); }
+    });
+    this.body.textContent = "";
+    this.body.appendChild(frag);
+    var n = this.filtered.length;
+    this.status.textContent = n
+      ? "Showing " + num(start + 1) + "–" + num(start + slice.length) + " of " + num(n) +
+        " matching cases (" + num(this.cases.length) + " in the table). Click a row for its details."
+      : "No case matches the filters (" + num(this.cases.length) + " in the table).";
+    this.status.setAttribute("data-matching", String(n));
+    this.pageLabel.textContent = "Page " + num(this.page + 1) + " of " + num(pages);
+    $("case-first").disabled = $("case-prev").disabled = this.page === 0;
+    $("case-next").disabled = $("case-last").disabled = this.page >= pages - 1;
+  };
+
+  CaseTable.prototype.toggle = function (tr) {
+    var i = Number(tr.getAttribute("data-index"));
+    var button = tr.querySelector("button.expand");
+    if (this.open[i]) {
+      delete this.open[i];
+      var next = tr.nextSibling;
+      if (next && next.getAttribute && next.getAttribute("data-detail-for") === String(i)) {
+        next.parentNode.removeChild(next);
+      }
+      tr.classList.remove("open");
+      button.textContent = "▸";
+      button.setAttribute("aria-expanded", "false");
+    } else {
+      this.open[i] = true;
+      tr.parentNode.insertBefore(this.detail(i), tr.nextSibling);
+      tr.classList.add("open");
+      button.textContent = "▾";
+      button.setAttribute("aria-expanded", "true");
+    }
+  };
+
+  CaseTable.prototype.bind = function () {
+    var self = this, timer = null;
+    this.body.addEventListener("click", function (event) {
+      var tr = event.target.closest ? event.target.closest("tr.case-row") : null;
+      if (!tr) { return; }
+      var selection = window.getSelection ? String(window.getSelection()) : "";
+      if (selection && event.target.tagName !== "BUTTON") { return; }  /* selecting text */
+      self.toggle(tr);
+    });
+    $("case-search").addEventListener("input", function () {
+      if (timer) { clearTimeout(timer); }
+      timer = setTimeout(function () { timer = null; self.applyFilters(); }, 120);
+    });
+    ["case-label", "case-band-metric", "case-band"].forEach(function (id) {
+      $(id).addEventListener("change", function () { self.applyFilters(); });
+    });
+    $("case-page-size").addEventListener("change", function () {
+      self.size = Number($("case-page-size").value) || self.meta.page_size;
+      self.page = 0;
+      self.render();
+    });
+    $("case-reset").addEventListener("click", function () {
+      $("case-search").value = "";
+      $("case-label").value = "";
+      $("case-band-metric").value = "";
+      $("case-band").value = "";
+      self.applyFilters();
+    });
+    $("case-first").addEventListener("click", function () { self.page = 0; self.render(); });
+    $("case-prev").addEventListener("click", function () { self.page = Math.max(0, self.page - 1); self.render(); });
+    $("case-next").addEventListener("click", function () { self.page = Math.min(self.pages() - 1, self.page + 1); self.render(); });
+    $("case-last").addEventListener("click", function () { self.page = self.pages() - 1; self.render(); });
+    var ths = document.querySelectorAll("#case-table thead th[data-key]");
+    Array.prototype.forEach.call(ths, function (th) {
+      th.querySelector("button.sort").addEventListener("click", function () {
+        self.sortBy(th.getAttribute("data-key"));
+      });
+    });
+  };
+
+  function initCases() {
+    var meta = readJSON("ragcite-meta");
+    var block = readJSON("ragcite-cases");
+    if (!meta || !block) { return false; }
+    timing.block = performance.now();
+    unpack(block, "rows").then(function (cases) {
+      var table = new CaseTable(meta, cases, function () { return readJSON("ragcite-details"); });
+      table.bind();
+      table.render();
+      window.__ragcite = table;
+      markReady();
+      /* The details are parsed after the first paint, so the table is usable at once. */
+      setTimeout(function () {
+        table.loadDetails().catch(function (error) {
+          table.status.textContent = "The case details could not be read: " + error.message;
+          table.status.className = "notice";
+        });
+      }, 0);
+    }).catch(function (error) {
+      var status = $("case-status");
+      status.textContent = "The case table could not be built: " + error.message;
+      status.className = "notice";
+      markReady();
+    });
+    return true;
+  }
+
+  function init() {
+    Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), initSortable);
+    Array.prototype.forEach.call(document.querySelectorAll("input[data-filter-table]"), initFilter);
+    if (!initCases()) { markReady(); }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();

@@ -1,0 +1,330 @@
+"""The run report: numbers equal metrics.json, data is escaped, and it works in Chromium."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from runner.reports.common import embed_json, fmt, safe_href
+from runner.reports.run import EXPLANATION_KEYS, HtmlOptions, render_run_report
+from runner.scoring.bands import BAND_TEXT
+from runner.scoring.metrics import METRIC_KEYS
+from tests.conftest import REPO, only_run_dir, run_cli
+from tests.reports.conftest import (
+    CLOSE,
+    IMG,
+    SCRIPT,
+    assert_no_external_refs,
+    build_run,
+    load_json,
+    parse,
+    plain_cases,
+    screenshot,
+    xss_cases,
+)
+
+STATS = (("mean", "metrics"), ("micro", "micro"))
+
+
+def _decode(block: dict[str, Any]) -> list[dict[str, Any]]:
+    if block["encoding"] == "json":
+        data: list[dict[str, Any]] = block["data"]
+        return data
+    assert block["encoding"] == "gzip-base64"
+    raw = gzip.decompress(base64.b64decode(block["data"]))
+    decoded: list[dict[str, Any]] = json.loads(raw)
+    return decoded
+
+
+def _assert_numbers(page: Any, metrics: dict[str, Any], text_of: Any) -> None:
+    """Every headline figure in the page equals metrics.json formatted by the same function."""
+    for key in METRIC_KEYS:
+        assert text_of(data_metric=key, data_stat="mean") == fmt(metrics["metrics"][key])
+        assert text_of(data_metric=key, data_stat="micro") == fmt(metrics["micro"][key])
+        ci = metrics["ci"][key]
+        assert text_of(data_metric=key, data_stat="ci-low") == (fmt(ci[0]) if ci else "n/a")
+        assert text_of(data_metric=key, data_stat="ci-high") == (fmt(ci[1]) if ci else "n/a")
+    for key in ("n_cases", "n_scored", "n_errors"):
+        assert text_of(data_count=key) == str(metrics[key])
+    for label, count in metrics["labels"].items():
+        assert text_of(data_label=label) == str(count)
+
+
+def test_report_numbers_equal_metrics_json(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", plain_cases())
+    path = render_run_report(run)
+    assert path == run / "report.html"
+    page = parse(path)
+    metrics = load_json(run / "metrics.json")
+    _assert_numbers(page, metrics, page.text)
+    assert page.text(data_count="failed") == "1"
+    # Identity and the seed's band explanations.
+    assert page.text(data_field="dataset") == "fixture"
+    assert page.text(data_field="matcher") == "ngram"
+    assert page.text(data_field="threshold") == "0.5"
+    assert page.text(data_field="date") == "2026-12-02 10:00 UTC"
+    shown = page.texts(**{"class": "bandtext"})
+    for key, text in zip(METRIC_KEYS, shown):
+        value = metrics["metrics"][key]
+        band = "green" if value >= 0.75 else "medium" if value >= 0.25 else "red"
+        assert text == BAND_TEXT[key][band]
+    assert_no_external_refs(page.html)
+
+
+def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", xss_cases())
+    page = parse(render_run_report(run, options={"embed": "json"}))
+    blocks = [page.script("ragcite-cases"), page.script("ragcite-details")]
+    for text in blocks:
+        assert "<" not in text and ">" not in text and "&" not in text
+    rows, details = (_decode(json.loads(text)) for text in blocks)
+    originals = {c.id: c for c in _read(run)}
+    assert [c["id"] for c in rows] == list(originals)
+    for row, detail in zip(rows, details):
+        case = originals[row["id"]]
+        assert row["q"] == case.query
+        assert row["m"] == pytest.approx([case.metrics[k] for k in METRIC_KEYS], abs=1e-6)
+        assert row.get("err") == case.error
+        assert row["cl"] == case.citation_labels and row["rl"] == case.reference_labels
+        assert [r[0] for r in detail["R"]] == [r["source"] for r in case.references]
+        assert [r[1] for r in detail["R"]] == [r["content"] for r in case.references]
+        assert detail["X"] == [case.explanations.get(k, "") for k in EXPLANATION_KEYS]
+        assert detail["S"] == [[None if v is None else round(v, 4) for v in r]
+                               for r in case.similarity]
+    # Exactly the report's own four script elements; the payloads are text.
+    assert page.html.count("<script") == 4
+    assert SCRIPT not in page.html and IMG not in page.html
+    assert page.texts(data_count="failed") == ["1"]
+    failed_ids = [t for t in page.texts(**{"class": "id"})]
+    assert f"z-{CLOSE}" in failed_ids
+
+
+def test_gzip_embedding_round_trips(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", plain_cases())
+    json_page = parse(render_run_report(run, options={"embed": "json"},
+                                        output=tmp_path / "a.html"))
+    gzip_page = parse(render_run_report(run, options={"embed": "gzip"},
+                                        output=tmp_path / "b.html"))
+    for block in ("ragcite-cases", "ragcite-details"):
+        plain = json.loads(json_page.script(block))
+        packed = json.loads(gzip_page.script(block))
+        assert plain["encoding"] == "json" and packed["encoding"] == "gzip-base64"
+        assert _decode(packed) == _decode(plain)
+
+
+def test_options_come_from_the_run_config(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", plain_cases(),
+                    report={"format": "html", "max_cases": 2, "page_size": 7})
+    page = parse(render_run_report(run))
+    meta = json.loads(page.script("ragcite-meta"))
+    assert meta["page_size"] == 7 and meta["n_embedded"] == 2 and meta["n_cases"] == 6
+    assert "The table holds the first 2 of 6 cases" in " ".join(page.html.split())
+    # The figures still cover every case.
+    assert page.text(data_count="n_cases") == "6"
+
+
+def test_bad_options_are_rejected() -> None:
+    with pytest.raises(ValueError, match="embed"):
+        HtmlOptions.from_config({"embed": "zip"})
+    with pytest.raises(ValueError, match="page_size"):
+        HtmlOptions.from_config({"page_size": 0})
+    assert HtmlOptions.from_config({"max_cases": None, "format": "html"}).max_cases is None
+
+
+def test_minimal_metrics_json_renders(tmp_path: Path) -> None:
+    """A results folder written by runner.evaluate alone (no run identity) still renders."""
+    import runner
+    from runner.results import write_cases, write_metrics
+
+    result = runner.evaluate(plain_cases(), bootstrap_resamples=50)
+    write_cases(tmp_path / "cases.jsonl", result.cases)
+    write_metrics(tmp_path / "metrics.json", result)
+    page = parse(render_run_report(tmp_path))
+    assert page.text(data_field="dataset") == "unknown"
+    assert page.text(data_metric="context_recall", data_stat="mean") == fmt(
+        result.metrics["context_recall"])
+
+
+def test_unsafe_tracking_links_are_not_links(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", plain_cases())
+    page = parse(render_run_report(run, tracking_link="javascript:alert(1)"))
+    assert 'href="javascript' not in page.html
+    assert page.texts(data_field="tracking-link") == []
+    page = parse(render_run_report(run, tracking_link="http://127.0.0.1:5000/#/experiments/1/runs/a"))
+    assert page.text(data_field="tracking-link") == "MLflow run"
+    assert safe_href("data:text/html,x") is None and safe_href("https://x") == "https://x"
+
+
+def test_embed_json_escapes_everything_that_could_end_a_script() -> None:
+    text = str(embed_json({"a": "</script><!-- <script> & \u2028"}))
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- <script> & \u2028"}
+
+
+def _read(run: Path) -> list[Any]:
+    from runner.results import read_cases
+
+    return list(read_cases(run / "cases.jsonl"))
+
+
+# --- in Chromium ----------------------------------------------------------------------------------
+
+
+def _rows(page: Any) -> list[str]:
+    return [str(x) for x in page.locator("#case-body tr.case-row").evaluate_all(
+        "rows => rows.map(r => r.getAttribute('data-case-id'))")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embed", ["json", "gzip"])
+def test_run_report_in_chromium(tmp_path: Path, open_page: Any, embed: str) -> None:
+    run = build_run(tmp_path / "run", plain_cases(), name="browser-run")
+    path = render_run_report(run, options={"embed": embed, "page_size": 4},
+                             tracking_link="http://127.0.0.1:5000/#/experiments/1/runs/abc")
+    metrics = load_json(run / "metrics.json")
+    page, watch = open_page(path)
+
+    # Headline numbers are visible and equal metrics.json.
+    def text_of(**attrs: str) -> str:
+        selector = "".join(f'[{k.replace("_", "-")}="{v}"]' for k, v in attrs.items())
+        node = page.locator(selector)
+        assert node.count() == 1, selector
+        assert node.is_visible(), selector
+        return " ".join(node.inner_text().split())
+
+    _assert_numbers(page, metrics, text_of)
+
+    # Pagination: 6 cases, 4 a page.
+    assert _rows(page) == ["seed-1", "seed-2", "seed-3", "empty-ref"]
+    page.click("#case-next")
+    assert _rows(page) == ["no-cits", "broken"]
+    page.click("#case-first")
+
+    # Expanding a case shows its references and citations side by side, with the matches.
+    row = page.locator('tr.case-row[data-case-id="seed-2"]')
+    row.click()
+    detail = page.locator("tr.detail")
+    assert detail.count() == 1
+    cits = detail.locator(".cits .item")
+    refs = detail.locator(".refs .item")
+    expect(cits).to_have_count(3)      # (the details may still be parsing: wait for them)
+    expect(refs).to_have_count(3)
+    assert "IT Compliance Handbook.pdf" in cits.nth(2).inner_text()
+    assert "unexpected_source" in cits.nth(2).inner_text()
+    assert "matches R1 (similarity 1.000)" in cits.nth(0).inner_text()
+    assert "matched by C1 (similarity 1.000)" in refs.nth(0).inner_text()
+    assert "passage_missed" in refs.nth(1).inner_text()
+    assert detail.locator("table.matrix td.hit").count() == 1
+    assert "(1 of 3)" in detail.locator(".explain").inner_text()
+    screenshot(page, f"run-expanded-{embed}")
+    row.click()
+    assert page.locator("tr.detail").count() == 0
+
+    # Filters narrow the table: free text, label, band, errors.
+    page.fill("#case-search", "compliance handbook")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(2)
+    assert _rows(page) == ["seed-2", "seed-3"]
+    page.fill("#case-search", "")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(4)
+    page.select_option("#case-label", "c:wrong_passage")
+    assert _rows(page) == ["seed-2"]
+    page.select_option("#case-label", "error")
+    assert _rows(page) == ["broken"]
+    page.select_option("#case-label", "")
+    page.select_option("#case-band-metric", str(METRIC_KEYS.index("context_recall")))
+    page.select_option("#case-band", "red")
+    assert _rows(page) == ["seed-3", "no-cits"]
+    page.click("#case-reset")
+    assert len(_rows(page)) == 4
+
+    # Sorting: context recall ascending puts the zeros first and the failed case last.
+    page.click('th[data-key="m0"] button')
+    page.select_option("#case-page-size", "25")
+    order = _rows(page)
+    assert order[:2] == ["seed-3", "no-cits"] and order[-1] == "broken"
+    page.click('th[data-key="m0"] button')
+    assert _rows(page)[-1] == "broken"
+
+    # Failed cases are listed with their errors; the tracking link is a link.
+    assert "TimeoutError: the model did not answer" in page.locator("#failed-table").inner_text()
+    assert page.locator('[data-field="tracking-link"]').get_attribute("href") == (
+        "http://127.0.0.1:5000/#/experiments/1/runs/abc")
+    screenshot(page, f"run-{embed}")
+    watch.assert_clean()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embed", ["json", "gzip"])
+def test_xss_payloads_render_as_text(tmp_path: Path, open_page: Any, embed: str) -> None:
+    run = build_run(tmp_path / "run", xss_cases(), name=f"run {SCRIPT}",
+                    dataset=f"data {IMG}")
+    path = render_run_report(run, options={"embed": embed},
+                             tracking_link=f"javascript:window.__xss=1 {SCRIPT}")
+    page, watch = open_page(path)
+    ids = _rows(page)
+    assert ids == [c.id for c in xss_cases()]
+    assert page.locator("h1").inner_text() == f"run {SCRIPT}"
+    assert page.locator('[data-field="dataset"]').inner_text() == f"data {IMG}"
+    first = page.locator("tr.case-row").first
+    assert SCRIPT in first.inner_text() and IMG in first.inner_text()
+    for i in range(len(ids)):
+        page.locator("tr.case-row").nth(i).click()
+    details = page.locator("tr.detail")
+    assert details.count() == 3
+    expect(page.locator("tr.detail .sides")).to_have_count(3)
+    text = " ".join(details.all_inner_texts())
+    assert CLOSE in text and SCRIPT in text and IMG in text
+    page.fill("#case-search", "</script>")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(3)
+    page.fill("#case-search", "svg onload")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(3)
+    page.fill("#case-search", "third")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(1)
+    assert page.evaluate("window.__xss") is None
+    assert page.evaluate("document.querySelectorAll('img, svg[onload], iframe').length") == 0
+    screenshot(page, f"run-xss-{embed}")
+    watch.assert_clean()
+
+
+@pytest.mark.slow
+def test_ragcite_report_html_writes_a_report(tmp_path: Path) -> None:
+    """The CLI renders report.html when report=html (the fixture dataset, stored responses)."""
+    conf = tmp_path / "conf" / "dataset"
+    conf.mkdir(parents=True)
+    (conf / "mine.yaml").write_text(
+        "defaults: [/schema/dataset@_here_, _self_]\nname: mine\n"
+        f"path: {REPO / 'tests' / 'fixtures' / 'seed_examples.jsonl'}\n", encoding="utf-8")
+    proc = run_cli(["--config-dir", str(tmp_path / "conf"), "dataset=mine", "model=precomputed",
+                    "report=html", "report.page_size=10", "tracking=none", "progress=false",
+                    f"output_root={tmp_path / 'out'}"], cwd=tmp_path,
+                   env={"PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = only_run_dir(tmp_path / "out")
+    page = parse(run / "report.html")
+    metrics = load_json(run / "metrics.json")
+    _assert_numbers(page, metrics, page.text)
+    assert json.loads(page.script("ragcite-meta"))["page_size"] == 10
+
+
+def test_a_run_where_every_case_failed_renders(tmp_path: Path) -> None:
+    cases = [c for c in plain_cases() if c.id == "broken"]
+    run = build_run(tmp_path / "run", cases)
+    page = parse(render_run_report(run))
+    for key in METRIC_KEYS:
+        assert page.text(data_metric=key, data_stat="mean") == "n/a"
+        assert page.text(data_metric=key, data_stat="ci-low") == "n/a"
+    assert page.text(data_count="n_errors") == "1"
+    assert "Nothing to diagnose" in page.html
+
+
+def test_an_empty_run_renders(tmp_path: Path) -> None:
+    run = build_run(tmp_path / "run", [])
+    page = parse(render_run_report(run))
+    assert page.text(data_count="n_cases") == "0"
+    assert json.loads(page.script("ragcite-meta"))["n_embedded"] == 0
