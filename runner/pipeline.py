@@ -29,6 +29,7 @@ from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, wri
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 from runner.scoring.metrics import METRIC_KEYS
+from runner.usage import usage_section
 
 log = logging.getLogger("ragcite")
 
@@ -185,6 +186,15 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
     started = dt.datetime.now(dt.timezone.utc)
     progress = bool(cfg.get("progress", True))
 
+    # The parts are built and checked first: a missing API key or a bad setting fails with
+    # one line before any data is loaded or any call is made.
+    adapter: ModelAdapter = instantiate(cfg["model"], _convert_="all")
+    matcher: Matcher = instantiate(cfg["matcher"], _convert_="all")
+    for part in (adapter, matcher):
+        check = getattr(part, "check", None)  # optional hook of plug-ins that call servers
+        if callable(check):
+            check()
+
     t0 = time.perf_counter()
     dataset = Dataset(cfg["dataset"])
     cases = list(dataset.iter_cases())
@@ -197,7 +207,6 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
     stats = CacheStats()
 
     t0 = time.perf_counter()
-    adapter: ModelAdapter = instantiate(cfg["model"], _convert_="all")
     adapter.bind(AdapterContext(dataset=dataset,
                                 cache_dir=Path(cache_cfg["dir"]) if cache else None))
     scoring = cfg["scoring"]
@@ -207,7 +216,9 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
     timings["model_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    matcher: Matcher = instantiate(cfg["matcher"], _convert_="all")
+    bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
+    if callable(bind_cache):
+        bind_cache(Path(cache_cfg["dir"]) if cache else None)
     cached = CachedMatcher(matcher, cache, stats)
     options = ScoringOptions(
         threshold=float(matcher.threshold),
@@ -263,6 +274,8 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
                     "bands": dict(options.bands)},
         "timings": {k: round(v, 4) for k, v in timings.items()},
         "cache": {"enabled": cache is not None, **stats.to_dict()},
+        # API requests, tokens and estimated cost of this run (cached results cost nothing).
+        "usage": usage_section({"model": adapter, "matcher": matcher}, cfg.get("prices")),
         "gates": {"passed": not failures, "failures": failures,
                   "config": {k: v for k, v in (cfg.get("gate") or {}).items() if v is not None}},
     }

@@ -1,0 +1,332 @@
+"""The `http` adapter: the user's own RAG service over HTTP.
+
+For each case the request body is rendered from a Jinja template string (``body``; variables
+``query``, ``id``, ``metadata`` and ``case``) and sent as JSON; the answer and the citations are
+picked out of the JSON reply with JMESPath (``answer``, ``citations``). Headers come from
+environment variables: the config maps a header name to a variable *name*
+(``Authorization: "Bearer $RAG_TOKEN"``), never to the value. Requests run concurrently up to
+``concurrency``; 408/409/429/5xx replies, timeouts and connection errors are retried with
+exponential backoff (``Retry-After`` honoured up to two minutes). A case that still fails, or whose
+reply has no readable citations, gets ``Response(error=...)``.
+
+The raw JSON replies are persisted as they arrive, keyed by a digest of (method, url, body): an
+interrupted run resumes where it stopped, and changing only the JMESPath expressions re-reads
+the stored replies without calling the service again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from runner.adapters.base import BaseAdapter
+from runner.apiclient import ResultStore, quiet_http_logs, request_key, require_positive
+from runner.data.models import Case, Citation, Response
+from runner.usage import Usage
+
+NAMESPACE = "http-replies"
+RETRY_STATUS = frozenset({408, 409, 429})
+MAX_RETRY_AFTER = 120.0
+MAX_BACKOFF = 8.0
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _httpx() -> Any:
+    """The HTTP client library: httpx2 (openai 3.x's), else httpx (Python 3.10)."""
+    import importlib
+
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:  # pragma: no cover - Python 3.10
+        return importlib.import_module("httpx")
+
+
+def header_value(spec: str, name: str) -> str:
+    """The value of one header from its spec: an environment variable name (``RAG_TOKEN``) or
+    text with ``$NAME`` references (``Bearer $RAG_TOKEN``).
+
+    Raises:
+        RagciteError: The spec names no variable (a literal secret), or a variable is unset.
+    """
+    from runner.pipeline import RagciteError
+
+    spec = str(spec)
+    if _ENV_NAME.match(spec):
+        refs = [spec]
+        template = "$" + spec
+    else:
+        refs = [a or b for a, b in _ENV_REF.findall(spec)]
+        template = spec
+        if not refs:
+            raise RagciteError(
+                f"model.headers.{name}: give the name of an environment variable (RAG_TOKEN) "
+                f"or text referring to one (Bearer $RAG_TOKEN), never the value itself")
+    missing = [r for r in refs if not os.environ.get(r)]
+    if missing:
+        raise RagciteError(f"model.headers.{name}: the environment variable {missing[0]} "
+                           "is not set")
+    return _ENV_REF.sub(lambda m: os.environ[m.group(1) or m.group(2)], template)
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_delay(attempt: int, base: float, header: str | None) -> float:
+    """The wait before retry `attempt` (0-based): ``Retry-After`` when given (≤ 120 s), else
+    ``min(base·2^attempt, 8)`` minus up to 25 % jitter."""
+    after = retry_after(header)
+    if after is not None and after <= MAX_RETRY_AFTER:
+        return after
+    return min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
+
+
+@dataclass
+class HttpModel(BaseAdapter):
+    """POST each case to your RAG service and read its answer and citations from the reply.
+
+    Args:
+        url: The endpoint.
+        method: HTTP method (``POST``; with ``GET`` the body is not sent).
+        body: Jinja template of the JSON body; variables ``query``, ``id``, ``metadata``,
+            ``case`` (the case as a dict). Use ``| tojson`` to quote values.
+        headers: Header name → environment variable name, or text with ``$NAME`` references
+            (``Authorization: "Bearer $RAG_TOKEN"``). Values are never written anywhere.
+        citations: JMESPath giving a list of ``{source, content}`` from the reply, e.g.
+            ``"refs[].{source: doc, content: quote}"``.
+        answer: JMESPath of the answer text (null: none).
+        tokens: JMESPath of a token-usage object in the reply (``{prompt_tokens,
+            completion_tokens}`` or ``{input_tokens, output_tokens}``), null for none.
+        timeout: Seconds per request attempt.
+        max_retries: Retries of a failed request (408/409/429/5xx, timeouts, connection errors).
+        backoff: First retry delay in seconds (doubles per attempt, at most 8 s).
+        concurrency: Requests in flight at once.
+    """
+
+    url: str = "???"
+    method: str = "POST"
+    body: str = '{"query": {{ query | tojson }}}'
+    headers: dict[str, str] = field(default_factory=dict, metadata={"identity": False})
+    citations: str = "citations"
+    answer: str | None = "answer"
+    tokens: str | None = None
+    timeout: float = field(default=60.0, metadata={"identity": False})
+    max_retries: int = field(default=4, metadata={"identity": False})
+    backoff: float = field(default=0.5, metadata={"identity": False})
+    concurrency: int = field(default=8, metadata={"identity": False})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._usage = Usage()
+        self._memory: dict[tuple[str, str], Any] = {}
+
+    # --- the optional hooks the pipeline calls ---------------------------------------------
+
+    def check(self) -> None:
+        """Fail early: no URL, a bad template or JMESPath, a header variable not set."""
+        from runner.pipeline import RagciteError
+
+        if not self.url or self.url == "???" or not re.match(r"^https?://", self.url):
+            raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
+        require_positive(self.timeout, "model.timeout", 0.001)
+        require_positive(self.max_retries, "model.max_retries", 0)
+        require_positive(self.backoff, "model.backoff", 0)
+        require_positive(self.concurrency, "model.concurrency")
+        self._template()
+        for key in ("citations", "answer", "tokens"):
+            expr = getattr(self, key)
+            if expr is None:
+                continue
+            try:
+                jmespath.compile(expr)
+            except JMESPathError as exc:
+                raise RagciteError(f"model.{key}: invalid JMESPath {expr!r}: "
+                                   f"{' '.join(str(exc).split())}") from None
+        self._headers()
+
+    def usage(self) -> dict[str, Any]:
+        """Requests, tokens (when the reply reports them) and cache hits of this run."""
+        return self._usage.to_dict()
+
+    # --- requests -------------------------------------------------------------------------
+
+    def _template(self) -> jinja2.Template:
+        tmpl = getattr(self, "_tmpl", None)
+        if tmpl is None:
+            from runner.pipeline import RagciteError
+
+            env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined)
+            try:
+                tmpl = self._tmpl = env.from_string(self.body)
+            except jinja2.TemplateSyntaxError as exc:
+                raise RagciteError(f"model.body: template line {exc.lineno}: "
+                                   f"{exc.message}") from None
+        return tmpl
+
+    def _headers(self) -> dict[str, str]:
+        out = {"Content-Type": "application/json", "Accept": "application/json"}
+        for name, spec in (self.headers or {}).items():
+            out[str(name)] = header_value(spec, str(name))
+        return out
+
+    def render(self, case: Case) -> Any:
+        """The JSON body for one case.
+
+        Raises:
+            ValueError: The template fails or renders invalid JSON.
+        """
+        try:
+            text = self._template().render(query=case.query, id=case.id,
+                                           metadata=case.metadata,
+                                           case=case.model_dump(mode="json",
+                                                                exclude={"response"}))
+        except jinja2.TemplateError as exc:
+            raise ValueError(f"model.body: {exc}") from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"model.body rendered invalid JSON ({exc.msg} at char {exc.pos}): "
+                             f"{text[:80]!r}") from None
+
+    def extract(self, reply: Any) -> Response:
+        """The response read out of a JSON reply with the configured JMESPath expressions."""
+        try:
+            raw = jmespath.search(self.citations, reply)
+        except JMESPathError as exc:
+            return Response(error=f"model.citations: {exc}")
+        if raw is None:
+            return Response(error=f"the reply has no citations at {self.citations!r}: "
+                                  f"{json.dumps(reply)[:120]}")
+        if not isinstance(raw, list):
+            return Response(error=f"model.citations {self.citations!r} gave "
+                                  f"{type(raw).__name__}, not a list")
+        citations = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, dict) or not isinstance(item.get("source"), str):
+                return Response(error=f"citation {i} from {self.citations!r} needs a string "
+                                      f"'source': {json.dumps(item)[:120]}")
+            content = item.get("content")
+            citations.append(Citation(source=item["source"],
+                                      content="" if content is None else str(content)))
+        answer = jmespath.search(self.answer, reply) if self.answer else None
+        if answer is not None and not isinstance(answer, str):
+            answer = json.dumps(answer, ensure_ascii=False)
+        return Response(answer=answer or "", citations=citations, usage=self._tokens(reply))
+
+    def _tokens(self, reply: Any) -> dict[str, float] | None:
+        if not self.tokens:
+            return None
+        raw = jmespath.search(self.tokens, reply)
+        if not isinstance(raw, dict):
+            return None
+        return {k: float(v) for k, v in raw.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    async def respond(self, cases: Sequence[Case]) -> list[Response]:
+        """Send every case of the batch, concurrently."""
+        httpx2 = _httpx()
+        if not cases:
+            return []
+        self.check()
+        headers = self._headers()
+        out: list[Response | None] = [None] * len(cases)
+        bodies: dict[int, Any] = {}
+        for i, case in enumerate(cases):
+            try:
+                bodies[i] = self.render(case)
+            except ValueError as exc:
+                out[i] = Response(error=str(exc))
+        keys = {i: request_key(self.method.upper(), self.url, b) for i, b in bodies.items()}
+        cache_dir = self._context.cache_dir if self._context is not None else None
+        with ResultStore(cache_dir, NAMESPACE, self._memory) as store:
+            found = store.get_many(list(keys.values()))
+            for i, key in keys.items():
+                if key in found:
+                    out[i] = self._account(self.extract(found[key]["reply"]), cached=True)
+            todo = [i for i in keys if out[i] is None]
+            if todo:
+                quiet_http_logs()
+                sem = asyncio.Semaphore(int(self.concurrency))
+                limits = httpx2.Limits(max_connections=int(self.concurrency))
+                async with httpx2.AsyncClient(timeout=float(self.timeout), limits=limits,
+                                              headers=headers) as client:
+
+                    async def send(i: int) -> None:
+                        async with sem:
+                            out[i] = await self._send(client, bodies[i], store, keys[i])
+
+                    await asyncio.gather(*(send(i) for i in todo))
+        return [r if r is not None else Response(error="no response") for r in out]
+
+    def _account(self, response: Response, cached: bool = False) -> Response:
+        tokens = response.usage or {}
+        if cached:
+            self._usage.add(cached=1)
+        else:
+            self._usage.add(
+                requests=1,
+                input_tokens=int(tokens.get("prompt_tokens", tokens.get("input_tokens", 0))),
+                output_tokens=int(tokens.get("completion_tokens",
+                                             tokens.get("output_tokens", 0))))
+        return response
+
+    async def _send(self, client: Any, body: Any, store: ResultStore, key: str) -> Response:
+        httpx2 = _httpx()
+        method = self.method.upper()
+        start = time.perf_counter()
+        last = "no attempt"
+        for attempt in range(int(self.max_retries) + 1):
+            header = None
+            try:
+                if method == "GET":
+                    resp = await client.request(method, self.url)
+                else:
+                    resp = await client.request(method, self.url, json=body)
+            except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            else:
+                if resp.status_code < 300:
+                    latency = round(time.perf_counter() - start, 4)
+                    try:
+                        reply = resp.json()
+                    except ValueError:
+                        self._usage.add(errors=1)
+                        return Response(error=f"the service replied with invalid JSON: "
+                                              f"{resp.text[:120]!r}", latency_s=latency)
+                    response = self._account(self.extract(reply))
+                    if response.error is None:
+                        store.put(key, {"reply": reply})
+                    return response.model_copy(update={"latency_s": latency})
+                last = f"HTTP {resp.status_code}: {' '.join(resp.text.split())[:200]}"
+                if not (resp.status_code in RETRY_STATUS or resp.status_code >= 500):
+                    break
+                header = resp.headers.get("retry-after")
+            if attempt < int(self.max_retries):
+                await asyncio.sleep(backoff_delay(attempt, float(self.backoff), header))
+        self._usage.add(errors=1)
+        return Response(error=f"the service failed: {last}",
+                        latency_s=round(time.perf_counter() - start, 4))

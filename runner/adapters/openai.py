@@ -1,0 +1,277 @@
+"""The `openai` adapter: BM25 retrieval over the knowledge base, then an OpenAI-compatible chat
+model answers with citations (source and verbatim quote) through structured output.
+
+Retrieval reuses the `extractive` baseline's retriever (same chunking options). The prompt is a
+Jinja template (``templates/prompts/rag_answer.j2`` or the user's file); the reply is constrained
+to ``{"answer": str, "citations": [{"source": str, "quote": str}]}`` with
+``response_format={"type": "json_schema", ...}`` (``structured_output: json_object`` for servers
+without JSON-schema support). A case whose call fails after the SDK's retries, or whose reply is
+not that JSON, gets ``Response(error=...)``.
+
+Every call is persisted as soon as it returns, keyed by a digest of the exact request (model,
+messages, settings, ``base_url``): an interrupted run resumes without paying twice, and the
+pipeline's per-case response cache makes reruns and sweeps free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from runner.adapters.base import AdapterContext, BaseAdapter
+from runner.adapters.extractive import ExtractiveModel
+from runner.apiclient import (
+    ResultStore,
+    describe_error,
+    effective_base_url,
+    openai_client,
+    request_key,
+    require_key,
+    require_positive,
+)
+from runner.data.models import Case, Citation, Response
+from runner.prompts import Prompt, load_prompt
+from runner.usage import Usage
+
+NAMESPACE = "openai-chat"
+STRUCTURED_OUTPUT = ("json_schema", "json_object")
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string"},
+        "citations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"source": {"type": "string"}, "quote": {"type": "string"}},
+                "required": ["source", "quote"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["answer", "citations"],
+    "additionalProperties": False,
+}
+
+
+class _Quote(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    source: str
+    quote: str = ""
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    answer: str = ""
+    citations: list[_Quote] = []
+
+
+def parse_answer(content: str | None) -> tuple[str, list[Citation]]:
+    """The answer and citations of a structured reply.
+
+    Raises:
+        ValueError: Not JSON, or not the expected shape.
+    """
+    if not content or not content.strip():
+        raise ValueError("the model returned no content")
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the reply is not JSON ({exc.msg} at char {exc.pos}): "
+                         f"{content[:80]!r}") from None
+    try:
+        parsed = _Answer.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "reply"
+        raise ValueError(f"the reply does not match the answer schema: {where}: "
+                         f"{err['msg']}") from None
+    return parsed.answer, [Citation(source=q.source, content=q.quote) for q in parsed.citations]
+
+
+@dataclass
+class OpenaiModel(BaseAdapter):
+    """Retrieve with BM25, answer with an OpenAI-compatible chat model, cite verbatim quotes.
+
+    Args:
+        model: The chat model.
+        base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
+            the ``OPENAI_BASE_URL`` environment variable).
+        prompt: A packaged prompt (``templates/prompts/``) or the path of your own Jinja file
+            with ``{% block system %}`` and ``{% block user %}``; variables ``query`` and
+            ``passages`` (a list of {source, content}).
+        top_k: Passages retrieved per query and shown to the model.
+        chunk_unit, chunk_size, chunk_overlap, stopwords: How the knowledge base is split and
+            tokenised for retrieval (as for the `extractive` model).
+        structured_output: ``json_schema`` (strict schema) or ``json_object`` (JSON mode).
+        temperature: Sampling temperature.
+        max_tokens: Completion tokens allowed per answer.
+        openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part of
+            any output.
+        concurrency: Requests in flight at once.
+        timeout: Seconds per request attempt.
+        max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
+    """
+
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    prompt: str = "rag_answer.j2"
+    top_k: int = 5
+    chunk_unit: str = "sentence"
+    chunk_size: int = 2
+    chunk_overlap: int = 0
+    stopwords: str | None = "en"
+    structured_output: str = "json_schema"
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
+    concurrency: int = field(default=16, metadata={"identity": False})
+    timeout: float = field(default=120.0, metadata={"identity": False})
+    max_retries: int = field(default=4, metadata={"identity": False})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._usage = Usage(model=self.model)
+        self._memory: dict[tuple[str, str], Any] = {}
+
+    # --- the optional hooks the pipeline calls ---------------------------------------------
+
+    def check(self) -> None:
+        """Fail early with a one-line message: missing key, bad settings, broken prompt."""
+        from runner.pipeline import RagciteError
+
+        require_key(self.openai_api_key, "model", "model=openai")
+        require_positive(self.top_k, "model.top_k")
+        require_positive(self.max_tokens, "model.max_tokens")
+        require_positive(self.concurrency, "model.concurrency")
+        require_positive(self.timeout, "model.timeout", 0.001)
+        require_positive(self.max_retries, "model.max_retries", 0)
+        if self.structured_output not in STRUCTURED_OUTPUT:
+            raise RagciteError(f"model.structured_output must be one of "
+                               f"{', '.join(STRUCTURED_OUTPUT)}, got {self.structured_output!r}")
+        try:
+            self._prompt()
+        except ValueError as exc:
+            raise RagciteError(f"model.prompt: {exc}") from None
+
+    def usage(self) -> dict[str, Any]:
+        """Requests, tokens and cache hits of the system under test during this run."""
+        return self._usage.to_dict()
+
+    def identity(self) -> dict[str, Any]:
+        """The fields plus the prompt's SHA-256."""
+        return {**super().identity(), "base_url": effective_base_url(self.base_url),
+                "prompt_sha": self._prompt().sha}
+
+    def bind(self, context: AdapterContext) -> None:
+        """Index the knowledge base for retrieval."""
+        super().bind(context)
+        self._retriever = ExtractiveModel(top_k=self.top_k, chunk_unit=self.chunk_unit,
+                                          chunk_size=self.chunk_size,
+                                          chunk_overlap=self.chunk_overlap,
+                                          stopwords=self.stopwords)
+        self._retriever.bind(context)
+
+    # --- answering --------------------------------------------------------------------------
+
+    def _prompt(self) -> Prompt:
+        return load_prompt(self.prompt)
+
+    def request(self, query: str, passages: Sequence[Citation]) -> dict[str, Any]:
+        """The chat-completion request for one case."""
+        req: dict[str, Any] = {
+            "model": self.model,
+            "messages": self._prompt().render(
+                query=query, passages=[{"source": p.source, "content": p.content}
+                                       for p in passages]),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.structured_output == "json_schema":
+            req["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "cited_answer", "strict": True, "schema": ANSWER_SCHEMA}}
+        else:
+            req["response_format"] = {"type": "json_object"}
+        return req
+
+    async def respond(self, cases: Sequence[Case]) -> list[Response]:
+        """Retrieve for the whole batch at once, then answer every case concurrently."""
+        if not cases:
+            return []
+        self.check()
+        retrieved = self._retriever.respond_sync(cases)
+        requests = [self.request(c.query, r.citations) for c, r in zip(cases, retrieved)]
+        return await self._answer_all(requests)
+
+    async def _answer_all(self, requests: list[dict[str, Any]]) -> list[Response]:
+        keys = [request_key("chat", effective_base_url(self.base_url), r) for r in requests]
+        cache_dir = self._context.cache_dir if self._context is not None else None
+        out: dict[str, Response] = {}
+        with ResultStore(cache_dir, NAMESPACE, self._memory) as store:
+            for key, value in store.get_many(keys).items():
+                out[key] = self._response(value["content"], value.get("usage"), None)
+            self._usage.add(cached=len(out))
+            todo = {k: r for k, r in zip(keys, requests) if k not in out}
+            if todo:
+                client = openai_client(require_key(self.openai_api_key, "model", "model=openai"),
+                                       self.base_url, self.timeout, self.max_retries)
+                sem = asyncio.Semaphore(int(self.concurrency))
+
+                async def answer(key: str) -> None:
+                    async with sem:
+                        out[key] = await self._call(client, todo[key], store, key)
+
+                try:
+                    await asyncio.gather(*(answer(k) for k in todo))
+                finally:
+                    await client.close()
+        return [out[k] for k in keys]
+
+    async def _call(self, client: Any, req: dict[str, Any], store: ResultStore,
+                    key: str) -> Response:
+        start = time.perf_counter()
+        try:
+            resp = await client.chat.completions.create(**req)
+        except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
+            self._usage.add(errors=1)
+            return Response(error=f"openai call failed: {describe_error(exc)}",
+                            latency_s=round(time.perf_counter() - start, 4))
+        latency = round(time.perf_counter() - start, 4)
+        try:
+            u = getattr(resp, "usage", None)
+            usage = {"prompt_tokens": float(getattr(u, "prompt_tokens", 0) or 0),
+                     "completion_tokens": float(getattr(u, "completion_tokens", 0) or 0)}
+            self._usage.add(requests=1, input_tokens=int(usage["prompt_tokens"]),
+                            output_tokens=int(usage["completion_tokens"]))
+            choice = resp.choices[0]
+            refusal = getattr(choice.message, "refusal", None)
+            if refusal:
+                return Response(error=f"the model refused: {str(refusal)[:200]}",
+                                usage=usage, latency_s=latency)
+            if getattr(choice, "finish_reason", None) == "length":
+                return Response(error="the reply was cut off at model.max_tokens",
+                                usage=usage, latency_s=latency)
+            content = choice.message.content
+        except Exception as exc:
+            return Response(error=f"openai reply is malformed: {describe_error(exc)}",
+                            latency_s=latency)
+        response = self._response(content, usage, latency)
+        if response.error is None:
+            store.put(key, {"content": content, "usage": usage})
+        return response
+
+    @staticmethod
+    def _response(content: str | None, usage: dict[str, float] | None,
+                  latency: float | None) -> Response:
+        try:
+            answer, citations = parse_answer(content)
+        except ValueError as exc:
+            return Response(error=str(exc), usage=usage, latency_s=latency)
+        return Response(answer=answer, citations=citations, usage=usage, latency_s=latency)

@@ -1,0 +1,179 @@
+"""Shared plumbing of the components that call a server (OpenAI-compatible APIs, RAG services).
+
+- :func:`require_key`: the one-line error for a missing API key, raised before any work.
+- :func:`openai_client`: an ``openai.AsyncOpenAI`` with the configured timeout and retries (the
+  SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff and
+  honours ``Retry-After`` up to two minutes).
+- :func:`run_sync`: run a coroutine from synchronous code, also inside a running event loop
+  (a notebook).
+- :class:`ResultStore`: results persisted as they complete, so an interrupted run loses at most
+  the calls of the last second and a rerun pays for nothing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from runner.cache import CACHE_VERSION, DiskCache, digest
+
+if TYPE_CHECKING:
+    import openai
+
+T = TypeVar("T")
+
+
+def require_key(key: str | None, where: str, what: str) -> str:
+    """Return the key, or raise the one-line error a user can act on.
+
+    Args:
+        key: The configured key (``${oc.env:OPENAI_API_KEY,null}`` by default).
+        where: The config path of the component (``matcher`` or ``model``).
+        what: The component as the user chose it (``matcher=llm``).
+
+    Raises:
+        RagciteError: The key is missing or blank.
+    """
+    if key is not None and str(key).strip() and str(key) != "???":
+        return str(key)
+    from runner.pipeline import RagciteError
+
+    raise RagciteError(
+        f"{what} needs an API key: set the OPENAI_API_KEY environment variable or pass "
+        f"{where}.openai_api_key=... (for a local server that checks no key, any value works)")
+
+
+def require_positive(value: Any, name: str, minimum: float = 1) -> None:
+    """Raise a one-line RagciteError unless ``value >= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        from runner.pipeline import RagciteError
+
+        raise RagciteError(f"{name} must be a number >= {minimum:g}, got {value!r}")
+
+
+def quiet_http_logs() -> None:
+    """Keep the HTTP client from logging every request at INFO (thousands of lines a run),
+    unless the user configured its logger."""
+    for name in ("httpx2", "httpx"):
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
+def effective_base_url(base_url: str | None) -> str | None:
+    """The server a client really talks to: `base_url`, else ``$OPENAI_BASE_URL``, else None
+    (OpenAI). Part of every cache key, so two servers never share results."""
+    return base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def openai_client(api_key: str, base_url: str | None, timeout: float,
+                  max_retries: int) -> openai.AsyncOpenAI:
+    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it)."""
+    import openai
+
+    quiet_http_logs()
+
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
+                              timeout=float(timeout), max_retries=int(max_retries))
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description of a failed call (status code and the server's message)."""
+    status = getattr(exc, "status_code", None)
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
+    return f"{head}: {text}" if text else head
+
+
+def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``factory()`` to completion from synchronous code.
+
+    In a thread without an event loop this is ``asyncio.run``; inside a running loop (Jupyter)
+    the coroutine runs on a fresh loop in a worker thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+def request_key(*parts: Any) -> str:
+    """The cache key of one call: a digest of everything that determines its reply."""
+    return digest({"v": CACHE_VERSION, "call": parts})
+
+
+class ResultStore:
+    """Results of individual calls, persisted as they complete.
+
+    Backed by the run's :class:`~runner.cache.DiskCache` (``cache.dir``) when a folder is given,
+    else by the `memory` dict of the component that owns it (so one object still never pays for
+    a call twice). Open it in the thread that uses it (SQLite connections are per thread):
+    ``with ResultStore(...) as store``.
+
+    Args:
+        directory: The cache folder, or None for memory only.
+        namespace: The namespace of this kind of result.
+        memory: The dict used when `directory` is None.
+        flush_every: Write after this many new results...
+        flush_seconds: ...or when this long has passed since the last write.
+    """
+
+    def __init__(self, directory: str | Path | None, namespace: str,
+                 memory: dict[tuple[str, str], Any] | None = None, flush_every: int = 64,
+                 flush_seconds: float = 1.0) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self.namespace = namespace
+        self._memory = memory if memory is not None else {}
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self._disk: DiskCache | None = None
+        self._pending: list[tuple[str, Any]] = []
+        self._last = time.monotonic()
+
+    def __enter__(self) -> ResultStore:
+        if self.directory is not None:
+            self._disk = DiskCache(self.directory)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.flush()
+        finally:
+            if self._disk is not None:
+                self._disk.close()
+                self._disk = None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The stored results of those keys that have one."""
+        keys = list(dict.fromkeys(keys))
+        if self._disk is not None:
+            return self._disk.get_many(self.namespace, keys)
+        return {k: self._memory[(self.namespace, k)] for k in keys
+                if (self.namespace, k) in self._memory}
+
+    def put(self, key: str, value: Any) -> None:
+        """Store one result; written to disk in small groups (see the class doc)."""
+        if self._disk is None:
+            self._memory[(self.namespace, key)] = value
+            return
+        self._pending.append((key, value))
+        if (len(self._pending) >= self.flush_every
+                or time.monotonic() - self._last >= self.flush_seconds):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending results."""
+        if self._disk is not None and self._pending:
+            self._disk.put_many(self.namespace, self._pending)
+        self._pending = []
+        self._last = time.monotonic()

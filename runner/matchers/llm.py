@@ -1,0 +1,263 @@
+"""The `llm` matcher: an OpenAI-compatible chat model judges whether two passages refer to the
+same part of the source document (SPEC 4.2).
+
+Similarity = the model's probability of answering "yes", read from the log-probabilities of its
+first answer token when the server returns them (``top_logprobs``), else 1.0/0.0 from the answer
+text. Calls run concurrently (``concurrency``) at temperature 0; the SDK retries 408/409/429/5xx,
+connection errors and timeouts with exponential backoff, honouring ``Retry-After``. A pair that
+still fails becomes a :class:`~runner.matchers.base.PairError`, so its case is an error, never a
+non-match.
+
+Caching, at two levels:
+
+- the pipeline caches similarities per (:meth:`LlmMatcher.identity`, reference, citation); the
+  identity holds the model, ``base_url``, the prompt's name and SHA-256, and every request
+  setting, but neither the threshold nor the key nor the concurrency: a threshold sweep and a
+  rerun make no call;
+- the matcher itself persists each judgment as it completes (keyed by a digest of the exact
+  request: model, rendered messages, settings and ``base_url``), so an interrupted run resumes
+  where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.apiclient import (
+    ResultStore,
+    describe_error,
+    effective_base_url,
+    openai_client,
+    request_key,
+    require_key,
+    require_positive,
+    run_sync,
+)
+from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.prompts import Prompt, load_prompt
+from runner.usage import Usage
+
+NAMESPACE = "llm-judgments"
+_YES = frozenset({"yes", "y", "true"})
+_NO = frozenset({"no", "n", "false"})
+
+
+def _word(token: str) -> str:
+    return token.strip().strip(".,:;!\"'`*").lower()
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of a parsed JSON object or of an SDK model."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def yes_probability(logprobs: Any) -> float | None:
+    """P(yes) from the ``logprobs.content`` of a chat completion, or None when not readable.
+
+    The first token whose text is not blank is used. Its ``top_logprobs`` give the mass of the
+    "yes" spellings (``Yes``, `` yes``, ``YES``, ...) and of the "no" spellings; the result is
+    ``p_yes / (p_yes + p_no)``. When no "no" spelling is among the top tokens, ``p_no`` is taken
+    as the unlisted mass ``1 - Σ listed`` (its upper bound), so a lone "yes" at 0.6 gives 0.6.
+    """
+    content = (_get(logprobs, "content") if logprobs is not None else None) or []
+    for tok in content:
+        if not str(_get(tok, "token") or "").strip():
+            continue
+        top = list(_get(tok, "top_logprobs") or [])
+        if not top:
+            top = [tok]
+        p_yes = p_no = listed = 0.0
+        for cand in top:
+            lp = _get(cand, "logprob")
+            if lp is None:
+                continue
+            p = math.exp(max(float(lp), -1e4))
+            listed += p
+            word = _word(str(_get(cand, "token") or ""))
+            if word in _YES:
+                p_yes += p
+            elif word in _NO:
+                p_no += p
+        if p_yes == 0.0 and p_no == 0.0:
+            return None
+        if p_no == 0.0:
+            p_no = max(0.0, 1.0 - listed)
+        total = p_yes + p_no
+        return min(1.0, max(0.0, p_yes / total)) if total > 0 else None
+    return None
+
+
+def answer_similarity(text: str | None) -> float | None:
+    """1.0 for an answer starting with "yes", 0.0 for "no", None for anything else."""
+    words = (text or "").split()
+    if not words:
+        return None
+    word = _word(words[0])
+    if word in _YES:
+        return 1.0
+    if word in _NO:
+        return 0.0
+    return None
+
+
+@dataclass
+class LlmMatcher(BaseMatcher):
+    """Similarity = an LLM judge's probability that both passages are the same part of a source.
+
+    Args:
+        threshold: A pair matches when its similarity is ``>=`` this value (default 0.5).
+        model: The chat model.
+        base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
+            the ``OPENAI_BASE_URL`` environment variable).
+        prompt: A packaged prompt (``templates/prompts/``) or the path of your own Jinja file
+            with ``{% block system %}`` and ``{% block user %}``; variables ``reference`` and
+            ``citation``, to be wrapped in the ``data`` filter.
+        logprobs: Ask for log-probabilities (turn off for servers that reject the option; the
+            similarity is then 1.0/0.0 from the answer).
+        top_logprobs: Alternatives returned per token (1-20).
+        max_tokens: Completion tokens allowed (the answer is one word).
+        openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part
+            of any output.
+        concurrency: Requests in flight at once.
+        timeout: Seconds per request attempt.
+        max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
+    """
+
+    threshold: float = 0.5
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    prompt: str = "llm_judge.j2"
+    logprobs: bool = True
+    top_logprobs: int = 5
+    max_tokens: int = 3
+    openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
+    concurrency: int = field(default=32, metadata={"identity": False})
+    timeout: float = field(default=60.0, metadata={"identity": False})
+    max_retries: int = field(default=4, metadata={"identity": False})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._cache_dir: Path | None = None
+        self._memory: dict[tuple[str, str], Any] = {}
+        self._usage = Usage(model=self.model)
+
+    # --- the optional hooks the pipeline calls ---------------------------------------------
+
+    def check(self) -> None:
+        """Fail early with a one-line message: missing key, bad settings, broken prompt."""
+        from runner.pipeline import RagciteError
+
+        require_key(self.openai_api_key, "matcher", "matcher=llm")
+        require_positive(self.concurrency, "matcher.concurrency")
+        require_positive(self.timeout, "matcher.timeout", 0.001)
+        require_positive(self.max_retries, "matcher.max_retries", 0)
+        if self.logprobs and not 1 <= self.top_logprobs <= 20:
+            raise RagciteError(f"matcher.top_logprobs must be in 1..20, got {self.top_logprobs}")
+        try:
+            self._prompt()
+        except ValueError as exc:
+            raise RagciteError(f"matcher.prompt: {exc}") from None
+
+    def bind_cache(self, directory: str | Path | None) -> None:
+        """Persist judgments under the run's cache folder (None: keep them in memory)."""
+        self._cache_dir = Path(directory) if directory is not None else None
+
+    def usage(self) -> dict[str, Any]:
+        """Requests, tokens and cache hits of the judge during this run."""
+        return self._usage.to_dict()
+
+    def identity(self) -> dict[str, Any]:
+        """The fields (model, base_url, prompt, request settings) plus the prompt's SHA-256."""
+        return {**super().identity(), "base_url": effective_base_url(self.base_url),
+                "prompt_sha": self._prompt().sha, "temperature": 0}
+
+    # --- judging ----------------------------------------------------------------------------
+
+    def _prompt(self) -> Prompt:
+        return load_prompt(self.prompt)
+
+    def request(self, reference: str, citation: str) -> dict[str, Any]:
+        """The chat-completion request that judges one pair."""
+        req: dict[str, Any] = {
+            "model": self.model,
+            "messages": self._prompt().render(reference=reference, citation=citation),
+            "temperature": 0,
+            "max_tokens": self.max_tokens,
+        }
+        if self.logprobs:
+            req["logprobs"] = True
+            req["top_logprobs"] = self.top_logprobs
+        return req
+
+    def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
+        """Judge every distinct pair once, concurrently; failed pairs give PairError."""
+        if not pairs:
+            return []
+        self.check()
+        return run_sync(lambda: self._judge_all(pairs))
+
+    async def _judge_all(self, pairs: Sequence[TextPair]) -> list[Similarity]:
+        # Keys first (a digest of each exact request); requests are rendered again when sent,
+        # so a batch of 100,000 pairs never holds 100,000 rendered prompts.
+        server = effective_base_url(self.base_url)
+        unique: dict[str, TextPair] = {}
+        keys = []
+        for pair in pairs:
+            key = request_key("chat", server, self.request(*pair))
+            unique.setdefault(key, pair)
+            keys.append(key)
+        results: dict[str, Similarity] = {}
+        with ResultStore(self._cache_dir, NAMESPACE, self._memory) as store:
+            for key, value in store.get_many(list(unique)).items():
+                results[key] = float(value["similarity"])
+            self._usage.add(cached=len(results))
+            missing = [k for k in unique if k not in results]
+            if missing:
+                client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=llm"),
+                                       self.base_url, self.timeout, self.max_retries)
+                sem = asyncio.Semaphore(int(self.concurrency))
+
+                async def judge(key: str) -> None:
+                    async with sem:
+                        value = await self._judge_one(client, self.request(*unique[key]))
+                    results[key] = value
+                    if not isinstance(value, PairError):
+                        store.put(key, {"similarity": value})
+
+                try:
+                    # Bounded waves keep the number of pending coroutines small.
+                    wave = max(1024, 64 * int(self.concurrency))
+                    for start in range(0, len(missing), wave):
+                        await asyncio.gather(*(judge(k) for k in missing[start:start + wave]))
+                finally:
+                    await client.close()
+        return [results[k] for k in keys]
+
+    async def _judge_one(self, client: Any, req: dict[str, Any]) -> Similarity:
+        try:
+            # The SDK's generic POST: its retries, backoff and errors, without the typed
+            # request transform and response models (a third of the client's CPU per call).
+            resp = await client.post("/chat/completions", body=req, cast_to=dict)
+        except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
+            self._usage.add(errors=1)
+            return PairError(f"llm judge call failed: {describe_error(exc)}")
+        try:
+            usage = _get(resp, "usage") or {}
+            self._usage.add(requests=1,
+                            input_tokens=_get(usage, "prompt_tokens") or 0,
+                            output_tokens=_get(usage, "completion_tokens") or 0)
+            choice = _get(resp, "choices")[0]
+            sim = yes_probability(_get(choice, "logprobs"))
+            if sim is None:
+                text = _get(_get(choice, "message"), "content")
+                sim = answer_similarity(text)
+                if sim is None:
+                    return PairError(f"llm judge gave no yes/no answer: {str(text)[:80]!r}")
+            return float(sim)
+        except Exception as exc:  # a malformed reply (no choices, no message, ...)
+            return PairError(f"llm judge reply is malformed: {describe_error(exc)}")

@@ -1,0 +1,104 @@
+"""Prompt templates: Jinja files with a ``system`` and a ``user`` block.
+
+Packaged prompts live in ``templates/prompts/`` (the ``runner.templates`` package); a config may
+name one of them (``llm_judge.j2``) or give the path of the user's own file. A prompt's version
+is the SHA-256 of its source, so editing a template changes the cache identity of everything it
+produced and nothing stale is ever reused.
+
+Passages from the data are untrusted: the ``data`` filter neutralises anything in them that looks
+like the delimiting tags (``<passage>``, ``</reference_passage>``, ...), so a passage cannot close
+its delimiter and smuggle instructions into the prompt.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+PROMPTS_PACKAGE = "runner.templates"
+PROMPTS_FOLDER = "prompts"
+
+_TAG = re.compile(r"</?\s*[A-Za-z_]*(?:passage|reference|citation|document|question)"
+                  r"[A-Za-z_]*\b[^>]*>?", re.IGNORECASE)
+
+
+def fence(value: Any) -> str:
+    """Neutralise delimiter-like tags in untrusted text (``<`` → ``‹``, ``>`` → ``›``)."""
+    text = "" if value is None else str(value)
+    return _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters["data"] = fence
+    return env
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A loaded prompt template.
+
+    Attributes:
+        name: What the config gave (a packaged name or a path).
+        sha: First 12 hex digits of the SHA-256 of the source: the prompt version.
+    """
+
+    name: str
+    source: str
+    sha: str
+    template: jinja2.Template
+
+    def render(self, **variables: Any) -> list[dict[str, str]]:
+        """Chat messages: the ``system`` block (if any) and the ``user`` block.
+
+        Raises:
+            ValueError: The template has no ``user`` block, or a variable is missing.
+        """
+        blocks = self.template.blocks
+        if "user" not in blocks:
+            raise ValueError(f"prompt {self.name!r} has no {{% block user %}}")
+        ctx = self.template.new_context(variables)
+        messages = []
+        try:
+            for role in ("system", "user"):
+                if role in blocks:
+                    text = "".join(blocks[role](ctx)).strip()
+                    if text:
+                        messages.append({"role": role, "content": text})
+        except jinja2.UndefinedError as exc:
+            raise ValueError(f"prompt {self.name!r}: {exc}") from None
+        return messages
+
+
+@functools.lru_cache(maxsize=32)
+def load_prompt(name: str) -> Prompt:
+    """Load a packaged prompt by file name, or the user's template by path.
+
+    Raises:
+        ValueError: No such prompt, or a syntax error in it.
+    """
+    path = Path(name).expanduser()
+    if path.is_file():
+        source = path.read_text(encoding="utf-8")
+    else:
+        resource = files(PROMPTS_PACKAGE).joinpath(PROMPTS_FOLDER).joinpath(name)
+        if not resource.is_file():
+            packaged = sorted(p.name for p in files(PROMPTS_PACKAGE).joinpath(
+                PROMPTS_FOLDER).iterdir() if p.name.endswith(".j2"))
+            raise ValueError(f"prompt {name!r}: no such file, and no packaged prompt of that "
+                             f"name (packaged: {', '.join(packaged)})")
+        source = resource.read_text(encoding="utf-8")
+    try:
+        template = _environment().from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ValueError(f"prompt {name!r}: line {exc.lineno}: {exc.message}") from None
+    sha = hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
+    return Prompt(name=name, source=source, sha=sha, template=template)

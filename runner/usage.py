@@ -1,0 +1,133 @@
+"""API usage accounting: requests, tokens and an estimated cost per run (metrics.json "usage").
+
+Components that call a paid API (the `openai`/`http` model adapters, the `embeddings`/`llm`
+matchers) count what they really sent in a :class:`Usage` and expose it through an optional
+``usage()`` method; values served from a cache cost nothing and are counted as ``cached``. The
+pipeline gathers the figures of the system under test (``model``) and of the judge (``matcher``)
+with :func:`usage_section` and prices them with the ``prices`` table of the config (USD per 1M
+tokens). User plug-ins need not implement ``usage()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+USAGE_COUNTERS = ("requests", "errors", "input_tokens", "output_tokens", "cached")
+
+
+@dataclass
+class Usage:
+    """Counters of one component during one run.
+
+    Attributes:
+        model: The priced model name (looked up in the price table), or None.
+        requests: API calls that returned a reply (SDK-internal retries are not counted twice).
+        errors: API calls that still failed after their retries.
+        input_tokens: Prompt/input tokens reported by the server (or estimated when it reports
+            none).
+        output_tokens: Completion tokens.
+        cached: Items served from the component's own on-disk cache instead of a call.
+    """
+
+    model: str | None = None
+    requests: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, *, requests: int = 0, errors: int = 0, input_tokens: int = 0,
+            output_tokens: int = 0, cached: int = 0) -> None:
+        """Add to the counters (thread-safe)."""
+        with self._lock:
+            self.requests += requests
+            self.errors += errors
+            self.input_tokens += int(input_tokens or 0)
+            self.output_tokens += int(output_tokens or 0)
+            self.cached += cached
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"model": name, "requests": n, ...}``: the shape ``usage()`` methods return."""
+        return {"model": self.model, "requests": self.requests, "errors": self.errors,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cached": self.cached}
+
+
+def price_for(model: str | None, prices: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The price entry of `model`: an exact name, else the longest name it starts with
+    (``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``), else None."""
+    if not model or not prices:
+        return None
+    if model in prices:
+        return prices[model]
+    best = max((name for name in prices if model.startswith(name)), key=len, default=None)
+    return prices[best] if best is not None else None
+
+
+def estimate_cost(model: str | None, input_tokens: float, output_tokens: float,
+                  prices: Mapping[str, Any]) -> float | None:
+    """Estimated USD cost from a price table in USD per 1M tokens; None when unpriced."""
+    if not input_tokens and not output_tokens:
+        return 0.0
+    price = price_for(model, prices)
+    if price is None:
+        return None
+    cost = (input_tokens * float(price.get("input", 0) or 0)
+            + output_tokens * float(price.get("output", 0) or 0)) / 1e6
+    return round(cost, 8)
+
+
+def component_usage(part: Any) -> dict[str, Any] | None:
+    """The usage figures of a matcher or adapter, or None when it has no ``usage()``.
+
+    Wrappers (the pipeline's cached matcher) are looked through via their ``inner``.
+    """
+    fn = getattr(part, "usage", None)
+    if not callable(fn):
+        inner = getattr(part, "inner", None)
+        return component_usage(inner) if inner is not None else None
+    data = fn()
+    return dict(data) if isinstance(data, Mapping) else None
+
+
+def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``usage`` section of metrics.json.
+
+    Args:
+        parts: ``{"model": adapter, "matcher": matcher}``.
+        prices: Model name → ``{"input": usd_per_1M, "output": usd_per_1M}``.
+
+    Returns:
+        ``{"model": {...}, "matcher": {...}, "total": {...}}``, each with ``requests``,
+        ``errors``, ``input_tokens``, ``output_tokens`` and ``cost_usd`` (the parts also
+        ``cached`` and ``total_tokens``): numbers only, ``cost_usd`` null when a model that
+        used tokens has no price. Components without ``usage()`` are left out.
+    """
+    prices = prices or {}
+    out: dict[str, Any] = {}
+    totals: dict[str, float] = {"requests": 0, "errors": 0, "input_tokens": 0,
+                                "output_tokens": 0}
+    total_cost: float | None = 0.0
+    for name, part in parts.items():
+        data = component_usage(part)
+        if data is None:
+            continue
+        model = data.pop("model", None)
+        figures: dict[str, Any] = {k: v for k, v in data.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for key in USAGE_COUNTERS:
+            figures.setdefault(key, 0)
+        figures["total_tokens"] = figures["input_tokens"] + figures["output_tokens"]
+        cost = estimate_cost(model if isinstance(model, str) else None,
+                             figures["input_tokens"], figures["output_tokens"], prices)
+        figures["cost_usd"] = cost
+        for key in totals:
+            totals[key] += figures[key]
+        total_cost = None if cost is None or total_cost is None else total_cost + cost
+        out[name] = figures
+    out["total"] = {**totals, "cost_usd": None if total_cost is None else round(total_cost, 8)}
+    return out

@@ -1,0 +1,161 @@
+"""The `http` model adapter against a scripted RAG service on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.adapters.base import AdapterContext
+from runner.adapters.http import HttpModel, backoff_delay, header_value, retry_after
+from runner.data.dataset import Dataset
+from runner.data.models import Case, Response
+from runner.pipeline import RagciteError
+from tests.apis.conftest import CASES, KB
+from tests.openai_server import FakeOpenAI, Scripted
+
+RAG = "/rag"
+BODY = '{"question": {{ query | tojson }}, "case": {{ id | tojson }}, "k": 3}'
+CITATIONS = "refs[].{source: doc, content: quote}"
+
+
+def rag_reply(body: dict[str, Any]) -> dict[str, Any]:
+    return {"text": f"about {body['question']}",
+            "refs": [{"doc": "Remote Work Policy.pdf", "quote": f"quote for {body['case']}"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 7}}
+
+
+def cases() -> list[Case]:
+    return list(Dataset({"name": "tiny", "path": str(CASES),
+                         "knowledge_base": {"path": str(KB)}}).iter_cases())
+
+
+def model(server: FakeOpenAI, cache_dir: Path | None = None, **kwargs: Any) -> HttpModel:
+    opts: dict[str, Any] = {"url": server.url + RAG, "body": BODY, "citations": CITATIONS,
+                            "answer": "text", "timeout": 5.0, "backoff": 0.05}
+    opts.update(kwargs)
+    adapter = HttpModel(**opts)
+    adapter.check()
+    adapter.bind(AdapterContext(dataset=Dataset({"name": "t", "path": str(CASES)}),
+                                cache_dir=cache_dir))
+    return adapter
+
+
+def respond(adapter: HttpModel, batch: list[Case]) -> list[Response]:
+    return asyncio.run(adapter.respond(batch))
+
+
+@pytest.fixture
+def rag(server: FakeOpenAI) -> FakeOpenAI:
+    server.rag = rag_reply
+    return server
+
+
+def test_body_template_jmespath_and_env_headers(rag: FakeOpenAI,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_TOKEN", "tok-very-secret")
+    monkeypatch.setenv("RAG_TENANT", "acme")
+    batch = cases()
+    adapter = model(rag, headers={"Authorization": "Bearer $RAG_TOKEN", "X-Tenant": "RAG_TENANT"},
+                    tokens="usage")
+    answers = respond(adapter, batch)
+    assert rag.count(RAG) == 3
+    assert answers[0].answer == f"about {batch[0].query}"
+    assert answers[0].citations[0].source == "Remote Work Policy.pdf"
+    assert answers[0].citations[0].content == f"quote for {batch[0].id}"
+    assert answers[0].usage == {"prompt_tokens": 100.0, "completion_tokens": 7.0}
+    bodies = sorted((b for _, b in rag.bodies), key=lambda b: b["case"])
+    assert bodies[0] == {"question": batch[0].query, "case": batch[0].id, "k": 3}
+    assert rag.headers_seen[0]["authorization"] == "Bearer tok-very-secret"
+    assert rag.headers_seen[0]["x-tenant"] == "acme"
+    usage = adapter.usage()
+    assert usage["requests"] == 3 and usage["input_tokens"] == 300
+
+
+def test_retries_429_with_retry_after_and_5xx(rag: FakeOpenAI) -> None:
+    rag.script(RAG, Scripted(429, headers={"Retry-After": "1"}), Scripted(500), Scripted(503))
+    answers = respond(model(rag, max_retries=3), cases()[:1])
+    assert answers[0].error is None
+    assert rag.count(RAG) == 4
+    assert rag.times[1][1] - rag.times[0][1] >= 0.95
+
+
+def test_gives_up_after_max_retries_and_on_4xx(rag: FakeOpenAI) -> None:
+    rag.script(RAG, *[Scripted(502)] * 3)
+    failed = respond(model(rag, max_retries=2), cases()[:1])[0]
+    assert failed.error and "HTTP 502" in failed.error and rag.count(RAG) == 3
+    rag.reset_counts()
+    rag.script(RAG, Scripted(404, body={"detail": "no such route"}))
+    failed = respond(model(rag, max_retries=2), cases()[:1])[0]
+    assert failed.error and "HTTP 404" in failed.error and rag.count(RAG) == 1
+
+
+def test_timeouts_are_retried(rag: FakeOpenAI) -> None:
+    rag.script(RAG, Scripted(delay=1.5))
+    start = time.monotonic()
+    ok = respond(model(rag, timeout=0.3, max_retries=1), cases()[:1])[0]
+    assert ok.error is None and time.monotonic() - start < 1.4
+    rag.script(RAG, Scripted(delay=1.5))
+    failed = respond(model(rag, timeout=0.3, max_retries=0), cases()[1:2])[0]
+    assert failed.error and "Timeout" in failed.error
+
+
+@pytest.mark.parametrize(("reply", "message"), [
+    (b"<html>502 Bad Gateway</html>", "invalid JSON"),
+    ({"text": "no refs here"}, "no citations"),
+    ({"refs": "not a list"}, "not a list"),
+    ({"refs": [{"quote": "no doc"}]}, "string 'source'"),
+])
+def test_malformed_replies_are_case_errors(rag: FakeOpenAI, reply: Any, message: str) -> None:
+    rag.script(RAG, Scripted(200, body=reply))
+    answers = respond(model(rag, concurrency=1), cases())
+    assert message in (answers[0].error or "")
+    assert all(a.error is None for a in answers[1:])
+
+
+def test_replies_are_persisted_and_reread_with_new_expressions(rag: FakeOpenAI,
+                                                              tmp_path: Path) -> None:
+    batch = cases()
+    respond(model(rag, tmp_path), batch)
+    assert rag.count(RAG) == 3
+    again = model(rag, tmp_path, citations="refs[].{source: doc, content: doc}")
+    answers = respond(again, batch)
+    assert rag.count(RAG) == 3  # the stored replies were re-read, not re-fetched
+    assert answers[0].citations[0].content == "Remote Work Policy.pdf"
+    assert again.usage()["cached"] == 3
+
+
+def test_a_template_that_renders_invalid_json_is_a_case_error(rag: FakeOpenAI) -> None:
+    answers = respond(model(rag, body='{"question": {{ query }}}'), cases()[:1])
+    assert "invalid JSON" in (answers[0].error or "")
+    assert rag.count(RAG) == 0
+
+
+def test_early_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAG_TOKEN", raising=False)
+    with pytest.raises(RagciteError, match=r"model\.url"):
+        HttpModel().check()
+    with pytest.raises(RagciteError, match="JMESPath"):
+        HttpModel(url="http://x", citations="refs[.").check()
+    with pytest.raises(RagciteError, match=r"model\.body"):
+        HttpModel(url="http://x", body="{{ query ").check()
+    with pytest.raises(RagciteError, match="RAG_TOKEN is not set"):
+        HttpModel(url="http://x", headers={"Authorization": "Bearer $RAG_TOKEN"}).check()
+    with pytest.raises(RagciteError, match="never the value"):
+        HttpModel(url="http://x", headers={"Authorization": "Bearer abc123"}).check()
+    ident = HttpModel(url="http://x", headers={"A": "B"}).identity()
+    assert "headers" not in ident and "timeout" not in ident
+
+
+def test_header_values_and_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("T1", "v1")
+    assert header_value("T1", "X") == "v1"
+    assert header_value("Bearer ${T1}", "X") == "Bearer v1"
+    assert retry_after("2") == 2.0 and retry_after(None) is None and retry_after("soon") is None
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert backoff_delay(0, 0.5, "3") == 3.0
+    assert 0.375 <= backoff_delay(0, 0.5, None) <= 0.5
+    assert backoff_delay(10, 0.5, "999") <= 8.0
