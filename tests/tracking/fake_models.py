@@ -1,0 +1,20 @@
+"""Callables for `model=python` in the tracking tests (imported by the CLI subprocess)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def stored(case: Any) -> Any:
+    """Answer with the response stored in the case (the seed examples carry one)."""
+    return case.response or {"citations": []}
+
+
+def marked(case: Any) -> Any:
+    """Like :func:`stored`, but first leaves a marker file: proof that the model was called."""
+    marker = os.environ.get("RAGCITE_TEST_MARKER")
+    if marker:
+        Path(marker).write_text("called\n", encoding="utf-8")
+    return stored(case)
