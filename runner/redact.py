@@ -21,6 +21,15 @@ _SECRET_KEY = re.compile(r"api_key|apikey|token|secret|password|authorization", 
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
 
 
+# The password of a URI's user-info: scheme://user:PASSWORD@host.
+_URI_PASSWORD = re.compile(r"(?P<pre>\b[A-Za-z][\w+.-]*://[^:/@\s]*:)(?P<pw>[^@\s/]+)@")
+
+
+def mask_uri_passwords(text: str) -> str:
+    """Replace the password of every ``scheme://user:password@host`` in `text` with ``***``."""
+    return _URI_PASSWORD.sub(lambda m: f"{m['pre']}{REDACTED}@", text)
+
+
 def is_secret_key(key: str) -> bool:
     """True for a key name that holds a secret."""
     return bool(_SECRET_KEY.search(str(key)))
@@ -38,8 +47,10 @@ def redact(obj: Any, _under_headers: bool = False) -> Any:
                 out[key] = redact(value, _under_headers or str(key).lower() == "headers")
         return out
     if isinstance(obj, list):
-        return [redact_override(v) if isinstance(v, str) else redact(v, _under_headers)
-                for v in obj]
+        return [mask_uri_passwords(redact_override(v)) if isinstance(v, str)
+                else redact(v, _under_headers) for v in obj]
+    if isinstance(obj, str):
+        return mask_uri_passwords(obj)
     return obj
 
 
@@ -55,10 +66,14 @@ def redact_override(text: str) -> str:
 def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
     """Every secret string value found in a plain structure (plus secret env variables)."""
     found: set[str] = set()
+    if isinstance(obj, str):
+        return {m["pw"] for m in _URI_PASSWORD.finditer(obj) if m["pw"] != REDACTED}
     if isinstance(obj, dict):
         for key, value in obj.items():
             if isinstance(value, str) and (_under_headers or is_secret_key(key)):
                 found.add(value)
+            elif isinstance(value, str):
+                found |= secret_values(value)
             else:
                 found |= secret_values(value, _under_headers or str(key).lower() == "headers")
     elif isinstance(obj, list):
@@ -67,6 +82,7 @@ def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
                 key, sep, val = value.partition("=")
                 if sep and redact_override(value) != value:
                     found.add(val)
+                found |= secret_values(val if sep else value)
             else:
                 found |= secret_values(value, _under_headers)
     return {v for v in found if v and v != REDACTED and len(v) >= 4}
@@ -84,6 +100,30 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def _scrub_yaml(text: str, secrets: Iterable[str]) -> str | None:
+    """Scrub the strings of a YAML document and dump it again (None if it does not parse).
+
+    Plain text replacement could leave ``key: ***``, which YAML reads as an alias.
+    """
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, str):
+            return scrub_text(obj, secrets)
+        if isinstance(obj, dict):
+            return {walk(k): walk(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [walk(v) for v in obj]
+        return obj
+
+    return yaml.safe_dump(walk(data), sort_keys=False, allow_unicode=True)
+
+
 def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
     """Rewrite every text file under `folder` that contains a secret; returns those files."""
     secrets = [s for s in secrets if s]
@@ -98,6 +138,8 @@ def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
         except (UnicodeDecodeError, OSError):
             continue
         clean = scrub_text(text, secrets)
+        if clean != text and path.suffix in (".yaml", ".yml"):
+            clean = _scrub_yaml(text, secrets) or clean
         if clean != text:
             path.write_text(clean, encoding="utf-8")
             changed.append(path)

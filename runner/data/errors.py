@@ -26,3 +26,7 @@ class DataError(ValueError):
         if field:
             parts.append(f"field '{field}'")
         super().__init__(", ".join(parts) + ": " + problem)
+
+    def __reduce__(self) -> tuple[type[DataError], tuple[str, str | None, str | None, str]]:
+        # Rebuild from the parts, so the error crosses process boundaries (joblib, Ray).
+        return (DataError, (self.path, self.where, self.field, self.problem))
