@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
+from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import BaseMatcher, Matcher, Similarity, TextPair
 from runner.results import CaseResult, RunResult
@@ -74,15 +75,17 @@ def score_stream(
         One :class:`CaseResult` per input, in input order.
     """
     for batch in _batches(items, batch_size):
-        pending: dict[TextPair, None] = {}
-        for case, response in batch:
-            for pair in case_pairs(case, response, options):
-                pending[pair] = None
-        pairs: Sequence[TextPair] = list(pending)
+        # Our own allocation-heavy loops run with the garbage collector paused (runner._gc);
+        # the matcher call (maybe an API client) and the consumer of the results do not.
+        with gc_paused():
+            pairs: Sequence[TextPair] = list(dict.fromkeys(chain.from_iterable(
+                case_pairs(case, response, options) for case, response in batch)))
         sims: Mapping[TextPair, Similarity] = (
             dict(zip(pairs, matcher.similarities(pairs))) if pairs else {})
-        for case, response in batch:
-            yield score_case(case, response, sims, options)
+        with gc_paused():
+            results = [score_case(case, response, sims, options) for case, response in batch]
+        del pairs, sims
+        yield from results
         if on_batch is not None:
             on_batch(len(batch))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runner._gc import gc_paused
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
 from runner.matchers.text import fold, split_ellipsis
 
@@ -23,22 +24,20 @@ class SubstringMatcher(BaseMatcher):
     normalize: bool = True
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
-        """1.0 for a contained pair, else 0.0."""
-        norm: dict[str, str] = {}
-        parts: dict[str, list[str]] = {}
-
-        def n(text: str) -> str:
-            out = norm.get(text)
-            if out is None:
-                out = norm[text] = fold(text) if self.normalize else text
-            return out
-
-        result: list[Similarity] = []
-        for ref, cit in pairs:
-            r, c = n(ref), n(cit)
-            cit_parts = parts.get(c)
-            if cit_parts is None:
-                cit_parts = parts[c] = split_ellipsis(c)
-            ok = (bool(cit_parts) and all(p in r for p in cit_parts)) or (bool(r) and r in c)
-            result.append(1.0 if ok else 0.0)
-        return result
+        """1.0 for a contained pair, else 0.0. Each distinct text is normalised once per call."""
+        with gc_paused():
+            texts = dict.fromkeys(t for pair in pairs for t in pair)
+            norm = {t: fold(t) for t in texts} if self.normalize else {t: t for t in texts}
+            parts: dict[str, list[str]] = {}
+            result: list[Similarity] = []
+            append = result.append
+            for ref, cit in pairs:
+                r, c = norm[ref], norm[cit]
+                cit_parts = parts.get(c)
+                if cit_parts is None:
+                    cit_parts = parts[c] = split_ellipsis(c)
+                if cit_parts and all(p in r for p in cit_parts):
+                    append(1.0)
+                else:
+                    append(1.0 if r and r in c else 0.0)
+            return result

@@ -16,6 +16,8 @@ from runner.scoring.metrics import METRIC_KEYS, f1, precision, recall
 
 _COUNT_KEYS = ("references", "references_matched", "citations", "citations_matched",
                "expected_sources", "cited_sources", "sources_hit")
+_CITATION_KEYS = {k: f"citation_{k}" for k in CITATION_LABELS}
+_REFERENCE_KEYS = {k: f"reference_{k}" for k in REFERENCE_LABELS}
 
 
 def macro_mean(values: Sequence[float | None]) -> float | None:
@@ -45,6 +47,16 @@ def bootstrap_ci(values: np.ndarray, resamples: int = 1000, confidence: float = 
                  seed: int = 0) -> list[list[float] | None]:
     """Percentile bootstrap intervals of the column means of `values`.
 
+    A resample draws n cases with replacement; its mean for a column is the mean of the defined
+    values among the drawn cases. Each interval depends only on its own column, and cases with
+    the same value in that column are interchangeable, so a resample of a column is fully
+    described by how many times each *distinct value* was drawn: multinomial counts with the
+    values' frequencies as probabilities. When every column has few distinct values (the usual
+    case: metric values are small fractions), the counts are drawn directly, per column, which
+    gives exactly the distribution of case resampling at a cost that does not grow with the
+    number of cases (1000 resamples of 100,000 cases take milliseconds). Otherwise the cases
+    themselves are resampled.
+
     Args:
         values: Shape (n_cases, n_metrics); NaN marks an undefined value, left out of a mean.
         resamples: Number of bootstrap resamples (cases drawn with replacement).
@@ -59,16 +71,26 @@ def bootstrap_ci(values: np.ndarray, resamples: int = 1000, confidence: float = 
     if n == 0 or resamples <= 0:
         return out
     defined = ~np.isnan(values)
-    filled = np.where(defined, values, 0.0)
-    mask = defined.astype(np.float64)
     rng = np.random.default_rng(seed)
-    means = np.empty((resamples, m))
-    for b in range(resamples):
-        # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
-        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
-        num, den = w @ filled, w @ mask
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means[b] = num / den
+    distinct = [np.unique(values[:, k], return_counts=True) for k in range(m)]  # NaNs: one
+    if all(len(u) * 8 <= n for u, _ in distinct):
+        means = np.empty((resamples, m))
+        for k, (uniq, sizes) in enumerate(distinct):
+            ok = ~np.isnan(uniq)
+            draws = rng.multinomial(n, sizes / n, size=resamples)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[:, k] = ((draws[:, ok] * uniq[ok]).sum(axis=1)
+                               / draws[:, ok].sum(axis=1))
+    else:
+        filled = np.where(defined, values, 0.0)
+        mask = defined.astype(np.float64)
+        means = np.empty((resamples, m))
+        for b in range(resamples):
+            # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
+            w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+            num, den = w @ filled, w @ mask
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[b] = num / den
     alpha = (1.0 - confidence) / 2.0
     for k in range(m):
         col = means[:, k]
@@ -112,13 +134,16 @@ class Aggregator:
             self.n_errors += 1
             return
         nan = math.nan
-        self.rows.append([nan if (v := case.metrics[k]) is None else v for k in METRIC_KEYS])
+        metrics = case.metrics
+        self.rows.append([nan if (v := metrics[k]) is None else v for k in METRIC_KEYS])
+        totals, counts = self.counts, case.counts
         for k in _COUNT_KEYS:
-            self.counts[k] += case.counts[k]
+            totals[k] += counts[k]
+        labels = self.labels
         for lab in case.citation_labels:
-            self.labels[f"citation_{lab}"] += 1
+            labels[_CITATION_KEYS.get(lab) or f"citation_{lab}"] += 1
         for lab in case.reference_labels:
-            self.labels[f"reference_{lab}"] += 1
+            labels[_REFERENCE_KEYS.get(lab) or f"reference_{lab}"] += 1
 
     def extend(self, cases: Iterable[CaseResult]) -> None:
         """Add many cases."""

@@ -13,7 +13,6 @@ from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.explain import explain_case
 from runner.scoring.labels import citation_labels, reference_labels
 from runner.scoring.metrics import METRIC_KEYS, context_metrics, source_metrics
-from runner.scoring.predicate import Rule, decide_rule, needed_pairs
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
 
 
@@ -40,21 +39,42 @@ class ScoringOptions:
 
 
 def _response_dict(response: Response) -> dict[str, Any]:
+    # Field values straight from the model's __dict__: pydantic attribute access is slow, and
+    # this runs for every case.
+    rd = response.__dict__
     return {
-        "answer": response.answer,
-        "citations": [{"source": c.source, "content": c.content} for c in response.citations],
-        "usage": response.usage,
-        "latency_s": response.latency_s,
-        "error": response.error,
+        "answer": rd["answer"],
+        "citations": [{"source": (d := c.__dict__)["source"], "content": d["content"]}
+                      for c in rd["citations"]],
+        "usage": rd["usage"],
+        "latency_s": rd["latency_s"],
+        "error": rd["error"],
     }
 
 
+def _blank(text: str) -> bool:
+    # Same as `not text.strip()`, without building the stripped copy.
+    return not text or text.isspace()
+
+
 def case_pairs(case: Case, response: Response | None, options: ScoringOptions) -> list[TextPair]:
-    """The text pairs whose similarities scoring this case needs (none for a failed case)."""
+    """The text pairs whose similarities scoring this case needs (none for a failed case).
+
+    These are the pairs that reach step 4 of the predicate (:mod:`runner.scoring.predicate`):
+    a non-blank reference and a non-blank citation, of the same source under
+    ``require_same_source``.
+    """
     if response is None or response.error is not None:
         return []
-    return list(needed_pairs(case.references, response.citations, options.normalizer,
-                             options.require_same_source))
+    refs = [(d["source"], d["content"]) for d in (r.__dict__ for r in case.references)]
+    cits = [(d["source"], d["content"]) for d in (c.__dict__ for c in response.citations)]
+    if options.require_same_source:
+        norm = options.normalizer
+        cits_n = [(norm(s), t) for s, t in cits if not _blank(t)]
+        return [(rt, ct) for rs, rt in refs if not _blank(rt)
+                for rsn in (norm(rs),) for cs, ct in cits_n if cs == rsn]
+    cit_texts = [t for _, t in cits if not _blank(t)]
+    return [(rt, ct) for _, rt in refs if not _blank(rt) for ct in cit_texts]
 
 
 def error_case(case: Case, response: Response | None, error: str) -> CaseResult:
@@ -89,68 +109,90 @@ def score_case(case: Case, response: Response | None,
         return error_case(case, None, "no response for this case")
     if response.error is not None:
         return error_case(case, response, response.error)
+    # This runs once per case: model fields are read once from __dict__ (pydantic attribute
+    # access is slow), and the predicate of runner.scoring.predicate is applied inline.
     norm = options.normalizer
-    refs, cits = case.references, response.citations
-    ref_src = [norm(r.source) for r in refs]
-    cit_src = [norm(c.source) for c in cits]
+    cd = case.__dict__
+    refs = [r.__dict__ for r in cd["references"]]
+    ref_sources = [d["source"] for d in refs]
+    ref_texts = [d["content"] for d in refs]
+    cits = [c.__dict__ for c in response.__dict__["citations"]]
+    cit_sources = [d["source"] for d in cits]
+    cit_texts = [d["content"] for d in cits]
+    ref_src = [norm(s) for s in ref_sources]
+    cit_src = [norm(s) for s in cit_sources]
+    n_cit = len(cits)
     threshold = options.threshold
-    similarity: list[list[float | None]] = []
+    same_source = options.require_same_source
+    cit_ok = [not _blank(t) for t in cit_texts]
+    all_ok = all(cit_ok)
+    similarity: list[list[Any]] = []
     matched: list[list[bool]] = []
-    for i, ref in enumerate(refs):
-        srow: list[float | None] = []
-        mrow: list[bool] = []
-        for j, cit in enumerate(cits):
-            rule = decide_rule(ref, cit, ref_src[i], cit_src[j], options.require_same_source)
-            if rule is Rule.SIMILARITY:
-                sim = sims[(ref.content, cit.content)]
+    try:
+        for rt, rs in zip(ref_texts, ref_src):
+            if _blank(rt):  # step 1: matched by any citation of the same source
+                similarity.append([None] * n_cit)
+                matched.append([rs == s for s in cit_src])
+            elif all_ok and not same_source:  # step 4 for every citation
+                srow: list[Any] = [sims[(rt, ct)] for ct in cit_texts]
+                similarity.append(srow)
+                matched.append([s >= threshold for s in srow])
+            else:  # steps 2 and 3 leave some pairs without a similarity
+                srow = [sims[(rt, ct)] if ok and (not same_source or rs == cs) else None
+                        for ct, cs, ok in zip(cit_texts, cit_src, cit_ok)]
+                similarity.append(srow)
+                matched.append([s is not None and s >= threshold for s in srow])
+    except TypeError:
+        # A similarity that cannot be compared: the first PairError in row-major order makes
+        # an error case; anything else is a matcher bug and raises as it would have.
+        for i, srow in enumerate(similarity):
+            for j, sim in enumerate(srow):
                 if isinstance(sim, PairError):
                     return error_case(case, response,
                                       f"matcher failed on reference {i} / citation {j}: "
                                       f"{sim.message}")
-                srow.append(sim)
-                mrow.append(sim >= threshold)
-            else:
-                srow.append(None)
-                mrow.append(rule is Rule.EMPTY_REFERENCE and ref_src[i] == cit_src[j])
-        similarity.append(srow)
-        matched.append(mrow)
-    ref_matched = [any(row) for row in matched]
-    cit_matched = [any(matched[i][j] for i in range(len(refs))) for j in range(len(cits))]
+                if sim is not None:
+                    sim >= threshold  # noqa: B015 - raises the original TypeError
+        raise
+    ref_matched = [True in row for row in matched]
+    cit_matched = [True in col for col in zip(*matched)] if matched else [False] * n_cit
 
     expected_display: dict[str, str] = {}
-    for s in case.expected_sources:
+    for s in cd["expected_sources"]:
         expected_display.setdefault(norm(s), s)
     cited_display: dict[str, str] = {}
-    for c, s in zip(cits, cit_src):
-        cited_display.setdefault(s, c.source)
+    for s, shown in zip(cit_src, cit_sources):
+        cited_display.setdefault(s, shown)
     expected, cited = set(expected_display), set(cited_display)
 
-    metrics = {**context_metrics(ref_matched, cit_matched, options.zero_division),
-               **source_metrics(expected, cited, options.zero_division)}
+    zero_division = options.zero_division
+    metrics = {**context_metrics(ref_matched, cit_matched, zero_division),
+               **source_metrics(expected, cited, zero_division)}
     c_labels = citation_labels(cit_matched, cit_src, expected)
     r_labels = reference_labels(ref_matched, ref_src, cited)
     counts = {
         "references": len(refs), "references_matched": sum(ref_matched),
-        "citations": len(cits), "citations_matched": sum(cit_matched),
+        "citations": n_cit, "citations_matched": sum(cit_matched),
         "expected_sources": len(expected), "cited_sources": len(cited),
         "sources_hit": len(expected & cited),
     }
     wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
     explanations = explain_case(
         metrics,
-        [r.source for r in refs], r_labels, [c.source for c in cits], c_labels,
+        ref_sources, r_labels, cit_sources, c_labels,
         list(expected_display.values()), [k in cited for k in expected_display],
         list(cited_display.values()), [k in expected for k in cited_display],
         ref_wrong_cited=[s in wrong_sources for s in ref_src],
     )
+    bands = options.bands
     return CaseResult(
-        id=case.id, query=case.query,
-        references=[{"source": r.source, "content": r.content} for r in refs],
-        expected_sources=list(case.expected_sources),
-        response=_response_dict(response), metadata=dict(case.metadata),
+        id=cd["id"], query=cd["query"],
+        references=[{"source": s, "content": t} for s, t in zip(ref_sources, ref_texts)],
+        expected_sources=list(cd["expected_sources"]),
+        response=_response_dict(response), metadata=dict(cd["metadata"]),
         similarity=similarity, matched=matched,
         citation_labels=c_labels, reference_labels=r_labels,
         metrics=metrics, counts=counts,
-        bands={k: band(v, options.bands) for k, v in metrics.items()},
+        bands={k: band(v, bands) for k, v in metrics.items()},
         explanations=explanations,
     )
