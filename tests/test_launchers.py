@@ -95,7 +95,10 @@ def check_sweep(launch_dir: Path, proc: subprocess.CompletedProcess[str]) -> Non
 @pytest.mark.slow
 def test_ray_local_sweep_logs_every_job_under_one_parent(tmp_path: Path) -> None:
     _need("hydra_plugins.hydra_ray_launcher", "hydra-ray-launcher")
-    proc = run_cli(["-m", "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
+    # address=local: a fresh instance even when another Ray cluster runs on this machine
+    # (ray.init would otherwise join it, and refuse num_cpus).
+    proc = run_cli(["-m", "hydra/launcher=ray", "hydra.launcher.ray.init.address=local",
+                    "+hydra.launcher.ray.init.num_cpus=2",
                     "+hydra.launcher.ray.init.include_dashboard=false", *SWEEP],
                    cwd=tmp_path, env=ENV, timeout=600)
     check_sweep(tmp_path, proc)

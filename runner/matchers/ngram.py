@@ -1,19 +1,20 @@
 """The `ngram` matcher: token n-gram overlap measured on the shorter passage (SPEC 4.2).
 
-This is the hot path of a run (bench/README.md). How it stays fast and exact:
+This is the hot path of a run (see bench/README.md). It works on whole chunks of pairs with
+numpy, so no Python object is made per token or per n-gram, and stays exact:
 
-* Pairs are processed in chunks. The distinct texts of a chunk are tokenised together
-  (:func:`runner.matchers.text.token_stream`), each token gets a small integer id, and numpy
-  turns every window of `n` ids that crosses no text or ellipsis boundary into one integer key
-  (the ids in base V, V the number of distinct tokens), which identifies the n-gram exactly.
-* Each text becomes the *set* of its n-gram keys plus their total count; a pair's overlap is one
-  C-level set intersection. The multiset intersection Σ min(count_a, count_b) equals the size of
-  the set intersection unless an n-gram repeats on *both* sides (a count of 1 on either side caps
-  the minimum at 1), so a :class:`~collections.Counter` is built only for a text with a repeated
-  n-gram and used only when both texts of a pair have one.
-* A pair with a side shorter than `n` tokens (the short-side rule) is rare and takes the plain
-  path: :func:`runner.matchers.text.token_stretches` and tuples of tokens.
+1. The distinct texts of a chunk are tokenised together into integer token ids
+   (:func:`runner.matchers.text.token_ids`; equal ids ⇔ equal tokens).
+2. Every window of `n` consecutive tokens of one ellipsis-free stretch is an n-gram; its key is
+   its ids written in base V (V = number of distinct ids), so equal keys ⇔ equal n-grams.
+3. ``text * K + key`` (K bounds the keys) is sorted and counted once: per text, the distinct
+   n-grams in order, each with its multiplicity (the multiset G of the SPEC).
+4. For each pair, every distinct n-gram of the side with fewer is looked up in the other side
+   (a binary search in the sorted table); |G(a) ∩ G(b)| = Σ min(count_a, count_b) over the
+   n-grams found, and the similarity is that over min(|G(a)|, |G(b)|).
 
+A pair with a side shorter than `n` tokens (the short-side rule) is rare and takes the plain
+path, with :func:`runner.matchers.text.token_stretches` and Counters of token tuples.
 ``tests/matchers/test_ngram_reference.py`` checks every result against a literal implementation
 of the SPEC.
 """
@@ -23,80 +24,77 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import count, islice
-from typing import Any
+from itertools import chain, islice
 
 import numpy as np
 
 from runner._gc import gc_paused
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
-from runner.matchers.text import BREAK_MARK, TEXT_MARK, token_stream, token_stretches
+from runner.matchers.text import token_ids, token_stretches
 
 CHUNK_PAIRS = 1 << 15
-"""Pairs whose texts are tokenised together; bounds the memory of one chunk."""
-
-# A text's n-grams for one n: (total count, set of distinct n-grams, Counter when one repeats,
-# min(n, longest ellipsis-free stretch in tokens)).
-_Grams = tuple[int, "set[Any]", "Counter[Any] | None", int]
+"""Pairs whose texts are processed together; bounds the memory of one chunk."""
 
 _KEY_LIMIT = 1 << 62
 
 
-def _grams(text: str, n: int) -> _Grams:
-    """The n-grams of one text, by the plain path: unigrams are tokens, longer ones tuples."""
-    stretches = token_stretches(text)
-    longest = max(map(len, stretches), default=0)
-    seq: list[Any] = []
-    for s in stretches:
-        if len(s) >= n:
-            seq.extend(s if n == 1 else zip(*(s[i:] for i in range(n))))
-    grams = set(seq)
-    total = len(seq)
-    return total, grams, (Counter(seq) if len(grams) != total else None), min(n, longest)
+@dataclass
+class _GramTable:
+    """The n-gram multisets of the texts of one chunk (see the module docstring, step 3)."""
+
+    entries: np.ndarray  # sorted distinct text * base + key
+    counts: np.ndarray  # multiplicity of each entry
+    start: np.ndarray  # entries of text t: entries[start[t]:start[t + 1]]
+    total: np.ndarray  # number of n-grams of each text, repeats included
+    base: int
 
 
-def _chunk_grams(texts: dict[str, None], n: int) -> dict[str, _Grams] | None:
-    """The n-grams of every text as sets of integer keys (None if the keys would overflow)."""
-    order, tokens = token_stream(texts)
-    vocab = {TEXT_MARK: 0, BREAK_MARK: 1}
-    vocab.update(zip(set(tokens).difference(vocab), count(2)))
-    v = len(vocab)
-    if v ** n >= _KEY_LIMIT:
-        return None
-    ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-    n_tok = len(ids)
-    last = n_tok - n + 1  # number of windows
-    starts = np.flatnonzero(ids == 0)  # one TEXT_MARK before each text, in `order`
-    bounds = np.append(starts, n_tok)
-    if last > 0:
-        word = ids >= 2
-        valid = word[:last].copy()
-        keys = ids[:last].copy()
-        for j in range(1, n):
-            valid &= word[j:last + j]
-            keys *= v
-            keys += ids[j:last + j]
-        # A valid window lies inside one stretch of one text: text i owns the valid windows
-        # starting between its mark and the next.
-        before = np.zeros(last + 1, dtype=np.int64)
-        np.cumsum(valid, out=before[1:])
-        offsets = before[np.minimum(bounds, last)].tolist()
-        flat: list[int] = keys[valid].tolist()
-    else:
-        offsets = [0] * len(bounds)
-        flat = []
-    out: dict[str, _Grams] = {}
-    for i, text in enumerate(order):
-        lo, hi = offsets[i], offsets[i + 1]
-        if hi == lo:
-            # No n-gram: fewer than n tokens in every stretch (the short-side rule applies).
-            out[text] = _grams(text, n)
-            continue
-        seq = flat[lo:hi]
-        grams = set(seq)
-        total = hi - lo
-        out[text] = (total, grams, Counter(seq) if len(grams) != total else None, n)
-    return out
+def _gram_table(texts: list[str], n: int) -> _GramTable:
+    tok = token_ids(texts)
+    ids = tok.ids
+    n_texts = len(texts)
+    last = len(ids) - n + 1  # window i covers tokens i .. i + n - 1
+    if last <= 0:
+        zeros = np.zeros(n_texts, dtype=np.int64)
+        return _GramTable(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          np.zeros(n_texts + 1, dtype=np.int64), zeros, 1)
+    # A window is an n-gram when its first and last tokens are in the same stretch.
+    valid = tok.stretch[:last] == tok.stretch[n - 1:]
+    v = max(tok.n_ids, 1)
+    keys = ids[:last].copy()
+    bound = v  # every key < bound
+    for j in range(1, n):
+        if bound * v >= _KEY_LIMIT:  # renumber the distinct prefixes to stay in int64
+            uniq, keys = np.unique(keys[:last], return_inverse=True)
+            keys = keys.reshape(-1).astype(np.int64, copy=False)
+            bound = max(len(uniq), 1)
+        keys *= v
+        keys += ids[j:last + j]
+        bound *= v
+    keys = keys[valid]
+    if bound * (n_texts + 1) >= _KEY_LIMIT:
+        uniq, keys = np.unique(keys, return_inverse=True)
+        keys = keys.reshape(-1).astype(np.int64, copy=False)
+        bound = max(len(uniq), 1)
+    # Owner text of each window: the text at stream position p owns the tokens from
+    # tok.first[p] on.
+    owner = np.repeat(tok.order, np.diff(np.append(tok.first, len(ids))))[:last][valid]
+    entries, counts = np.unique(owner * bound + keys, return_counts=True)
+    start = np.searchsorted(entries, np.arange(n_texts + 1, dtype=np.int64) * bound)
+    total = np.bincount(owner, minlength=n_texts)
+    return _GramTable(entries, counts, start, total, bound)
+
+
+def _plain(text: str, n: int) -> tuple[int, Counter[tuple[str, ...]]]:
+    """(number of n-grams, Counter of n-grams) of one text, by the plain path."""
+    grams: Counter[tuple[str, ...]] = Counter()
+    for s in token_stretches(text):
+        grams.update(zip(*(s[i:] for i in range(n))))
+    return sum(grams.values()), grams
+
+
+def _longest(text: str) -> int:
+    return max(map(len, token_stretches(text)), default=0)
 
 
 @dataclass
@@ -129,33 +127,52 @@ class NgramMatcher(BaseMatcher):
                 out.extend(self._chunk(chunk))
         return out
 
-    def _chunk(self, pairs: list[TextPair]) -> list[Similarity]:
+    def _chunk(self, pairs: list[TextPair]) -> list[float]:
         n = self.n
-        texts = dict.fromkeys(t for pair in pairs for t in pair)
-        grams = _chunk_grams(texts, n)
-        if grams is None:  # too many distinct tokens for integer keys: tuples of tokens
-            grams = {t: _grams(t, n) for t in texts}
-        short: dict[tuple[str, int], _Grams] = {}
-        out: list[Similarity] = []
-        append = out.append
-        for ref, cit in pairs:
-            a = grams[ref]
-            b = grams[cit]
-            if a[3] < n or b[3] < n:  # the short-side rule: both sides use the shorter length
-                k = min(a[3], b[3])
+        texts = list(dict.fromkeys(chain.from_iterable(pairs)))
+        index = dict(zip(texts, range(len(texts))))
+        refs, cits = zip(*pairs)
+        a = np.fromiter(map(index.__getitem__, refs), dtype=np.int64, count=len(pairs))
+        b = np.fromiter(map(index.__getitem__, cits), dtype=np.int64, count=len(pairs))
+        table = _gram_table(texts, n)
+        total = table.total
+        sims = np.zeros(len(pairs))
+        # Pairs where both sides have an n-gram: step 4 of the module docstring.
+        ok = np.flatnonzero((total[a] > 0) & (total[b] > 0))
+        if len(ok):
+            a_ok, b_ok = a[ok], b[ok]
+            n_distinct = np.diff(table.start)
+            swap = n_distinct[a_ok] > n_distinct[b_ok]
+            src = np.where(swap, b_ok, a_ok)  # look up the n-grams of the side with fewer
+            dst = np.where(swap, a_ok, b_ok)
+            lens = n_distinct[src]
+            pair_of = np.repeat(np.arange(len(ok), dtype=np.int64), lens)
+            first = np.cumsum(lens) - lens
+            at = table.start[src][pair_of] + (np.arange(len(pair_of)) - first[pair_of])
+            entries, base = table.entries, table.base
+            query = entries[at] + (dst - src)[pair_of] * base
+            pos = np.minimum(np.searchsorted(entries, query), len(entries) - 1)
+            shared = np.where(entries[pos] == query,
+                              np.minimum(table.counts[at], table.counts[pos]), 0)
+            inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
+            sims[ok] = inter / np.minimum(total[a_ok], total[b_ok])
+        out: list[float] = sims.tolist()
+        # The rest: a side shorter than n tokens (or without any), by the plain path.
+        short = np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist()
+        if short:
+            longest: dict[str, int] = {}
+            plain: dict[tuple[str, int], tuple[int, Counter[tuple[str, ...]]]] = {}
+            for i in short:
+                ref, cit = pairs[i]
+                for t in (ref, cit):
+                    if t not in longest:
+                        longest[t] = _longest(t)
+                k = min(n, longest[ref], longest[cit])
                 if k == 0:
-                    append(0.0)
-                    continue
-                a = short.get((ref, k)) or short.setdefault((ref, k), _grams(ref, k))
-                b = short.get((cit, k)) or short.setdefault((cit, k), _grams(cit, k))
-            ta, sa, ca, _ = a
-            tb, sb, cb, _ = b
-            if ca is None or cb is None:
-                inter = len(sa & sb)
-            else:
-                inter = 0
-                for g in sa & sb:
-                    x, y = ca[g], cb[g]
-                    inter += x if x < y else y
-            append(inter / (ta if ta < tb else tb))
+                    continue  # no tokens on a side: 0
+                for t in (ref, cit):
+                    if (t, k) not in plain:
+                        plain[(t, k)] = _plain(t, k)
+                (ta, ga), (tb, gb) = plain[(ref, k)], plain[(cit, k)]
+                out[i] = sum((ga & gb).values()) / min(ta, tb)
         return out

@@ -1,16 +1,22 @@
 """Text normalisation and tokenisation shared by the passage matchers (SPEC 4.2).
 
-The ASCII fast paths give exactly the same result as the general Unicode path: for ASCII text
-NFKC is the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, ``\\s``
-matches what ``str.split()`` splits on, and the only ellipsis marker is a run of three or more
-dots. ``tests/matchers/test_ngram_reference.py`` checks this against a plain implementation.
+Tokens are the ``\\w+`` runs of the NFKC-normalised, case-folded text; an ellipsis (``…`` or
+three or more dots) separates stretches that no n-gram crosses.
+
+The fast paths give exactly the same result as the plain Unicode path: for ASCII text NFKC is
+the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, ``\\s`` matches what
+``str.split()`` splits on, and the only ellipsis marker is a run of three or more dots.
+``tests/matchers/test_ngram_reference.py`` checks this against a literal implementation.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
 
 # An ellipsis marker: the single character "…" or three or more dots.
 ELLIPSIS = re.compile(r"…|\.{3,}")
@@ -18,30 +24,15 @@ _DOTS = re.compile(r"\.{3,}")
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 
-
-def _ascii_table(keep: str = "") -> dict[int, str]:
-    # ASCII letters to lower case, other non-word characters to spaces (except those in `keep`).
-    table: dict[int, str] = {}
-    for c in range(128):
-        ch = chr(c)
-        if ch in keep:
-            continue
-        if "A" <= ch <= "Z":
-            table[c] = ch.lower()
-        elif not (ch.isalnum() or ch == "_"):
-            table[c] = " "
-    return table
-
-
-# One pass of str.translate lower-cases and blanks the non-word characters; str.split() then
-# yields the \w+ tokens. A 1:1 ASCII table keeps CPython's fast translate path.
-_ASCII_TOKENS = str.maketrans(_ascii_table())
-
-TEXT_MARK = "\x01"
-"""Marker token before each text in :func:`token_stream` (never a word token)."""
-BREAK_MARK = "\x02"
-"""Marker token at each ellipsis in :func:`token_stream` (never a word token)."""
-_STREAM_TOKENS = str.maketrans(_ascii_table(keep=TEXT_MARK + BREAK_MARK))
+# One pass of str.translate lower-cases ASCII letters and blanks the other ASCII non-word
+# characters; str.split() then yields the \w+ tokens. A 1:1 ASCII table keeps CPython's fast
+# translate path.
+_ASCII_TOKENS = str.maketrans(
+    {c: (chr(c).lower() if chr(c).isupper() else " ") for c in range(128)
+     if chr(c).isupper() or not (chr(c).isalnum() or chr(c) == "_")})
+# The same on UTF-8 bytes: ASCII non-word bytes become spaces, bytes of other characters stay.
+_BYTES_NONWORD = bytes(
+    c if c >= 128 or chr(c).isalnum() or chr(c) == "_" else 32 for c in range(256))
 
 
 def fold(text: str) -> str:
@@ -59,86 +50,187 @@ def split_ellipsis(text: str) -> list[str]:
     return [part.strip() for part in ELLIPSIS.split(text) if part.strip()]
 
 
+def _unicode_tokens(part: str) -> list[str]:
+    # \w+ tokens of normalised, case-folded text. ASCII non-word characters and whitespace never
+    # belong to a \w token, so splitting on them first changes nothing; only a piece that still
+    # holds a non-ASCII character needs the (slow) Unicode regex.
+    pieces = part.encode("utf-8", "surrogatepass").translate(_BYTES_NONWORD).decode(
+        "utf-8", "surrogatepass").split()
+    out: list[str] = []
+    for piece in pieces:
+        if piece.isascii():
+            out.append(piece)
+        else:
+            out.extend(_WORD.findall(piece))
+    return out
+
+
 def token_stretches(text: str) -> list[list[str]]:
     """Word tokens of each ellipsis-free stretch of `text`, NFKC-normalised and case-folded.
 
     Empty stretches are dropped, so ``[]`` means the text has no word token at all.
     """
     if text.isascii():
-        if "..." not in text:
-            toks = text.translate(_ASCII_TOKENS).split()
-            return [toks] if toks else []
-        out = []
-        for part in _DOTS.split(text):
-            toks = part.translate(_ASCII_TOKENS).split()
-            if toks:
-                out.append(toks)
-        return out
+        parts = _DOTS.split(text) if "..." in text else (text,)
+        return [toks for part in parts if (toks := part.translate(_ASCII_TOKENS).split())]
     norm = unicodedata.normalize("NFKC", text).casefold()
-    out = []
-    for part in ELLIPSIS.split(norm):
-        toks = _WORD.findall(part)
-        if toks:
-            out.append(toks)
-    return out
+    parts = ELLIPSIS.split(norm) if "..." in norm or "…" in norm else (norm,)
+    return [toks for part in parts if (toks := _unicode_tokens(part))]
 
 
-def token_stream(texts: Iterable[str]) -> tuple[list[str], list[str]]:
-    r"""Tokenise many texts at once into one flat token list (the batch form of
-    :func:`token_stretches`, with the same tokens).
+# --- Many texts at once, as integer token ids (the `ngram` matcher's hot path) ---------------
 
-    Returns:
-        ``(order, tokens)``: the texts in stream order, and their tokens, each text's tokens
-        preceded by :data:`TEXT_MARK` and each ellipsis shown as :data:`BREAK_MARK`. Between two
-        marks are exactly the tokens of one stretch of :func:`token_stretches` (or none).
+_TEXT_MARK = 1  # byte before each text in the stream
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+_U8 = np.uint8
+_NONASCII_NONWORD = re.compile(r"[^\w\x00-\x7f]+")
 
-    ASCII texts are joined and tokenised in one ``translate``/``split`` pass, several times
-    faster than one regex call per text. Other texts are NFKC-normalised and case-folded one by
-    one, then tokenised the same way; only a piece that still holds a non-ASCII character after
-    the split goes through the ``\w+`` regex (ASCII non-word characters and whitespace are
-    never part of a ``\w`` token, so splitting on them first changes nothing).
+
+@dataclass
+class TokenIds:
+    """The tokens of many texts as integers.
+
+    Texts are laid out one after the other in the order ``order`` (stream position → index of
+    the text in the input); a text's tokens are contiguous.
+
+    Attributes:
+        ids: Token id of each token; equal ids ⇔ equal tokens (ids are 0 .. n_ids - 1).
+        stretch: Number of each token's ellipsis-free stretch: two tokens have the same number
+            iff they are in the same stretch of the same text.
+        first: For each stream position, the index (into ``ids``) of that text's first token;
+            its tokens run up to the next position's first token.
+        order: For each stream position, the index of the text in the input.
+        n_ids: Number of distinct tokens.
     """
-    fast: list[str] = []
-    slow: list[str] = []
-    for text in texts:
-        (fast if text.isascii() else slow).append(text)
-    odd: list[str] = []  # texts holding a marker character themselves (pathological input)
-    sep = f" {TEXT_MARK} "
-    brk = f" {BREAK_MARK} "
-    tokens: list[str] = []
-    if fast:
-        big = sep.join(fast)
-        if big.count(TEXT_MARK) != len(fast) - 1 or BREAK_MARK in big:
-            odd = [t for t in fast if TEXT_MARK in t or BREAK_MARK in t]
-            fast = [t for t in fast if TEXT_MARK not in t and BREAK_MARK not in t]
-            big = sep.join(fast)
-        if fast:
-            big = sep + big
-            if "..." in big:
-                big = big.replace("...", brk)
-            tokens = big.translate(_STREAM_TOKENS).split()
-    if slow:
-        norm = [unicodedata.normalize("NFKC", t).casefold() for t in slow]
-        big = sep.join(norm)
-        if big.count(TEXT_MARK) != len(slow) - 1 or BREAK_MARK in big:
-            keep = [TEXT_MARK not in t and BREAK_MARK not in t for t in norm]
-            odd += [t for t, ok in zip(slow, keep) if not ok]
-            slow = [t for t, ok in zip(slow, keep) if ok]
-            big = sep.join(t for t, ok in zip(norm, keep) if ok)
-        if slow:
-            big = sep + big
-            if "..." in big:
-                big = big.replace("...", brk)
-            append, extend, findall = tokens.append, tokens.extend, _WORD.findall
-            for piece in big.translate(_STREAM_TOKENS).split():
-                if piece.isascii():
-                    append(piece)
-                else:
-                    extend(findall(piece))
-    for text in odd:
-        tokens.append(TEXT_MARK)
-        for i, stretch in enumerate(token_stretches(text)):
-            if i:
-                tokens.append(BREAK_MARK)
-            tokens.extend(stretch)
-    return fast + slow + odd, tokens
+
+    ids: np.ndarray
+    stretch: np.ndarray
+    first: np.ndarray
+    order: np.ndarray
+    n_ids: int
+
+
+def _joined(parts: list[str]) -> str:
+    # The parts separated by the text mark; a mark inside a part (never a word character)
+    # becomes a space first.
+    big = "\x01".join(parts)
+    if big.count("\x01") != len(parts) - 1:
+        big = "\x01".join(p.replace("\x01", " ") for p in parts)
+    return big
+
+
+def token_ids(texts: Sequence[str]) -> TokenIds:
+    """Tokenise many texts at once (the batch form of :func:`token_stretches`).
+
+    All texts go into one UTF-8 byte buffer, ASCII texts as they are and the others
+    NFKC-normalised and case-folded, with their non-ASCII non-word characters blanked (so every
+    byte of a remaining non-ASCII character is part of a word). Numpy then finds the tokens (runs
+    of word bytes) and the stretch breaks (runs of three or more dots: NFKC turns "…" into
+    "..."), lower-cases the ASCII letters, and numbers the distinct tokens: each token is packed
+    into 8-byte words, hashed, and grouped by hash, and every token is compared byte for byte
+    with the first token of its group, so the ids are exact; a false group (never seen) falls
+    back to a dict.
+    """
+    plain: list[int] = []
+    other: list[int] = []
+    for i, text in enumerate(texts):
+        (plain if text.isascii() else other).append(i)
+    data = b"\x01"
+    if plain:
+        data += _joined([texts[i] for i in plain]).encode("ascii")
+    if other:
+        norm = [unicodedata.normalize("NFKC", texts[i]).casefold() for i in other]
+        text = _NONASCII_NONWORD.sub(" ", _joined(norm))
+        data += (b"\x01" if plain else b"") + text.encode("utf-8")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    # Word bytes: [0-9A-Za-z_] and every byte of a non-ASCII character (uint8 arithmetic wraps).
+    word = ((buf | _U8(32)) - _U8(97)) < _U8(26)
+    word |= (buf - _U8(48)) < _U8(10)
+    word |= buf == _U8(95)
+    word |= buf >= _U8(128)
+    edges = np.diff(word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    # Token index at which each text, and each stretch, begins.
+    text_at = np.flatnonzero(buf == _U8(_TEXT_MARK))
+    first = np.searchsorted(starts, text_at)
+    breaks = first
+    if b"..." in data:
+        dot = buf == _U8(46)
+        dots = np.flatnonzero(dot[:-2] & dot[1:-1] & dot[2:])
+        breaks = np.sort(np.concatenate([first, np.searchsorted(starts, dots)]))
+    stretch = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.add.at(stretch, breaks, 1)
+    stretch = np.cumsum(stretch[:-1])
+    ids, n_ids = _exact_ids(buf, starts, ends)
+    if ids is None:  # two different tokens grouped together
+        ids, n_ids = _dict_ids(buf, starts, ends)
+    return TokenIds(ids=ids, stretch=stretch, first=first,
+                    order=np.array(plain + other, dtype=np.int64), n_ids=n_ids)
+
+
+def _exact_ids(buf: np.ndarray, starts: np.ndarray,
+               ends: np.ndarray) -> tuple[np.ndarray | None, int]:
+    """Dense ids of the lower-cased tokens buf[starts:ends], or None on a hash collision."""
+    n_tok = len(starts)
+    if n_tok == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    # ASCII lower case: add 32 to the bytes of A-Z.
+    padded = np.empty(len(buf) + 8, dtype=np.uint8)
+    padded[len(buf):] = 0
+    low = padded[:len(buf)]
+    np.subtract(buf, _U8(65), out=low)
+    np.less(low, _U8(26), out=low.view(bool))
+    low <<= _U8(5)
+    low += buf
+    # Little-endian 8-byte words starting at every byte offset (unaligned view, no copy).
+    words = np.ndarray((len(buf) + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    length = ends - starts
+    first_word = words[starts] & _MASKS[np.minimum(length, 8)]
+    h = first_word * _MIX[0] + length.astype(np.uint64)
+    more: list[tuple[np.ndarray, np.ndarray]] = []
+    k = 8
+    while True:
+        sel = np.flatnonzero(length > k)
+        if not len(sel):
+            break
+        word = words[starts[sel] + k] & _MASKS[np.minimum(length[sel] - k, 8)]
+        h[sel] = (h[sel] ^ word) * _MIX[1]
+        more.append((sel, word))
+        k += 8
+    h ^= h >> np.uint64(31)
+    h *= _MIX[2]
+    h ^= h >> np.uint64(29)
+    # Group equal hashes with one plain sort: the top bits of the hash above the token's index
+    # (a full argsort is several times slower). Truncating the hash only risks a false group,
+    # which the check below catches.
+    bits = max(n_tok - 1, 1).bit_length()
+    mask = np.uint64((1 << bits) - 1)
+    order = np.sort((h & ~mask) | np.arange(n_tok, dtype=np.uint64))
+    index = (order & mask).astype(np.int64)
+    new_group = np.empty(n_tok, dtype=bool)
+    new_group[0] = True
+    np.not_equal(order[1:] >> np.uint64(bits), order[:-1] >> np.uint64(bits), out=new_group[1:])
+    inv = np.empty(n_tok, dtype=np.int64)
+    inv[index] = np.cumsum(new_group) - 1
+    n_ids = int(inv.max()) + 1
+    # The first token of each group (in sorted order); every token must equal it.
+    rep = index[np.flatnonzero(new_group)][inv]
+    if not (np.array_equal(length[rep], length) and np.array_equal(first_word[rep], first_word)):
+        return None, 0
+    for sel, word in more:
+        full = np.zeros(n_tok, dtype=np.uint64)
+        full[sel] = word
+        if not np.array_equal(full[rep[sel]], word):
+            return None, 0
+    return inv, n_ids
+
+
+def _dict_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, int]:
+    # The slow exact path: token bytes from the same offsets, numbered by a dict.
+    data = buf.tobytes()
+    vocab: dict[bytes, int] = {}
+    ids = [vocab.setdefault(data[a:b].lower(), len(vocab))
+           for a, b in zip(starts.tolist(), ends.tolist())]
+    return np.array(ids, dtype=np.int64), len(vocab)

@@ -57,6 +57,33 @@ def _blank(text: str) -> bool:
     return not text or text.isspace()
 
 
+# One case's fields, read once (pydantic attribute access is slow and this runs per case):
+# (case fields, response fields, reference sources, reference texts, normalised reference
+# sources, citation sources, citation texts, normalised citation sources).
+_Prepared = tuple[dict[str, Any], dict[str, Any], list[str], list[str], list[str], list[str],
+                  list[str], list[str]]
+
+
+def _prepare(case: Case, response: Response, norm: Callable[[str], str]) -> _Prepared:
+    cd = case.__dict__
+    rd = response.__dict__
+    refs = [r.__dict__ for r in cd["references"]]
+    cits = [c.__dict__ for c in rd["citations"]]
+    ref_sources = [d["source"] for d in refs]
+    cit_sources = [d["source"] for d in cits]
+    return (cd, rd, ref_sources, [d["content"] for d in refs], [norm(s) for s in ref_sources],
+            cit_sources, [d["content"] for d in cits], [norm(s) for s in cit_sources])
+
+
+def _pairs(prep: _Prepared, require_same_source: bool) -> list[TextPair]:
+    _, _, _, ref_texts, ref_src, _, cit_texts, cit_src = prep
+    if require_same_source:
+        return [(rt, ct) for rt, rs in zip(ref_texts, ref_src) if rt and not rt.isspace()
+                for ct, cs in zip(cit_texts, cit_src) if cs == rs and ct and not ct.isspace()]
+    cits = [ct for ct in cit_texts if ct and not ct.isspace()]
+    return [(rt, ct) for rt in ref_texts if rt and not rt.isspace() for ct in cits]
+
+
 def case_pairs(case: Case, response: Response | None, options: ScoringOptions) -> list[TextPair]:
     """The text pairs whose similarities scoring this case needs (none for a failed case).
 
@@ -66,15 +93,7 @@ def case_pairs(case: Case, response: Response | None, options: ScoringOptions) -
     """
     if response is None or response.error is not None:
         return []
-    refs = [(d["source"], d["content"]) for d in (r.__dict__ for r in case.references)]
-    cits = [(d["source"], d["content"]) for d in (c.__dict__ for c in response.citations)]
-    if options.require_same_source:
-        norm = options.normalizer
-        cits_n = [(norm(s), t) for s, t in cits if not _blank(t)]
-        return [(rt, ct) for rs, rt in refs if not _blank(rt)
-                for rsn in (norm(rs),) for cs, ct in cits_n if cs == rsn]
-    cit_texts = [t for _, t in cits if not _blank(t)]
-    return [(rt, ct) for _, rt in refs if not _blank(rt) for ct in cit_texts]
+    return _pairs(_prepare(case, response, options.normalizer), options.require_same_source)
 
 
 def error_case(case: Case, response: Response | None, error: str) -> CaseResult:
@@ -109,28 +128,28 @@ def score_case(case: Case, response: Response | None,
         return error_case(case, None, "no response for this case")
     if response.error is not None:
         return error_case(case, response, response.error)
-    # This runs once per case: model fields are read once from __dict__ (pydantic attribute
-    # access is slow), and the predicate of runner.scoring.predicate is applied inline.
-    norm = options.normalizer
-    cd = case.__dict__
-    refs = [r.__dict__ for r in cd["references"]]
-    ref_sources = [d["source"] for d in refs]
-    ref_texts = [d["content"] for d in refs]
-    cits = [c.__dict__ for c in response.__dict__["citations"]]
-    cit_sources = [d["source"] for d in cits]
-    cit_texts = [d["content"] for d in cits]
-    ref_src = [norm(s) for s in ref_sources]
-    cit_src = [norm(s) for s in cit_sources]
-    n_cit = len(cits)
+    return _score(case, response, _prepare(case, response, options.normalizer), sims, options)
+
+
+# Metrics and bands depend only on a case's counts (SPEC 5), and few count patterns occur:
+# computed once per pattern. Values are copied into each case's own dicts.
+_FIGURES: dict[tuple[Any, ...], tuple[dict[str, float | None], dict[str, str | None]]] = {}
+
+
+def _score(case: Case, response: Response, prep: _Prepared,
+           sims: Mapping[TextPair, Similarity], options: ScoringOptions) -> CaseResult:
+    cd, rd, ref_sources, ref_texts, ref_src, cit_sources, cit_texts, cit_src = prep
+    n_cit = len(cit_texts)
     threshold = options.threshold
     same_source = options.require_same_source
-    cit_ok = [not _blank(t) for t in cit_texts]
-    all_ok = all(cit_ok)
+    cit_ok = [bool(t) and not t.isspace() for t in cit_texts]
+    all_ok = False not in cit_ok
+    # The predicate of runner.scoring.predicate, row by row.
     similarity: list[list[Any]] = []
     matched: list[list[bool]] = []
     try:
         for rt, rs in zip(ref_texts, ref_src):
-            if _blank(rt):  # step 1: matched by any citation of the same source
+            if not rt or rt.isspace():  # step 1: matched by any citation of the same source
                 similarity.append([None] * n_cit)
                 matched.append([rs == s for s in cit_src])
             elif all_ok and not same_source:  # step 4 for every citation
@@ -157,6 +176,7 @@ def score_case(case: Case, response: Response | None,
     ref_matched = [True in row for row in matched]
     cit_matched = [True in col for col in zip(*matched)] if matched else [False] * n_cit
 
+    norm = options.normalizer
     expected_display: dict[str, str] = {}
     for s in cd["expected_sources"]:
         expected_display.setdefault(norm(s), s)
@@ -166,16 +186,25 @@ def score_case(case: Case, response: Response | None,
     expected, cited = set(expected_display), set(cited_display)
 
     zero_division = options.zero_division
-    metrics = {**context_metrics(ref_matched, cit_matched, zero_division),
-               **source_metrics(expected, cited, zero_division)}
-    c_labels = citation_labels(cit_matched, cit_src, expected)
-    r_labels = reference_labels(ref_matched, ref_src, cited)
     counts = {
-        "references": len(refs), "references_matched": sum(ref_matched),
+        "references": len(ref_texts), "references_matched": sum(ref_matched),
         "citations": n_cit, "citations_matched": sum(cit_matched),
         "expected_sources": len(expected), "cited_sources": len(cited),
         "sources_hit": len(expected & cited),
     }
+    bands = options.bands
+    key = (*counts.values(), zero_division, *bands.items())
+    figures = _FIGURES.get(key)
+    if figures is None:
+        metrics = {**context_metrics(ref_matched, cit_matched, zero_division),
+                   **source_metrics(expected, cited, zero_division)}
+        figures = (metrics, {k: band(v, bands) for k, v in metrics.items()})
+        if len(_FIGURES) > 50_000:
+            _FIGURES.clear()
+        _FIGURES[key] = figures
+    metrics = dict(figures[0])
+    c_labels = citation_labels(cit_matched, cit_src, expected)
+    r_labels = reference_labels(ref_matched, ref_src, cited)
     wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
     explanations = explain_case(
         metrics,
@@ -184,15 +213,18 @@ def score_case(case: Case, response: Response | None,
         list(cited_display.values()), [k in expected for k in cited_display],
         ref_wrong_cited=[s in wrong_sources for s in ref_src],
     )
-    bands = options.bands
     return CaseResult(
         id=cd["id"], query=cd["query"],
         references=[{"source": s, "content": t} for s, t in zip(ref_sources, ref_texts)],
         expected_sources=list(cd["expected_sources"]),
-        response=_response_dict(response), metadata=dict(cd["metadata"]),
+        response={
+            "answer": rd["answer"],
+            "citations": [{"source": s, "content": t} for s, t in zip(cit_sources, cit_texts)],
+            "usage": rd["usage"], "latency_s": rd["latency_s"], "error": rd["error"],
+        },
+        metadata=dict(cd["metadata"]),
         similarity=similarity, matched=matched,
         citation_labels=c_labels, reference_labels=r_labels,
-        metrics=metrics, counts=counts,
-        bands={k: band(v, bands) for k, v in metrics.items()},
+        metrics=metrics, counts=counts, bands=dict(figures[1]),
         explanations=explanations,
     )

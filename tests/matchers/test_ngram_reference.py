@@ -23,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.matchers import NgramMatcher
-from runner.matchers.text import token_stretches
+from runner.matchers import text as text_module
+from runner.matchers.text import token_ids, token_stretches
 
 _ELLIPSIS = re.compile(r"…|\.{3,}")
 _WORD = re.compile(r"\w+")
@@ -196,3 +197,48 @@ def test_batches_that_share_texts_match_the_reference() -> None:
     for n in (1, 2, 3, 5):
         got = NgramMatcher(n=n).similarities(pairs)
         assert got == [reference_similarity(r, c, n) for r, c in pairs]
+
+
+def _stretches_from_ids(texts: list[str]) -> list[list[list[int]]]:
+    """Per text, its stretches as lists of token ids, read back from token_ids()."""
+    tok = token_ids(texts)
+    ids, stretch = tok.ids.tolist(), tok.stretch.tolist()
+    bounds = [*tok.first.tolist(), len(ids)]
+    out: list[list[list[int]]] = [[] for _ in texts]
+    for pos, index in enumerate(tok.order.tolist()):
+        runs: list[list[int]] = []
+        for i in range(bounds[pos], bounds[pos + 1]):
+            if i == bounds[pos] or stretch[i] != stretch[i - 1]:
+                runs.append([])
+            runs[-1].append(ids[i])
+        out[index] = runs
+    return out
+
+
+def _check_token_ids(texts: list[str]) -> None:
+    got = _stretches_from_ids(texts)
+    want = [reference_stretches(t) for t in texts]
+    assert [[len(s) for s in text] for text in got] == [[len(s) for s in text] for text in want]
+    # Same token <=> same id, across all texts.
+    pairs = {(tok, i) for gt, wt in zip(got, want) for gs, ws in zip(gt, wt)
+             for i, tok in zip(gs, ws)}
+    assert len({tok for tok, _ in pairs}) == len(pairs) == len({i for _, i in pairs})
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.one_of(_token_text, _ascii_text, _any_text), max_size=8))
+def test_token_ids_match_the_reference_tokens(texts: list[str]) -> None:
+    _check_token_ids(texts)
+
+
+def test_token_ids_on_synthetic_texts_and_the_collision_fallback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = list(dict.fromkeys(t for pair in _synthetic_pairs(200, seed=2) for t in pair))
+    texts += ["x\x01y z", "a\x01\x01b", "C\u0327a\x01 \x02"]  # the stream's mark inside a text
+    _check_token_ids(texts)
+    pairs = [(texts[i], texts[(i * 7) % len(texts)]) for i in range(len(texts))]
+    want = NgramMatcher().similarities(pairs)
+    # If two different tokens ever hashed alike, ids come from a dict instead: same results.
+    monkeypatch.setattr(text_module, "_exact_ids", lambda *args: (None, 0))
+    _check_token_ids(texts)
+    assert NgramMatcher().similarities(pairs) == want
