@@ -19,11 +19,13 @@ from typing import Any
 from hydra.utils import instantiate
 from tqdm import tqdm
 
+from runner._gc import frozen_heap, gc_paused
 from runner.adapters.base import AdapterContext, ModelAdapter
 from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError, Similarity, TextPair
+from runner.parallel import resolve_workers, score_parallel, summary_case
 from runner.redact import env_secrets, redact, scrub_files, secret_values
 from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
 from runner.scoring.aggregate import Aggregator
@@ -57,8 +59,12 @@ class CachedMatcher:
         return self.inner.identity()
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
-        """Cached similarities; only missing pairs reach the wrapped matcher."""
-        if self.cache is None:
+        """Cached similarities; only missing pairs reach the wrapped matcher.
+
+        A matcher that declares ``cacheable = False`` (it computes faster than the cache can
+        look up) is always called.
+        """
+        if self.cache is None or not getattr(self.inner, "cacheable", True):
             self.stats.add("similarities", 0, len(pairs))
             return self.inner.similarities(pairs)
         keys = [text_key(r, c) for r, c in pairs]
@@ -197,93 +203,110 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
 
     t0 = time.perf_counter()
     dataset = Dataset(cfg["dataset"])
-    cases = list(dataset.iter_cases())
+    with gc_paused():
+        cases = list(dataset.iter_cases())
     timings["load_s"] = time.perf_counter() - t0
+    # The loaded cases live until the end of the job and hold no reference cycle: frozen, the
+    # cyclic collector stops walking them on every full collection (runner._gc).
+    with frozen_heap():
 
-    cache_cfg = cfg.get("cache") or {}
-    cache = DiskCache(cache_cfg["dir"]) if cache_cfg.get("enabled", True) else None
-    if cache is not None and cache_cfg.get("clear"):
-        cache.clear()
-    stats = CacheStats()
+        cache_cfg = cfg.get("cache") or {}
+        cache = DiskCache(cache_cfg["dir"]) if cache_cfg.get("enabled", True) else None
+        if cache is not None and cache_cfg.get("clear"):
+            cache.clear()
+        stats = CacheStats()
 
-    t0 = time.perf_counter()
-    adapter.bind(AdapterContext(dataset=dataset,
-                                cache_dir=Path(cache_cfg["dir"]) if cache else None))
-    scoring = cfg["scoring"]
-    batch_size = int(scoring.get("batch_size", 10_000))
-    responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
-                              progress)
-    timings["model_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        adapter.bind(AdapterContext(dataset=dataset,
+                                    cache_dir=Path(cache_cfg["dir"]) if cache else None))
+        scoring = cfg["scoring"]
+        batch_size = int(scoring.get("batch_size", 10_000))
+        responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
+                                  progress)
+        timings["model_s"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
-    if callable(bind_cache):
-        bind_cache(Path(cache_cfg["dir"]) if cache else None)
-    cached = CachedMatcher(matcher, cache, stats)
-    options = ScoringOptions(
-        threshold=float(matcher.threshold),
-        zero_division=scoring["zero_division"],
-        require_same_source=bool(scoring["require_same_source"]),
-        source_normalization=tuple(scoring["source_normalization"]),
-        bands=dict(scoring["bands"]),
-    )
-    boot = scoring["bootstrap"]
-    agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
-                     int(cfg.get("seed", 0)), keep_cases=False)
-    from runner.evaluate import score_stream
+        t0 = time.perf_counter()
+        bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
+        if callable(bind_cache):
+            bind_cache(Path(cache_cfg["dir"]) if cache else None)
+        cached = CachedMatcher(matcher, cache, stats)
+        options = ScoringOptions(
+            threshold=float(matcher.threshold),
+            zero_division=scoring["zero_division"],
+            require_same_source=bool(scoring["require_same_source"]),
+            source_normalization=tuple(scoring["source_normalization"]),
+            bands=dict(scoring["bands"]),
+        )
+        boot = scoring["bootstrap"]
+        agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
+                         int(cfg.get("seed", 0)), keep_cases=False)
+        from runner.evaluate import score_stream
 
-    bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
-    partial = out / (CASES_FILE + ".partial")
+        bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
+        partial = out / (CASES_FILE + ".partial")
 
-    def scored() -> Any:
-        for case_result in score_stream(zip(cases, responses), cached, options,
-                                        batch_size=batch_size, on_batch=bar.update):
-            agg.add(case_result)
-            yield case_result
+        def scored() -> Any:
+            for case_result in score_stream(zip(cases, responses), cached, options,
+                                            batch_size=batch_size, on_batch=bar.update):
+                agg.add(case_result)
+                yield case_result
 
-    write_cases(partial, scored())
-    bar.close()
-    timings["score_s"] = time.perf_counter() - t0
-    if cache is not None:
-        cache.close()
+        workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
+        if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
+            with partial.open("wb") as fh:
+                for lines, summaries, n_sims in score_parallel(
+                        cases, responses, matcher, options, workers,
+                        chunk=min(batch_size, 2_500), on_chunk=bar.update):
+                    fh.write(lines)
+                    for summary in summaries:
+                        agg.add(summary_case(summary))
+                    stats.add("similarities", 0, n_sims)
+        else:
+            write_cases(partial, scored())
+        bar.close()
+        timings["score_s"] = time.perf_counter() - t0
+        if cache is not None:
+            cache.close()
 
-    t0 = time.perf_counter()
-    result = agg.result()
-    timings["aggregate_s"] = time.perf_counter() - t0
-    failures = check_gates(result, cfg.get("gate") or {})
-    names = exp.names
-    default_name = "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
-    result.extra = {
-        "run": {
-            "name": cfg.get("run_name") or f"{default_name}_t{options.threshold:g}",
-            "ragcite_version": __version__,
-            "started_at": started.isoformat(),
-            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            "output_dir": str(out.resolve()),
-        },
-        "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
-                    "n_cases": len(cases)},
-        "model": {"name": names.get("model", type(adapter).__name__),
-                  "identity": redact(adapter.identity())},
-        "matcher": {"name": names.get("matcher", type(matcher).__name__),
-                    "identity": redact(matcher.identity()), "threshold": options.threshold,
-                    "threshold_level": names.get("threshold")},
-        "scoring": {"zero_division": options.zero_division,
-                    "require_same_source": options.require_same_source,
-                    "source_normalization": list(options.source_normalization),
-                    "bands": dict(options.bands)},
-        "timings": {k: round(v, 4) for k, v in timings.items()},
-        "cache": {"enabled": cache is not None, **stats.to_dict()},
-        # API requests, tokens and estimated cost of this run (cached results cost nothing).
-        "usage": usage_section({"model": adapter, "matcher": matcher}, cfg.get("prices")),
-        "gates": {"passed": not failures, "failures": failures,
-                  "config": {k: v for k, v in (cfg.get("gate") or {}).items() if v is not None}},
-    }
-    partial.replace(out / CASES_FILE)
-    write_metrics(out / METRICS_FILE, result)
-    scrub_files(out, secrets)
-    log.info("wrote %s", out / METRICS_FILE)
-    return result, failures
+        t0 = time.perf_counter()
+        result = agg.result()
+        timings["aggregate_s"] = time.perf_counter() - t0
+        failures = check_gates(result, cfg.get("gate") or {})
+        names = exp.names
+        default_name = "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
+        result.extra = {
+            "run": {
+                "name": cfg.get("run_name") or f"{default_name}_t{options.threshold:g}",
+                "ragcite_version": __version__,
+                "started_at": started.isoformat(),
+                "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                "output_dir": str(out.resolve()),
+            },
+            "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
+                        "n_cases": len(cases)},
+            "model": {"name": names.get("model", type(adapter).__name__),
+                      "identity": redact(adapter.identity())},
+            "matcher": {"name": names.get("matcher", type(matcher).__name__),
+                        "identity": redact(matcher.identity()), "threshold": options.threshold,
+                        "threshold_level": names.get("threshold")},
+            "scoring": {"zero_division": options.zero_division,
+                        "require_same_source": options.require_same_source,
+                        "source_normalization": list(options.source_normalization),
+                        "workers": workers,
+                        "bands": dict(options.bands)},
+            "timings": {k: round(v, 4) for k, v in timings.items()},
+            "cache": {"enabled": cache is not None, **stats.to_dict()},
+            # API requests, tokens and estimated cost of this run (cached results cost nothing).
+            "usage": usage_section({"model": adapter, "matcher": matcher}, cfg.get("prices")),
+            "gates": {"passed": not failures, "failures": failures,
+                      "config": {k: v for k, v in (cfg.get("gate") or {}).items()
+                                 if v is not None}},
+        }
+        partial.replace(out / CASES_FILE)
+        write_metrics(out / METRICS_FILE, result)
+        scrub_files(out, secrets)
+        log.info("wrote %s", out / METRICS_FILE)
+        return result, failures
 
 
 def summary_line(result: RunResult) -> str:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 SCHEMA_VERSION = 1
 METRICS_FILE = "metrics.json"
 CASES_FILE = "cases.jsonl"
@@ -160,14 +162,28 @@ def _default(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+_ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    """One record as a strict-JSON UTF-8 line.
+
+    orjson writes NaN and infinities as null, as :func:`_clean` does; what it cannot encode (an
+    integer beyond 64 bits, say) goes through the standard library instead.
+    """
+    try:
+        return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS) + b"\n"
+    except (TypeError, orjson.JSONEncodeError):
+        return (json.dumps(_clean(record), ensure_ascii=False, allow_nan=False,
+                           default=_default) + "\n").encode("utf-8")
+
+
 def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
-    """Write ``cases.jsonl`` (one record per line); returns the number of lines."""
+    """Write ``cases.jsonl`` (one record per line, streamed); returns the number of lines."""
     n = 0
-    with Path(path).open("w", encoding="utf-8") as fh:
+    with Path(path).open("wb") as fh:
         for case in cases:
-            fh.write(json.dumps(_clean(case.to_dict()), ensure_ascii=False, allow_nan=False,
-                               default=_default))
-            fh.write("\n")
+            fh.write(json_line(case.to_dict()))
             n += 1
     return n
 

@@ -47,8 +47,8 @@ def _resolved_hints(cls: type) -> dict[str, Any]:
     import types
     import typing
 
-    module = __import__(cls.__module__, fromlist=["_"])
-    hints = typing.get_type_hints(cls, globalns=vars(module))
+    # Each class of the MRO resolves its annotations in its own module's namespace.
+    hints = typing.get_type_hints(cls)
     # OmegaConf 2.3 understands typing.Optional[X] but not the PEP 604 spelling X | None.
     for name, hint in hints.items():
         if isinstance(hint, types.UnionType):
@@ -161,6 +161,7 @@ class ScoringConf:
     bands: BandsConf = field(default_factory=BandsConf)
     bootstrap: BootstrapConf = field(default_factory=BootstrapConf)
     batch_size: int = 10_000
+    workers: Optional[int] = None
 
 
 @dataclass

@@ -141,3 +141,29 @@ def test_read_cases_skips_blank_lines(tmp_path: Path) -> None:
     cr = CaseResult(id="a", query="q", references=[], expected_sources=[], response=None)
     path.write_text(json.dumps(cr.to_dict()) + "\n\n", encoding="utf-8")
     assert list(read_cases(path)) == [cr]
+
+
+def test_cases_lines_with_numpy_int_keys_and_huge_integers(tmp_path: Path) -> None:
+    # metadata from YAML may have integer keys (written as strings, as json.dumps does);
+    # numpy values are plain numbers; an integer beyond 64 bits still round-trips.
+    cr = CaseResult(id="x", query="q…", references=[], expected_sources=[], response=None,
+                    metadata={1: "one", "n": np.int64(3), "v": np.array([0.25, np.inf]),
+                              "big": 2**70},
+                    similarity=[[np.float32(0.5)]])
+    path = tmp_path / "cases.jsonl"
+    write_cases(path, [cr, CaseResult(id="y", query="q", references=[], expected_sources=[],
+                                      response=None)])
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    first = json.loads(lines[0])
+    assert first["query"] == "q…"
+    assert first["metadata"] == {"1": "one", "n": 3, "v": [0.25, None], "big": 2**70}
+    assert first["similarity"] == [[0.5]]
+    assert json.loads(lines[1])["id"] == "y"
+
+
+def test_cases_lines_reject_what_json_cannot_encode(tmp_path: Path) -> None:
+    cr = CaseResult(id="x", query="q", references=[], expected_sources=[], response=None,
+                    metadata={"when": object()})
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        write_cases(tmp_path / "cases.jsonl", [cr])

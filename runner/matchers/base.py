@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 TextPair = tuple[str, str]
 """A (reference passage, citation passage) pair; both are non-blank when a matcher sees them."""
@@ -58,8 +58,16 @@ class Matcher(Protocol):
 
 @dataclass
 class BaseMatcher:
-    """Convenience base for dataclass matchers: `identity` from the fields minus `threshold`."""
+    """Convenience base for dataclass matchers: `identity` from the fields minus `threshold`.
 
+    Attributes:
+        cacheable: Whether the run's on-disk similarity cache pays for this matcher (a class
+            attribute, optional on other matchers; default True). Matchers that compute a
+            similarity faster than the cache can look one up (``substring``, ``ngram``) set it
+            to False and are simply called again by every job.
+    """
+
+    cacheable: ClassVar[bool] = True
     threshold: float = 0.5
 
     def __post_init__(self) -> None:

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
+from typing import ClassVar
 
 import numpy as np
 
@@ -110,6 +111,8 @@ class NgramMatcher(BaseMatcher):
         n: The n-gram length (default 3).
     """
 
+    # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
+    cacheable: ClassVar[bool] = False
     threshold: float = 0.5
     n: int = 3
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from runner._gc import gc_paused
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
@@ -20,6 +21,8 @@ class SubstringMatcher(BaseMatcher):
         normalize: NFKC, case folding and whitespace collapsing before comparing.
     """
 
+    # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
+    cacheable: ClassVar[bool] = False
     threshold: float = 1.0
     normalize: bool = True
 

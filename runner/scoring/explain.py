@@ -6,9 +6,12 @@ from collections.abc import Mapping, Sequence
 
 
 def _join(items: Sequence[str]) -> str:
+    n = len(items)
+    if n == 1:
+        return items[0]
+    if n == 0:
+        return ""
     items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
@@ -104,9 +107,10 @@ def explain_case(
         ``source_precision`` and ``source``.
     """
     out: dict[str, str] = {}
+    ref_labels, cit_labels = list(ref_labels), list(cit_labels)
     n_ref, n_cit = len(ref_labels), len(cit_labels)
-    k_ref = sum(lab == "cited" for lab in ref_labels)
-    k_cit = sum(lab == "supported" for lab in cit_labels)
+    k_ref = ref_labels.count("cited")
+    k_cit = cit_labels.count("supported")
 
     # Context recall.
     if n_ref == 0:
@@ -165,7 +169,7 @@ def explain_case(
     out["context"] = _summary("context", metrics["context_recall"], metrics["context_precision"])
 
     # Source recall.
-    n_exp, k_exp = len(expected_display), sum(expected_hit)
+    n_exp, k_exp = len(expected_display), list(expected_hit).count(True)
     if n_exp == 0:
         out["source_recall"] = ("No source documents are expected, so source recall is "
                                 f"{_fmt(metrics['source_recall'])} by the zero-division rule.")
@@ -186,7 +190,7 @@ def explain_case(
             f"{'are' if len(miss) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
 
     # Source precision.
-    n_cs, k_cs = len(cited_display), sum(cited_hit)
+    n_cs, k_cs = len(cited_display), list(cited_hit).count(True)
     if n_cs == 0:
         out["source_precision"] = ("The response cites no source documents, so source "
                                    f"precision is {_fmt(metrics['source_precision'])} by the "

@@ -1,0 +1,117 @@
+"""Score a run's cases on several cores (the CLI's scoring stage; ``scoring.workers``).
+
+Scoring with an offline matcher is CPU-bound Python. The worker processes are forked once the
+cases and responses are loaded, so they inherit them (and the matcher) without pickling any;
+each worker takes a contiguous range of cases, computes its similarities, scores the cases and
+returns them already serialised as ``cases.jsonl`` lines together with the few numbers the
+run-level :class:`~runner.scoring.aggregate.Aggregator` needs. The parent writes the lines in
+case order, so the output is byte for byte what one process writes.
+
+Only matchers that declare ``cacheable = False`` (computed locally, faster than a cache lookup)
+are scored this way, and only where ``fork`` is the safe default (Linux): API matchers keep their
+own concurrency, cache and usage counters in the parent process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from runner.cache import CacheStats
+from runner.data.models import Case, Response
+from runner.matchers.base import Matcher
+from runner.results import CaseResult, json_line
+from runner.scoring.case import ScoringOptions
+
+# What a worker returns per case: the aggregator's view of it (see CaseResult).
+Summary = tuple[str | None, dict[str, float | None], dict[str, int], list[str], list[str]]
+
+# Set in the parent just before the workers are forked; read by the workers only.
+_JOB: dict[str, Any] = {}
+
+
+def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> int:
+    """How many processes score a run.
+
+    Args:
+        requested: ``scoring.workers``: a number, or None/0 for automatic: one per CPU of
+            this machine (at most 8) for runs of 2,000 cases or more, else 1 (forking costs
+            more than it saves on a small run).
+        matcher: The run's matcher; only ``cacheable = False`` matchers go parallel.
+        n_cases: Cases in the run.
+
+    Returns:
+        1 for the serial path, else the number of worker processes.
+    """
+    if getattr(matcher, "cacheable", True) or not sys.platform.startswith("linux"):
+        return 1
+    if requested:
+        return max(1, min(int(requested), n_cases))
+    if n_cases < 2_000:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _summary(case: CaseResult) -> Summary:
+    return (case.error, case.metrics, case.counts, case.citation_labels, case.reference_labels)
+
+
+def summary_case(summary: Summary) -> CaseResult:
+    """A :class:`CaseResult` holding just what the aggregator reads."""
+    error, metrics, counts, c_labels, r_labels = summary
+    return CaseResult(id="", query="", references=[], expected_sources=[], response=None,
+                      metrics=metrics, counts=counts, citation_labels=c_labels,
+                      reference_labels=r_labels, error=error)
+
+
+def _work(bounds: tuple[int, int]) -> tuple[bytes, list[Summary], int]:
+    from runner.evaluate import score_stream
+    from runner.pipeline import CachedMatcher
+
+    start, end = bounds
+    cases: Sequence[Case] = _JOB["cases"]
+    responses: Sequence[Response | None] = _JOB["responses"]
+    lines: list[bytes] = []
+    summaries: list[Summary] = []
+    stats = CacheStats()
+    matcher = CachedMatcher(_JOB["matcher"], None, stats)  # counts the similarities computed
+    for result in score_stream(zip(cases[start:end], responses[start:end]), matcher,
+                               _JOB["options"], batch_size=end - start):
+        lines.append(json_line(result.to_dict()))
+        summaries.append(_summary(result))
+    return b"".join(lines), summaries, stats.computed.get("similarities", 0)
+
+
+def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
+                   matcher: Matcher, options: ScoringOptions, workers: int,
+                   chunk: int = 2_500,
+                   on_chunk: Callable[[int], None] | None = None,
+                   ) -> Iterator[tuple[bytes, list[Summary], int]]:
+    """Score every case in `workers` forked processes, in order.
+
+    Args:
+        cases, responses: The run's cases and their responses (same length).
+        matcher: A local matcher (see :func:`resolve_workers`).
+        options: Scoring options.
+        workers: Number of processes (>= 2).
+        chunk: Cases per task.
+        on_chunk: Called with the number of cases of each finished chunk (a progress bar).
+
+    Yields:
+        Per chunk, in case order: its ``cases.jsonl`` lines, one summary per case and the
+        number of similarities computed.
+    """
+    ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
+    _JOB.update(cases=cases, responses=responses, matcher=matcher, options=options)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            for (start, end), out in zip(ranges, pool.imap(_work, ranges)):
+                yield out
+                if on_chunk is not None:
+                    on_chunk(end - start)
+    finally:
+        _JOB.clear()

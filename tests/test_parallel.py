@@ -1,0 +1,59 @@
+"""Scoring in forked worker processes (runner/parallel.py, ``scoring.workers``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from runner.matchers import NgramMatcher, SubstringMatcher
+from runner.matchers.base import BaseMatcher
+from runner.parallel import resolve_workers
+from tests.conftest import REPO, only_run_dir, read_json, run_cli
+
+ENV = {"PYTHONPATH": str(REPO)}
+BASE = ["dataset=demo", "model=precomputed", "matcher=ngram", "progress=false",
+        "tracking=none", "report=none"]
+
+
+@dataclass
+class _ApiLike(BaseMatcher):
+    """Stands for an API matcher: cacheable (the default), so never forked."""
+
+
+def test_only_local_matchers_on_big_enough_runs_go_parallel() -> None:
+    cpus = min(os.cpu_count() or 1, 8)
+    assert resolve_workers(None, NgramMatcher(), 1_999) == 1
+    assert resolve_workers(None, NgramMatcher(), 2_000) == cpus
+    assert resolve_workers(0, SubstringMatcher(), 50_000) == cpus
+    # An explicit number is taken as it is, at most one worker per case.
+    assert resolve_workers(2, NgramMatcher(), 30) == 2
+    assert resolve_workers(4, NgramMatcher(), 3) == 3
+    assert resolve_workers(1, NgramMatcher(), 50_000) == 1
+    # API matchers keep their cache and usage counters in one process.
+    assert resolve_workers(4, _ApiLike(), 50_000) == 1
+    assert resolve_workers(None, _ApiLike(), 50_000) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork workers: Linux only")
+def test_two_workers_write_the_same_results_as_one(tmp_path: Path) -> None:
+    runs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        proc = run_cli([*BASE, f"scoring.workers={workers}", f"output_root={out}"],
+                       cwd=tmp_path, env=ENV)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[workers] = only_run_dir(out)
+    one, two = (read_json(runs[w] / "metrics.json") for w in (1, 2))
+    assert (one["scoring"]["workers"], two["scoring"]["workers"]) == (1, 2)
+    assert one["n_cases"] == two["n_cases"] == 30
+    for key in ("metrics", "ci", "micro", "labels", "counts", "n_scored", "n_errors"):
+        assert one[key] == two[key], key
+    # The similarities computed in the workers are counted in the parent.
+    assert one["cache"]["computed"]["similarities"] > 0
+    assert one["cache"]["computed"] == two["cache"]["computed"]
+    # Lines come back in case order, byte for byte as one process writes them.
+    assert (runs[1] / "cases.jsonl").read_bytes() == (runs[2] / "cases.jsonl").read_bytes()
