@@ -102,7 +102,8 @@ def _longest(text: str) -> int:
 class NgramMatcher(BaseMatcher):
     """Similarity = |G(ref) ∩ G(cit)| / min(|G(ref)|, |G(cit)|) over multisets of token n-grams.
 
-    Tokens are the case-folded ``\\w+`` tokens of the NFKC text; no n-gram crosses an ellipsis.
+    Tokens are the case-folded word tokens (``\\w`` plus combining marks) of the NFKC text; no
+    n-gram crosses an ellipsis.
     When either side's longest ellipsis-free stretch has fewer than `n` tokens, both sides use
     that shorter length (at least 1). A side without tokens gives 0.
 

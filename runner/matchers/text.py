@@ -1,7 +1,10 @@
 """Text normalisation and tokenisation shared by the passage matchers (SPEC 4.2).
 
-Tokens are the ``\\w+`` runs of the NFKC-normalised, case-folded text; an ellipsis (``…`` or
-three or more dots) separates stretches that no n-gram crosses.
+Tokens are the runs of word characters of the NFKC-normalised, case-folded text: ``\\w`` plus
+the combining marks (Unicode category M), which Python's ``\\w`` leaves out although they are
+part of words in Devanagari, Thai, Arabic with diacritics and other scripts (``हिंदी`` is one
+token, not ``ह`` and ``द``). An ellipsis (``…`` or three or more dots) separates stretches that
+no n-gram crosses.
 
 The fast paths give exactly the same result as the plain Unicode path: for ASCII text NFKC is
 the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, ``\\s`` matches what
@@ -11,7 +14,9 @@ the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, ``\
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +26,6 @@ import numpy as np
 # An ellipsis marker: the single character "…" or three or more dots.
 ELLIPSIS = re.compile(r"…|\.{3,}")
 _DOTS = re.compile(r"\.{3,}")
-_WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 
 # One pass of str.translate lower-cases ASCII letters and blanks the other ASCII non-word
@@ -33,6 +37,24 @@ _ASCII_TOKENS = str.maketrans(
 # The same on UTF-8 bytes: ASCII non-word bytes become spaces, bytes of other characters stay.
 _BYTES_NONWORD = bytes(
     c if c >= 128 or chr(c).isalnum() or chr(c) == "_" else 32 for c in range(256))
+
+
+@functools.cache
+def _word_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a run of word characters, a run of non-ASCII non-word characters).
+
+    Word characters are ``\\w`` and the combining marks of this Python's Unicode database. Built
+    on first use (a scan of every code point, a fraction of a second), only for non-ASCII text.
+    """
+    ranges: list[tuple[int, int]] = []
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code))[0] == "M":
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    marks = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+    return re.compile(rf"[\w{marks}]+"), re.compile(rf"[^\w{marks}\x00-\x7f]+")
 
 
 def fold(text: str) -> str:
@@ -61,7 +83,7 @@ def _unicode_tokens(part: str) -> list[str]:
         if piece.isascii():
             out.append(piece)
         else:
-            out.extend(_WORD.findall(piece))
+            out.extend(_word_patterns()[0].findall(piece))
     return out
 
 
@@ -84,7 +106,6 @@ _TEXT_MARK = 1  # byte before each text in the stream
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 _U8 = np.uint8
-_NONASCII_NONWORD = re.compile(r"[^\w\x00-\x7f]+")
 
 
 @dataclass
@@ -141,7 +162,7 @@ def token_ids(texts: Sequence[str]) -> TokenIds:
         data += _joined([texts[i] for i in plain]).encode("ascii")
     if other:
         norm = [unicodedata.normalize("NFKC", texts[i]).casefold() for i in other]
-        text = _NONASCII_NONWORD.sub(" ", _joined(norm))
+        text = _word_patterns()[1].sub(" ", _joined(norm))
         data += (b"\x01" if plain else b"") + text.encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
     # Word bytes: [0-9A-Za-z_] and every byte of a non-ASCII character (uint8 arithmetic wraps).

@@ -173,3 +173,12 @@ def test_defaults_and_identity() -> None:
     # The threshold is not part of the identity: sweeps reuse cached similarities.
     assert NgramMatcher(threshold=0.9).identity() == m.identity()
     assert NgramMatcher(n=2).identity() != m.identity()
+
+
+def test_a_combining_mark_changes_the_word() -> None:
+    # हिंदी (with the vowel signs ि and ी) and हिंद (without ी) are different words; were
+    # combining marks dropped, both would read ह द and the bigrams would match.
+    pairs = [("हिंदी भाषा", "हिंदी भाषा"), ("हिंदी भाषा", "हिंद भाषा")]
+    assert NgramMatcher(n=2).similarities(pairs) == [1.0, 0.0]
+    # Unigrams: भाषा is shared, 1 of 2 on either side.
+    assert NgramMatcher(n=1).similarities(pairs[1:]) == [0.5]

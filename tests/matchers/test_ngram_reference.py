@@ -27,13 +27,19 @@ from runner.matchers import text as text_module
 from runner.matchers.text import token_ids, token_stretches
 
 _ELLIPSIS = re.compile(r"…|\.{3,}")
-_WORD = re.compile(r"\w+")
+def _is_word(char: str) -> bool:
+    # Python's \w (str.isalnum() or "_") plus the combining marks (category M).
+    return char.isalnum() or char == "_" or unicodedata.category(char).startswith("M")
+
+
+def _words(part: str) -> list[str]:
+    return "".join(c if _is_word(c) else " " for c in part).split()
 
 
 def reference_stretches(text: str) -> list[list[str]]:
     """Word tokens of each ellipsis-free stretch of the NFKC, case-folded text (empty dropped)."""
     norm = unicodedata.normalize("NFKC", text).casefold()
-    return [toks for part in _ELLIPSIS.split(norm) if (toks := _WORD.findall(part))]
+    return [toks for part in _ELLIPSIS.split(norm) if (toks := _words(part))]
 
 
 def reference_similarity(ref: str, cit: str, n: int) -> float:
