@@ -40,6 +40,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from runner.redact import env_secrets, redact, redact_override, scrub_text, secret_values
 from runner.results import CASES_FILE, METRICS_FILE
 
@@ -293,11 +295,11 @@ def case_table(cases_path: Path) -> dict[str, list[Any]]:
     cols: dict[str, list[Any]] = {k: [] for k in (
         "id", "query", "answer", "n_references", "n_citations", *METRIC_KEYS,
         "citation_labels", "reference_labels", "error")}
-    with cases_path.open(encoding="utf-8") as fh:
+    with cases_path.open("rb") as fh:
         for line in fh:
             if not line.strip():
                 continue
-            rec = json.loads(line)
+            rec = orjson.loads(line)
             response = rec.get("response") or {}
             metrics = rec.get("metrics") or {}
             labels = rec.get("labels") or {}
