@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import jinja2
+import orjson
 from markupsafe import Markup
 
 from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS
@@ -157,11 +158,19 @@ def embed_json(data: Any) -> Markup:
 
 
 def dumps_compact(data: Any) -> str:
-    """Compact, strict JSON (no NaN), non-ASCII kept as is."""
-    return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """Compact, strict JSON (NaN written as null), non-ASCII kept as is.
+
+    orjson writes the same text as ``json.dumps(..., separators=(",", ":"))`` several times
+    faster (the case data of a 20,000-case report); what it cannot encode (non-string keys,
+    integers beyond 64 bits) goes through the standard library.
+    """
+    try:
+        return orjson.dumps(data).decode("utf-8")
+    except TypeError:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def embed_packed(text: str, encoding: str, level: int = 5) -> Markup:
+def embed_packed(text: str, encoding: str, level: int = 3) -> Markup:
     """A JSON document `text` wrapped for an embedded block, safe inside ``<script>``.
 
     ``json``: ``{"encoding": "json", "data": <text>}``. ``gzip-base64``: ``{"encoding":
