@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import yaml
 
 from runner.data.errors import DataError
@@ -78,27 +76,16 @@ def iter_records(path: str | Path, format: str | None = None, *,
         yield from _iter_document(p, fmt, whole_object)
 
 
-_LONG_DIGITS = re.compile(r"\d{19}")
-
-
 def _iter_jsonl(path: Path) -> Iterator[Record]:
     with path.open("r", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                # orjson reads an integer beyond 64 bits as a float: a line with 19 digits in a
-                # row (or anything orjson refuses: NaN, lone surrogates) goes to the standard
-                # library, which reads them exactly or says what is wrong.
-                if _LONG_DIGITS.search(line):
-                    raise orjson.JSONDecodeError("long number", line, 0)
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(str(path), f"line {lineno}", None,
-                                    f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(str(path), f"line {lineno}", None,
+                                f"malformed JSON ({exc.msg} at column {exc.colno})") from None
             yield f"line {lineno}", record
 
 
