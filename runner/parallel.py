@@ -3,9 +3,9 @@
 Scoring with an offline matcher is CPU-bound Python. The worker processes are forked once the
 cases and responses are loaded, so they inherit them (and the matcher) without pickling any;
 each worker takes a contiguous range of cases, computes its similarities, scores the cases and
-returns them already serialised as ``cases.jsonl`` lines together with the few numbers the
-run-level :class:`~runner.scoring.aggregate.Aggregator` needs. The parent writes the lines in
-case order, so the output is byte for byte what one process writes.
+returns them already serialised as ``cases.jsonl`` lines together with its own
+:class:`~runner.scoring.aggregate.Aggregator` of them, which the parent merges. The parent
+writes the lines in case order, so the output is byte for byte what one process writes.
 
 Only matchers that declare ``cacheable = False`` (computed locally, faster than a cache lookup)
 are scored this way, and only where ``fork`` is the safe default (Linux): API matchers keep their
@@ -23,11 +23,9 @@ from typing import Any
 from runner.cache import CacheStats
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher
-from runner.results import CaseResult, json_line
+from runner.results import json_line
+from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
-
-# What a worker returns per case: the aggregator's view of it (see CaseResult).
-Summary = tuple[str | None, dict[str, float | None], dict[str, int], list[str], list[str]]
 
 # Set in the parent just before the workers are forked; read by the workers only.
 _JOB: dict[str, Any] = {}
@@ -55,19 +53,7 @@ def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> in
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _summary(case: CaseResult) -> Summary:
-    return (case.error, case.metrics, case.counts, case.citation_labels, case.reference_labels)
-
-
-def summary_case(summary: Summary) -> CaseResult:
-    """A :class:`CaseResult` holding just what the aggregator reads."""
-    error, metrics, counts, c_labels, r_labels = summary
-    return CaseResult(id="", query="", references=[], expected_sources=[], response=None,
-                      metrics=metrics, counts=counts, citation_labels=c_labels,
-                      reference_labels=r_labels, error=error)
-
-
-def _work(bounds: tuple[int, int]) -> tuple[bytes, list[Summary], int]:
+def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
     from runner.evaluate import score_stream
     from runner.pipeline import CachedMatcher
 
@@ -75,21 +61,21 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, list[Summary], int]:
     cases: Sequence[Case] = _JOB["cases"]
     responses: Sequence[Response | None] = _JOB["responses"]
     lines: list[bytes] = []
-    summaries: list[Summary] = []
+    agg: Aggregator = _JOB["aggregator"].empty()
     stats = CacheStats()
     matcher = CachedMatcher(_JOB["matcher"], None, stats)  # counts the similarities computed
     for result in score_stream(zip(cases[start:end], responses[start:end]), matcher,
                                _JOB["options"], batch_size=end - start):
         lines.append(json_line(result.to_dict()))
-        summaries.append(_summary(result))
-    return b"".join(lines), summaries, stats.computed.get("similarities", 0)
+        agg.add(result)
+    return b"".join(lines), agg, stats.computed.get("similarities", 0)
 
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    matcher: Matcher, options: ScoringOptions, workers: int,
-                   chunk: int = 2_500,
+                   aggregator: Aggregator, chunk: int = 2_500,
                    on_chunk: Callable[[int], None] | None = None,
-                   ) -> Iterator[tuple[bytes, list[Summary], int]]:
+                   ) -> Iterator[tuple[bytes, Aggregator, int]]:
     """Score every case in `workers` forked processes, in order.
 
     Args:
@@ -97,15 +83,18 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         matcher: A local matcher (see :func:`resolve_workers`).
         options: Scoring options.
         workers: Number of processes (>= 2).
+        aggregator: An empty aggregator with the run's settings; each chunk's cases are
+            added to a copy of it (:meth:`Aggregator.merge` combines them).
         chunk: Cases per task.
         on_chunk: Called with the number of cases of each finished chunk (a progress bar).
 
     Yields:
-        Per chunk, in case order: its ``cases.jsonl`` lines, one summary per case and the
+        Per chunk, in case order: its ``cases.jsonl`` lines, its cases aggregated, and the
         number of similarities computed.
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
-    _JOB.update(cases=cases, responses=responses, matcher=matcher, options=options)
+    _JOB.update(cases=cases, responses=responses, matcher=matcher, options=options,
+                aggregator=aggregator)
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:

@@ -190,10 +190,10 @@ def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
 
 def read_cases(path: str | Path) -> Iterator[CaseResult]:
     """Stream the records of a ``cases.jsonl`` file."""
-    with Path(path).open("rb") as fh:
+    with Path(path).open("r", encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                yield CaseResult.from_dict(orjson.loads(line))
+                yield CaseResult.from_dict(json.loads(line))
 
 
 def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:

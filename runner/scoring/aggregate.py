@@ -145,6 +145,27 @@ class Aggregator:
         for lab in case.reference_labels:
             labels[_REFERENCE_KEYS.get(lab) or f"reference_{lab}"] += 1
 
+    def empty(self) -> Aggregator:
+        """A new aggregator with the same settings and no cases."""
+        return Aggregator(self.zero_division, self.resamples, self.confidence, self.seed,
+                          self.keep_cases)
+
+    def merge(self, other: Aggregator) -> None:
+        """Add the cases of another aggregator (added after this one's, in order).
+
+        The result is the same as adding the other's cases here one by one, so cases scored in
+        separate processes aggregate exactly as in one.
+        """
+        self.n_cases += other.n_cases
+        self.n_errors += other.n_errors
+        self.rows.extend(other.rows)
+        if self.keep_cases:
+            self.cases.extend(other.cases)
+        for k, v in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
+        for k, v in other.labels.items():
+            self.labels[k] = self.labels.get(k, 0) + v
+
     def extend(self, cases: Iterable[CaseResult]) -> None:
         """Add many cases."""
         for case in cases:

@@ -193,3 +193,26 @@ def test_aggregator_streams_and_can_drop_cases() -> None:
     assert result.n_scored == 2
     # Context precision: (1 + 0) / 2.
     assert result.metrics["context_precision"] == 0.5
+
+
+def test_merged_aggregators_equal_one_over_all_cases() -> None:
+    # Cases 1-2 in one aggregator, an error and case 3 in another (as two worker processes
+    # would): merged, every figure equals aggregating all four in order.
+    ok = scored(seed_example_1(), seed_example_2(), seed_example_3())
+    failed_c = case([("A", VPN)], [("A", VPN)], id="bad", error="timeout")
+    failed = error_case(failed_c, failed_c.response, "timeout")
+    whole = aggregate([ok[0], ok[1], failed, ok[2]], resamples=200, seed=7)
+
+    first = Aggregator(resamples=200, seed=7)
+    first.extend(ok[:2])
+    second = first.empty()
+    assert (second.n_cases, second.rows, second.resamples, second.seed) == (0, [], 200, 7)
+    second.extend([failed, ok[2]])
+    first.merge(second)
+    merged = first.result()
+    assert merged.to_dict() == whole.to_dict()
+    assert [c.id for c in merged.cases] == ["seed-1", "seed-2", "bad", "seed-3"]
+    # Counts by hand: references 1 + 1 + 3 = 5, citations 1 + 1 + 3 = 5; one error.
+    assert (merged.n_cases, merged.n_errors) == (4, 1)
+    assert (merged.counts["references"], merged.counts["citations"]) == (5, 5)
+    assert merged.labels["citation_supported"] == 2
