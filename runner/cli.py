@@ -5,8 +5,11 @@ This is the only module that touches ``HydraConfig``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import multiprocessing
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,35 @@ def _scrub_one(path: Path, secrets: set[str]) -> None:
         path.write_text(clean, encoding="utf-8")
 
 
+def _render_report(run_dir: Path, link: str | None) -> None:
+    from runner.reports import render_run_report
+
+    render_run_report(run_dir, tracking_link=link)
+
+
+@contextlib.contextmanager
+def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
+    """Render ``report.html`` in a forked process while the block runs (Linux), else first.
+
+    Raises:
+        RagciteError: The report process failed (its traceback is on stderr).
+    """
+    if not sys.platform.startswith("linux"):
+        _render_report(run_dir, link)
+        yield
+        return
+    proc = multiprocessing.get_context("fork").Process(
+        target=_render_report, args=(run_dir, link), name="ragcite-report")
+    proc.start()
+    try:
+        yield
+    finally:
+        proc.join()
+    if proc.exitcode != 0:
+        raise RagciteError(f"the HTML report of {run_dir} failed (exit code {proc.exitcode}; "
+                           "its error is printed above)")
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def _app(cfg: DictConfig) -> None:
     global _exit_status
@@ -76,12 +108,17 @@ def _app(cfg: DictConfig) -> None:
         tracker = make_tracker(plain)
         tracker.start(names, output_dir)
         result, failures = run_experiment(plain, Experiment(output_dir, names))
-        if (plain.get("report") or {}).get("format") == "html":
-            from runner.reports import render_run_report
-
-            render_run_report(output_dir, tracking_link=tracker.link)
         scrub_files(output_dir, secrets)
-        tracker.log_results(output_dir)
+        if (plain.get("report") or {}).get("format") == "html":
+            from runner.reports.run import REPORT_FILE
+
+            # The report and the tracker each read cases.jsonl: side by side on two cores.
+            with report_beside(output_dir, tracker.link):
+                tracker.log_results(output_dir, skip=(REPORT_FILE,))
+            scrub_files(output_dir, secrets)
+            tracker.log_file(output_dir / REPORT_FILE)
+        else:
+            tracker.log_results(output_dir)
         tracker.end("FINISHED")
     except BaseException as exc:
         if tracker is not None:

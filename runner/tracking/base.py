@@ -14,6 +14,7 @@ A sweep additionally calls :func:`runner.sweep` hooks in the main process.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,8 +28,17 @@ class Tracker(Protocol):
         """Open the run."""
         ...
 
-    def log_results(self, run_dir: Path) -> None:
-        """Log the job's results files (metrics.json, cases.jsonl, reports, config)."""
+    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+        """Log the job's results files (metrics.json, cases.jsonl, reports, config).
+
+        Args:
+            run_dir: The job's folder.
+            skip: File names not to log now (a report still being written).
+        """
+        ...
+
+    def log_file(self, path: Path) -> None:
+        """Log one more file of the job (a report written after :meth:`log_results`)."""
         ...
 
     def end(self, status: str) -> None:
@@ -44,7 +54,10 @@ class NullTracker:
     def start(self, names: dict[str, str], run_dir: Path) -> None:
         """Nothing to open."""
 
-    def log_results(self, run_dir: Path) -> None:
+    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+        """Nothing to log."""
+
+    def log_file(self, path: Path) -> None:
         """Nothing to log."""
 
     def end(self, status: str) -> None:

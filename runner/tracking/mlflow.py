@@ -36,7 +36,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -513,16 +513,28 @@ class MlflowTracker:
         except Exception as exc:
             self._fail("cannot open a run on", exc)
 
-    def log_results(self, run_dir: Path) -> None:
-        """Log metrics, artifacts, the per-case table and the dataset from the results files."""
+    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+        """Log metrics, artifacts, the per-case table and the dataset from the results files.
+
+        Files named in `skip` are left for :meth:`log_file`.
+        """
         if self.disabled or self.run_id is None:
             return
         try:
-            self._log_results(run_dir)
+            self._log_results(run_dir, skip)
         except Exception as exc:
             self._fail("cannot log the results to", exc)
 
-    def _log_results(self, run_dir: Path) -> None:
+    def log_file(self, path: Path) -> None:
+        """Upload one more file of the run folder as an artifact (scrubbed of secrets)."""
+        if self.disabled or self.run_id is None or self.client is None or not path.is_file():
+            return
+        try:
+            log_artifact(self.client, str(self.run_id), path, None, self.secrets)
+        except Exception as exc:
+            self._fail("cannot log the results to", exc)
+
+    def _log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
         client, run_id = self.client, str(self.run_id)
         data = json.loads((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
         dataset = data.get("dataset") or {}
@@ -534,7 +546,7 @@ class MlflowTracker:
             tags["ragcite.gates_passed"] = str(gates["passed"]).lower()
         _log_batch(client, run_id, metrics=metrics_from_results(data), tags=tags)
         for name in (METRICS_FILE, CASES_FILE, CONFIG_FILE, REPORT_FILE):
-            if (run_dir / name).is_file():
+            if name not in skip and (run_dir / name).is_file():
                 log_artifact(client, run_id, run_dir / name, None, self.secrets)
         if (run_dir / ".hydra").is_dir():
             for path in sorted((run_dir / ".hydra").iterdir()):
