@@ -23,8 +23,8 @@ STAGES = {
     "model_s": "model (stored responses)",
     "score_s": "score + write cases.jsonl",
     "aggregate_s": "aggregate",
-    "report_s": "report.html*",
-    "tracking_log_exit_s": "MLflow logging + exit*",
+    "report_s": "report.html (beside MLflow logging)*",
+    "tracking_log_exit_s": "MLflow: report artifact + exit*",
     "other_s": "other",
 }
 
