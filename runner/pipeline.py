@@ -180,8 +180,6 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
     """
     import yaml
 
-    from runner import __version__
-
     out = exp.output_dir
     out.mkdir(parents=True, exist_ok=True)
     secrets = secret_values(cfg) | env_secrets()
@@ -190,7 +188,6 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
                                      encoding="utf-8")
     timings: dict[str, float] = {}
     started = dt.datetime.now(dt.timezone.utc)
-    progress = bool(cfg.get("progress", True))
 
     # The parts are built and checked first: a missing API key or a bad setting fails with
     # one line before any data is loaded or any call is made.
@@ -207,108 +204,122 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
         cases = list(dataset.iter_cases())
     timings["load_s"] = time.perf_counter() - t0
     # The loaded cases live until the end of the job and hold no reference cycle: frozen, the
-    # cyclic collector stops walking them on every full collection (runner._gc).
+    # cyclic collector stops walking them on every full collection (runner._gc). They are
+    # freed while still frozen; kept alive past the unfreeze, they would make the next full
+    # collection walk all of them (2 s at 100,000 cases).
     with frozen_heap():
+        outcome = _respond_score_write(cfg, exp, dataset, cases, adapter, matcher, timings,
+                                       started, secrets)
+        del cases
+    return outcome
 
-        cache_cfg = cfg.get("cache") or {}
-        cache = DiskCache(cache_cfg["dir"]) if cache_cfg.get("enabled", True) else None
-        if cache is not None and cache_cfg.get("clear"):
-            cache.clear()
-        stats = CacheStats()
 
-        t0 = time.perf_counter()
-        adapter.bind(AdapterContext(dataset=dataset,
-                                    cache_dir=Path(cache_cfg["dir"]) if cache else None))
-        scoring = cfg["scoring"]
-        batch_size = int(scoring.get("batch_size", 10_000))
-        responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
-                                  progress)
-        timings["model_s"] = time.perf_counter() - t0
+def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
+                         cases: list[Case],
+                         adapter: ModelAdapter, matcher: Matcher, timings: dict[str, float],
+                         started: dt.datetime,
+                         secrets: set[str]) -> tuple[RunResult, list[str]]:
+    """The rest of :func:`run_experiment` once the cases are loaded."""
+    from runner import __version__
 
-        t0 = time.perf_counter()
-        bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
-        if callable(bind_cache):
-            bind_cache(Path(cache_cfg["dir"]) if cache else None)
-        cached = CachedMatcher(matcher, cache, stats)
-        options = ScoringOptions(
-            threshold=float(matcher.threshold),
-            zero_division=scoring["zero_division"],
-            require_same_source=bool(scoring["require_same_source"]),
-            source_normalization=tuple(scoring["source_normalization"]),
-            bands=dict(scoring["bands"]),
-        )
-        boot = scoring["bootstrap"]
-        agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
-                         int(cfg.get("seed", 0)), keep_cases=False)
-        from runner.evaluate import score_stream
+    out = exp.output_dir
+    progress = bool(cfg.get("progress", True))
+    cache_cfg = cfg.get("cache") or {}
+    cache = DiskCache(cache_cfg["dir"]) if cache_cfg.get("enabled", True) else None
+    if cache is not None and cache_cfg.get("clear"):
+        cache.clear()
+    stats = CacheStats()
 
-        bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
-        partial = out / (CASES_FILE + ".partial")
+    t0 = time.perf_counter()
+    adapter.bind(AdapterContext(dataset=dataset,
+                                cache_dir=Path(cache_cfg["dir"]) if cache else None))
+    scoring = cfg["scoring"]
+    batch_size = int(scoring.get("batch_size", 10_000))
+    responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
+                              progress)
+    timings["model_s"] = time.perf_counter() - t0
 
-        def scored(items: Any) -> Any:
-            for case_result in score_stream(items, cached, options,
-                                            batch_size=batch_size, on_batch=bar.update):
-                agg.add(case_result)
-                yield case_result
+    t0 = time.perf_counter()
+    bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
+    if callable(bind_cache):
+        bind_cache(Path(cache_cfg["dir"]) if cache else None)
+    cached = CachedMatcher(matcher, cache, stats)
+    options = ScoringOptions(
+        threshold=float(matcher.threshold),
+        zero_division=scoring["zero_division"],
+        require_same_source=bool(scoring["require_same_source"]),
+        source_normalization=tuple(scoring["source_normalization"]),
+        bands=dict(scoring["bands"]),
+    )
+    boot = scoring["bootstrap"]
+    agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
+                     int(cfg.get("seed", 0)), keep_cases=False)
+    from runner.evaluate import score_stream
 
-        workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
-        if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
-            with partial.open("wb") as fh:
-                for lines, chunk_agg, n_sims in score_parallel(
-                        cases, responses, matcher, options, workers, agg.empty(),
-                        chunk=min(batch_size, 2_500), on_chunk=bar.update):
-                    fh.write(lines)
-                    agg.merge(chunk_agg)
-                    stats.add("similarities", 0, n_sims)
-        else:
-            write_cases(partial, scored(zip(cases, responses)))
-        bar.close()
-        timings["score_s"] = time.perf_counter() - t0
-        if cache is not None:
-            cache.close()
+    bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
+    partial = out / (CASES_FILE + ".partial")
 
-        t0 = time.perf_counter()
-        result = agg.result()
-        timings["aggregate_s"] = time.perf_counter() - t0
-        failures = check_gates(result, cfg.get("gate") or {})
-        names = exp.names
-        default_name = "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
-        result.extra = {
-            "run": {
-                "name": cfg.get("run_name") or f"{default_name}_t{options.threshold:g}",
-                "ragcite_version": __version__,
-                "started_at": started.isoformat(),
-                "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-                "output_dir": str(out.resolve()),
-            },
-            "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
-                        "n_cases": len(cases)},
-            "model": {"name": names.get("model", type(adapter).__name__),
-                      "identity": redact(adapter.identity())},
-            "matcher": {"name": names.get("matcher", type(matcher).__name__),
-                        "identity": redact(matcher.identity()), "threshold": options.threshold,
-                        "threshold_level": names.get("threshold")},
-            "scoring": {"zero_division": options.zero_division,
-                        "require_same_source": options.require_same_source,
-                        "source_normalization": list(options.source_normalization),
-                        "workers": workers,
-                        "bands": dict(options.bands)},
-            "timings": {k: round(v, 4) for k, v in timings.items()},
-            "cache": {"enabled": cache is not None, **stats.to_dict()},
-            # API requests, tokens and estimated cost of this run (cached results cost nothing).
-            "usage": usage_section({"model": adapter, "matcher": matcher}, cfg.get("prices")),
-            "gates": {"passed": not failures, "failures": failures,
-                      "config": {k: v for k, v in (cfg.get("gate") or {}).items()
-                                 if v is not None}},
-        }
-        partial.replace(out / CASES_FILE)
-        write_metrics(out / METRICS_FILE, result)
-        scrub_files(out, secrets)
-        log.info("wrote %s", out / METRICS_FILE)
-        # Freed while still frozen, the cases cost no collection; kept alive past the unfreeze,
-        # they would make the next full collection walk all of them (2 s at 100,000 cases).
-        del cases, responses
-        return result, failures
+    def scored(items: Any) -> Any:
+        for case_result in score_stream(items, cached, options,
+                                        batch_size=batch_size, on_batch=bar.update):
+            agg.add(case_result)
+            yield case_result
+
+    workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
+    if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
+        with partial.open("wb") as fh:
+            for lines, chunk_agg, n_sims in score_parallel(
+                    cases, responses, matcher, options, workers, agg.empty(),
+                    chunk=min(batch_size, 2_500), on_chunk=bar.update):
+                fh.write(lines)
+                agg.merge(chunk_agg)
+                stats.add("similarities", 0, n_sims)
+    else:
+        write_cases(partial, scored(zip(cases, responses)))
+    bar.close()
+    timings["score_s"] = time.perf_counter() - t0
+    if cache is not None:
+        cache.close()
+
+    t0 = time.perf_counter()
+    result = agg.result()
+    timings["aggregate_s"] = time.perf_counter() - t0
+    failures = check_gates(result, cfg.get("gate") or {})
+    names = exp.names
+    default_name = "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
+    result.extra = {
+        "run": {
+            "name": cfg.get("run_name") or f"{default_name}_t{options.threshold:g}",
+            "ragcite_version": __version__,
+            "started_at": started.isoformat(),
+            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "output_dir": str(out.resolve()),
+        },
+        "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
+                    "n_cases": len(cases)},
+        "model": {"name": names.get("model", type(adapter).__name__),
+                  "identity": redact(adapter.identity())},
+        "matcher": {"name": names.get("matcher", type(matcher).__name__),
+                    "identity": redact(matcher.identity()), "threshold": options.threshold,
+                    "threshold_level": names.get("threshold")},
+        "scoring": {"zero_division": options.zero_division,
+                    "require_same_source": options.require_same_source,
+                    "source_normalization": list(options.source_normalization),
+                    "workers": workers,
+                    "bands": dict(options.bands)},
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "cache": {"enabled": cache is not None, **stats.to_dict()},
+        # API requests, tokens and estimated cost of this run (cached results cost nothing).
+        "usage": usage_section({"model": adapter, "matcher": matcher}, cfg.get("prices")),
+        "gates": {"passed": not failures, "failures": failures,
+                  "config": {k: v for k, v in (cfg.get("gate") or {}).items()
+                             if v is not None}},
+    }
+    partial.replace(out / CASES_FILE)
+    write_metrics(out / METRICS_FILE, result)
+    scrub_files(out, secrets)
+    log.info("wrote %s", out / METRICS_FILE)
+    return result, failures
 
 
 def summary_line(result: RunResult) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -16,17 +17,18 @@ SUITE = REPO / "bench" / "suite.py"
 N = 50
 SEED = 3
 
-STAGES = {
-    "startup_s": "start-up: interpreter, imports, Hydra*",
-    "tracker_start_s": "tracker start: MLflow import, store, run*",
-    "load_s": "load",
-    "model_s": "model (stored responses)",
-    "score_s": "score + write cases.jsonl",
-    "aggregate_s": "aggregate",
-    "report_s": "report.html (beside MLflow logging)*",
-    "tracking_log_exit_s": "MLflow: report artifact + exit*",
-    "other_s": "other",
-}
+
+def _stage_labels() -> dict[str, str]:
+    """bench/suite.py's STAGE_LABELS (the script is not a package module)."""
+    spec = importlib.util.spec_from_file_location("bench_suite", SUITE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_suite", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return dict(module.STAGE_LABELS)
+
+
+STAGES = _stage_labels()
 
 E2E_KEYS = {"n_cases", "wall_s", "peak_rss_mb", "cases_per_s", "stages_s", "context_f1",
             "run_dir", "target", "passed"}
