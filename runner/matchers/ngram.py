@@ -149,6 +149,11 @@ class NgramMatcher(BaseMatcher):
             swap = n_distinct[a_ok] > n_distinct[b_ok]
             src = np.where(swap, b_ok, a_ok)  # look up the n-grams of the side with fewer
             dst = np.where(swap, a_ok, b_ok)
+            # Pairs in order of the looked-up side: the queries then come nearly sorted, which
+            # numpy's binary search turns into short, cache-friendly searches.
+            by_dst = np.argsort(dst, kind="stable")
+            ok, src, dst = ok[by_dst], src[by_dst], dst[by_dst]
+            a_ok, b_ok = a[ok], b[ok]
             lens = n_distinct[src]
             pair_of = np.repeat(np.arange(len(ok), dtype=np.int64), lens)
             first = np.cumsum(lens) - lens

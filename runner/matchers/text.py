@@ -39,22 +39,64 @@ _BYTES_NONWORD = bytes(
     c if c >= 128 or chr(c).isalnum() or chr(c) == "_" else 32 for c in range(256))
 
 
+# Combining marks (Unicode category M) only occur in planes 0, 1 and 14: planes 2-3 hold CJK
+# ideographs, 4-13 are unassigned and 15-16 are private use. Scanning just these three planes
+# is exact (tests/matchers/test_text.py checks it against a scan of every code point).
+_MARK_PLANES = ((0x0000, 0x20000), (0xE0000, 0xF0000))
+
+
+@functools.cache
+def _mark_ranges() -> tuple[tuple[int, int], ...]:
+    """The code point ranges ``(first, last)`` of category M in this Python's Unicode data."""
+    ranges: list[tuple[int, int]] = []
+    category = unicodedata.category
+    for lo, hi in _MARK_PLANES:
+        for code in range(lo, hi):
+            if category(chr(code))[0] == "M":
+                if ranges and ranges[-1][1] == code - 1:
+                    ranges[-1] = (ranges[-1][0], code)
+                else:
+                    ranges.append((code, code))
+    return tuple(ranges)
+
+
 @functools.cache
 def _word_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(a run of word characters, a run of non-ASCII non-word characters).
 
     Word characters are ``\\w`` and the combining marks of this Python's Unicode database. Built
-    on first use (a scan of every code point, a fraction of a second), only for non-ASCII text.
+    on first use, only for non-ASCII text.
     """
-    ranges: list[tuple[int, int]] = []
-    for code in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(code))[0] == "M":
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1] = (ranges[-1][0], code)
-            else:
-                ranges.append((code, code))
-    marks = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+    marks = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in _mark_ranges())
     return re.compile(rf"[\w{marks}]+"), re.compile(rf"[^\w{marks}\x00-\x7f]+")
+
+
+@functools.cache
+def _word_table() -> np.ndarray:
+    """``table[c]`` is True when code point c is a word character (``\\w`` or category M).
+
+    Built once (a few hundredths of a second): the ``\\w`` regex runs over one string of every
+    code point, and the mark ranges are set on top.
+    """
+    every = np.arange(sys.maxunicode + 1, dtype="<u4").tobytes().decode("utf-32-le",
+                                                                       "surrogatepass")
+    table = np.zeros(sys.maxunicode + 1, dtype=bool)
+    for run in re.finditer(r"\w+", every):
+        table[run.start():run.end()] = True
+    for a, b in _mark_ranges():
+        table[a:b + 1] = True
+    return table
+
+
+def _blank_nonword(text: str) -> str:
+    """`text` with every non-ASCII character that is not a word character replaced by a space.
+
+    The same as ``_word_patterns()[1].sub(" ", text)`` (up to runs of spaces, which separate
+    tokens all the same), by a table lookup per code point instead of a regex.
+    """
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
+    codes[(codes >= 128) & ~_word_table()[codes]] = 32
+    return codes.tobytes().decode("utf-32-le")
 
 
 def fold(text: str) -> str:
@@ -132,7 +174,7 @@ class TokenIds:
     n_ids: int
 
 
-def _joined(parts: list[str]) -> str:
+def _joined(parts: Sequence[str]) -> str:
     # The parts separated by the text mark; a mark inside a part (never a word character)
     # becomes a space first.
     big = "\x01".join(parts)
@@ -153,16 +195,15 @@ def token_ids(texts: Sequence[str]) -> TokenIds:
     with the first token of its group, so the ids are exact; a false group (never seen) falls
     back to a dict.
     """
-    plain: list[int] = []
-    other: list[int] = []
-    for i, text in enumerate(texts):
-        (plain if text.isascii() else other).append(i)
+    ascii_text = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
+    plain: list[int] = np.flatnonzero(ascii_text).tolist()
+    other: list[int] = np.flatnonzero(~ascii_text).tolist()
     data = b"\x01"
     if plain:
-        data += _joined([texts[i] for i in plain]).encode("ascii")
+        data += _joined(texts if not other else [texts[i] for i in plain]).encode("ascii")
     if other:
         norm = [unicodedata.normalize("NFKC", texts[i]).casefold() for i in other]
-        text = _word_patterns()[1].sub(" ", _joined(norm))
+        text = _blank_nonword(_joined(norm))
         data += (b"\x01" if plain else b"") + text.encode("utf-8")
     buf = np.frombuffer(data, dtype=np.uint8)
     # Word bytes: [0-9A-Za-z_] and every byte of a non-ASCII character (uint8 arithmetic wraps).

@@ -68,3 +68,41 @@ def test_combining_marks_stay_inside_words() -> None:
     assert token_stretches("हिंदी भाषा") == [["हिंदी", "भाषा"]]
     assert token_stretches("كَتَبَ الوَلَدُ") == [["كَتَبَ", "الوَلَدُ"]]
     assert token_stretches("กินข้าว แล้ว") == [["กินข้าว", "แล้ว"]]
+
+
+def test_mark_scan_of_three_planes_equals_a_scan_of_every_code_point() -> None:
+    # _mark_ranges scans planes 0, 1 and 14 only; no other plane holds a combining mark.
+    import sys
+    import unicodedata
+
+    from runner.matchers.text import _mark_ranges
+
+    every = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c))[0] == "M"]
+    from_ranges = [c for a, b in _mark_ranges() for c in range(a, b + 1)]
+    assert from_ranges == every
+    assert 0x0301 in every and 0x094D in every and 0xE0100 in every  # acute, virama, VS-17
+
+
+def test_word_table_agrees_with_the_word_regex_on_every_code_point() -> None:
+    import sys
+
+    import numpy as np
+
+    from runner.matchers.text import _word_patterns, _word_table
+
+    word = _word_patterns()[0]
+    expected = np.array([word.fullmatch(chr(c)) is not None for c in range(sys.maxunicode + 1)])
+    assert np.array_equal(_word_table(), expected)
+    assert _word_table()[ord("é")] and _word_table()[0x0301] and not _word_table()[ord("…")]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a\u00a0b", "a b"),  # no-break space: not a word character
+    ("x—y·z", "x y z"),  # em dash and middle dot
+    ("é\u0301ß", "é\u0301ß"),  # letters and a combining mark stay
+    ("\ud800q", " q"),  # a lone surrogate is blanked too
+])
+def test_blank_nonword(text: str, expected: str) -> None:
+    from runner.matchers.text import _blank_nonword
+
+    assert _blank_nonword(text) == expected
