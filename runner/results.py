@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ METRICS_FILE = "metrics.json"
 CASES_FILE = "cases.jsonl"
 
 
-@dataclass
+@dataclass(eq=False)
 class CaseResult:
     """Everything known about one case after scoring.
 
@@ -45,6 +45,13 @@ class CaseResult:
     bands: dict[str, str | None] = field(default_factory=dict)
     explanations: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        # Field by field, for any CaseResult: a scored case (a subclass that writes its
+        # explanations on first use) equals the same record read back from cases.jsonl.
+        if not isinstance(other, CaseResult):
+            return NotImplemented
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(CaseResult))
 
     @property
     def labels(self) -> dict[str, list[str]]:

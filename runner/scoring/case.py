@@ -177,13 +177,8 @@ def _score(case: Case, response: Response, prep: _Prepared,
     cit_matched = [True in col for col in zip(*matched)] if matched else [False] * n_cit
 
     norm = options.normalizer
-    expected_display: dict[str, str] = {}
-    for s in cd["expected_sources"]:
-        expected_display.setdefault(norm(s), s)
-    cited_display: dict[str, str] = {}
-    for s, shown in zip(cit_src, cit_sources):
-        cited_display.setdefault(s, shown)
-    expected, cited = set(expected_display), set(cited_display)
+    expected = set(map(norm, cd["expected_sources"]))
+    cited = set(cit_src)
 
     zero_division = options.zero_division
     counts = {
@@ -205,15 +200,7 @@ def _score(case: Case, response: Response, prep: _Prepared,
     metrics = dict(figures[0])
     c_labels = citation_labels(cit_matched, cit_src, expected)
     r_labels = reference_labels(ref_matched, ref_src, cited)
-    wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
-    explanations = explain_case(
-        metrics,
-        ref_sources, r_labels, cit_sources, c_labels,
-        list(expected_display.values()), [k in cited for k in expected_display],
-        list(cited_display.values()), [k in expected for k in cited_display],
-        ref_wrong_cited=[s in wrong_sources for s in ref_src],
-    )
-    return CaseResult(
+    result = ExplainedLater(
         id=cd["id"], query=cd["query"],
         references=[{"source": s, "content": t} for s, t in zip(ref_sources, ref_texts)],
         expected_sources=list(cd["expected_sources"]),
@@ -226,5 +213,55 @@ def _score(case: Case, response: Response, prep: _Prepared,
         similarity=similarity, matched=matched,
         citation_labels=c_labels, reference_labels=r_labels,
         metrics=metrics, counts=counts, bands=dict(figures[1]),
-        explanations=explanations,
     )
+    result.normalizer = norm
+    return result
+
+
+class ExplainedLater(CaseResult):
+    """A scored case whose plain-language explanations are written on first use.
+
+    The sentences (about half the cost of scoring a case) follow from the case's own fields, so
+    they are built when ``explanations`` is first read (``to_dict`` when ``cases.jsonl`` is
+    written, a report, the caller) and kept; a caller that only wants the figures never pays
+    for them. Reads, equality, ``repr`` and ``to_dict`` see the same values as eager scoring.
+    """
+
+    normalizer: Callable[[str], str]
+
+    @property
+    def explanations(self) -> dict[str, str]:
+        """The six explanations (built on first read)."""
+        state = self.__dict__
+        out: dict[str, str] | None = state.get("_explanations")
+        if out is None:
+            out = state["_explanations"] = self._explain()
+        return out
+
+    @explanations.setter
+    def explanations(self, value: dict[str, str]) -> None:
+        # The dataclass __init__ passes the field's default ({}): that means "not built yet".
+        self.__dict__["_explanations"] = value or None
+
+    def _explain(self) -> dict[str, str]:
+        norm = self.normalizer
+        ref_sources = [r["source"] for r in self.references]
+        response = self.response or {}
+        cit_sources = [c["source"] for c in response.get("citations", ())]
+        ref_src = [norm(s) for s in ref_sources]
+        cit_src = [norm(s) for s in cit_sources]
+        expected_display: dict[str, str] = {}
+        for s in self.expected_sources:
+            expected_display.setdefault(norm(s), s)
+        cited_display: dict[str, str] = {}
+        for s, shown in zip(cit_src, cit_sources):
+            cited_display.setdefault(s, shown)
+        c_labels = self.citation_labels
+        wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
+        return explain_case(
+            self.metrics,
+            ref_sources, self.reference_labels, cit_sources, c_labels,
+            list(expected_display.values()), [k in cited_display for k in expected_display],
+            list(cited_display.values()), [k in expected_display for k in cited_display],
+            ref_wrong_cited=[s in wrong_sources for s in ref_src],
+        )

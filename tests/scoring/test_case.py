@@ -362,6 +362,20 @@ def test_explanations_single_unexpected_citation_and_missed_source() -> None:
     }
 
 
+def test_explanations_are_written_on_first_read_and_kept() -> None:
+    r = score(case([("A.pdf", VPN)], [("B.pdf", REMOTE_REQUEST)]))
+    assert vars(r)["_explanations"] is None  # scoring alone builds no sentence
+    first = r.explanations
+    assert first["source_recall"] == "None of the expected sources (A.pdf) is cited."
+    assert r.explanations is first  # built once
+    # Written and read back, the record equals the scored case, explanations included.
+    back = CaseResult.from_dict(r.to_dict())
+    assert type(back) is CaseResult and back == r and back.explanations == first
+    # A field that differs breaks the equality, whichever side is the scored case.
+    back.explanations = {**first, "source": "changed"}
+    assert back != r and r != back
+
+
 def test_explanations_several_none_matched() -> None:
     r = score(case([("A.pdf", VPN), ("B.pdf", VPN)],
                    [("A.pdf", REMOTE_REQUEST), ("C.pdf", REMOTE_REQUEST)]))
