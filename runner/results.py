@@ -195,29 +195,30 @@ def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
     return n
 
 
-def read_cases(path: str | Path, exact: int | None = None) -> Iterator[CaseResult]:
-    """Stream the records of a ``cases.jsonl`` file.
+# orjson reads an integer beyond 64 bits as a float; such an integer needs 19 or more digits in
+# a row. Lines with such a run (rare: big metadata values, long decimals) go to the standard
+# library, so every record is read exactly. The run is found by mapping digits to "0" and every
+# other byte to a space, then a plain substring search (a regex is ten times slower here).
+_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
 
-    Args:
-        path: The file.
-        exact: Parse only the first `exact` records with the standard library (None = all) and
-            the rest with orjson, twice as fast but reading an integer beyond 64 bits as a
-            float — for readers that use only the figures of those records (the run report).
-    """
+
+def parse_line(line: bytes) -> Any:
+    """One JSON line, exactly as ``json.loads`` reads it, with orjson where that is the same."""
+    if _LONG_RUN not in line.translate(_DIGITS_ONLY):
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:  # NaN, lone surrogates: the standard library
+            pass
+    return json.loads(line)
+
+
+def read_cases(path: str | Path) -> Iterator[CaseResult]:
+    """Stream the records of a ``cases.jsonl`` file (blank lines skipped)."""
     with Path(path).open("rb") as fh:
-        n = 0
         for line in fh:
-            if not line.strip():
-                continue
-            if exact is None or n < exact:
-                data = json.loads(line)
-            else:
-                try:
-                    data = orjson.loads(line)
-                except orjson.JSONDecodeError:  # NaN, lone surrogates: the standard library
-                    data = json.loads(line)
-            n += 1
-            yield CaseResult.from_dict(data)
+            if line.strip():
+                yield CaseResult.from_dict(parse_line(line))
 
 
 def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:

@@ -167,3 +167,19 @@ def test_cases_lines_reject_what_json_cannot_encode(tmp_path: Path) -> None:
                     metadata={"when": object()})
     with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
         write_cases(tmp_path / "cases.jsonl", [cr])
+
+
+def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
+    from runner.results import parse_line
+
+    # Integers past 64 bits (orjson would read a float), NaN and a lone surrogate (orjson
+    # refuses both) and ordinary lines all read as json.loads reads them.
+    lines = [b'{"a": 1, "s": "caf\\u00e9", "f": 0.1}',
+             b'{"big": 123456789012345678901234}',
+             b'{"neg": -18446744073709551617, "ok": 18446744073709551615}',
+             b'{"x": NaN}', b'{"s": "\\ud800"}', b'[1e400]']
+    for line in lines:
+        got, want = parse_line(line), json.loads(line)
+        assert repr(got) == repr(want)
+    assert parse_line(lines[1]) == {"big": 123456789012345678901234}
+    assert isinstance(parse_line(lines[1])["big"], int)

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import jinja2
+import numpy as np
 import orjson
 from markupsafe import Markup
 
@@ -255,10 +256,12 @@ def write_html(path: Path, text: str) -> Path:
 def histogram(values: Sequence[float], bins: int = 20) -> list[int]:
     """Counts of `values` in `bins` equal bins over [0, 1]; 1.0 falls in the last bin.
 
-    Values outside [0, 1] (a raw cosine below 0) are clipped into the end bins.
+    Value v falls in bin ``floor(v * bins)``; values outside [0, 1] (a raw cosine below 0) are
+    clipped into the end bins.
     """
-    counts = [0] * bins
-    for v in values:
-        i = math.floor(v * bins)
-        counts[min(max(i, 0), bins - 1)] += 1
+    if not len(values):
+        return [0] * bins
+    index = np.floor(np.asarray(values, dtype=float) * bins)
+    index = np.clip(index, 0, bins - 1).astype(np.int64)
+    counts: list[int] = np.bincount(index, minlength=bins).tolist()
     return counts

@@ -404,9 +404,7 @@ def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
         opts = HtmlOptions.from_config(options if options is not None
                                        else _report_config(run_dir))
     cases_path = run_dir / CASES_FILE
-    # Past the embedded cases the report uses only the figures: the fast parser reads them.
-    cases: Iterable[CaseResult] = (read_cases(cases_path, exact=opts.max_cases)
-                                   if cases_path.is_file() else ())
+    cases: Iterable[CaseResult] = read_cases(cases_path) if cases_path.is_file() else ()
     context = build_context(metrics, cases, opts, run_dir, tracking_link)
     return write_html(Path(output) if output else run_dir / REPORT_FILE,
                       render("report_run.html.j2", **context))
