@@ -253,6 +253,17 @@ def test_run_is_logged_with_metrics_params_artifacts_table_and_dataset(tmp_path:
         assert row["citation_labels"] == ", ".join(case["labels"]["citations"])
     assert json.loads(tags["mlflow.loggedArtifacts"]) == [
         {"path": "cases_table.json", "type": "table"}]
+    # MLflow's own reader takes it as a table (in a child process: it searches the runs of the
+    # global tracking URI).
+    code = ("import sys, mlflow; mlflow.set_tracking_uri(sys.argv[1]); "
+            "c = mlflow.MlflowClient(sys.argv[1]); "
+            "df = c.load_table(sys.argv[3], 'cases_table.json', run_ids=[sys.argv[2]]); "
+            "print(list(df['id']), list(df['n_citations']))")
+    proc = subprocess.run([sys.executable, "-c", code, uri, run.info.run_id,
+                           run.info.experiment_id],
+                          capture_output=True, text=True, timeout=120)
+    # The seed examples cite 1, 1 and 3 passages.
+    assert proc.stdout.strip() == "['seed-1', 'seed-2', 'seed-3'] [1, 1, 3]", proc.stderr[-2000:]
 
     # No secret anywhere: params, tags, run names, the store and the artifact files.
     for secret in (CLI_SECRET, ENV_SECRET):
