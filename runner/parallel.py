@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from runner._gc import gc_paused
 from runner.cache import CacheStats
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher
@@ -64,10 +65,13 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
     agg: Aggregator = _JOB["aggregator"].empty()
     stats = CacheStats()
     matcher = CachedMatcher(_JOB["matcher"], None, stats)  # counts the similarities computed
-    for result in score_stream(zip(cases[start:end], responses[start:end]), matcher,
-                               _JOB["options"], batch_size=end - start):
-        lines.append(json_line(result.to_dict()))
-        agg.add(result)
+    # A worker runs a local matcher and makes no reference cycles: the collector stays off for
+    # the whole chunk (with it on, its collections cost a quarter of the scoring time).
+    with gc_paused():
+        for result in score_stream(zip(cases[start:end], responses[start:end]), matcher,
+                                   _JOB["options"], batch_size=end - start):
+            lines.append(json_line(result.to_dict()))
+            agg.add(result)
     return b"".join(lines), agg, stats.computed.get("similarities", 0)
 
 
