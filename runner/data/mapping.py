@@ -50,6 +50,11 @@ class FieldMapping:
                                 f"invalid JMESPath expression {expr!r}: {exc}") from None
         object.__setattr__(self, "_compiled", compiled)
 
+    @property
+    def is_identity(self) -> bool:
+        """True when no expression is set: records pass through unchanged."""
+        return not self._compiled  # type: ignore[attr-defined]
+
     def apply(self, record: Any, path: str, where: str) -> dict[str, Any]:
         """Map one raw record to the canonical shape.
 

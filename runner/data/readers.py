@@ -76,17 +76,30 @@ def iter_records(path: str | Path, format: str | None = None, *,
         yield from _iter_document(p, fmt, whole_object)
 
 
-def _iter_jsonl(path: Path) -> Iterator[Record]:
+def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line of a JSONL file."""
     with path.open("r", encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(str(path), f"line {lineno}", None,
-                                f"malformed JSON ({exc.msg} at column {exc.colno})") from None
-            yield f"line {lineno}", record
+            if line.strip():
+                yield lineno, line
+
+
+def parse_jsonl_line(path: Path, lineno: int, line: str) -> Any:
+    """One JSONL line as JSON data.
+
+    Raises:
+        DataError: The line is not valid JSON (the message names the line and column).
+    """
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), f"line {lineno}", None,
+                        f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def _iter_jsonl(path: Path) -> Iterator[Record]:
+    for lineno, line in iter_jsonl_lines(path):
+        yield f"line {lineno}", parse_jsonl_line(path, lineno, line)
 
 
 def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:

@@ -490,3 +490,37 @@ def test_knowledge_base_mapping_wrong_shape(tmp_path: Path) -> None:
         load_knowledge_base(path, mapping={"source": "title", "text": "body"})
     assert message(exc) == (f"{path}, line 1, field 'mapping.source': expression 'title' yielded "
                             "list; expected a string")
+
+
+def test_jsonl_lines_straight_into_pydantic_equal_the_general_path(tmp_path: Path) -> None:
+    # Canonical JSONL lines are parsed and validated by pydantic in one step; lines it rejects
+    # (no id, top-level citations/answer) take the general path. Both give the cases that the
+    # general path (a JSON copy of the same records) gives.
+    records: list[dict[str, Any]] = [
+        {"id": "a", "query": "q", "references": [{"source": "S", "content": "x"}],
+         "metadata": {"big": 2**70, "f": 0.1, "nested": {"k": [1, None]}}},
+        {"query": "no id", "references": []},  # id from the record number: "2"
+        {"id": "c", "query": "q", "references": [], "answer": "top-level answer",
+         "citations": [{"source": "S", "content": "y"}]},
+        {"id": "d", "query": "caf\u00e9 \U0001F600", "references": [],
+         "response": {"answer": "x", "citations": [], "usage": {"prompt_tokens": 3}}},
+    ]
+    jsonl = tmp_path / "cases.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    as_json = tmp_path / "cases.json"
+    as_json.write_text(json.dumps(records), encoding="utf-8")
+    fast, general = load_cases(jsonl), load_cases(as_json)
+    assert fast == general
+    assert [c.id for c in fast] == ["a", "2", "c", "d"]
+    assert fast[0].metadata["big"] == 2**70 and isinstance(fast[0].metadata["big"], int)
+    assert fast[2].response is not None and fast[2].response.answer == "top-level answer"
+
+
+def test_jsonl_invalid_line_error_names_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"id": "a", "query": "q", "references": []}\n\n'
+                    '{"id": "b", "query": 5, "references": []}\n', encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        load_cases(path)
+    assert str(info.value) == (f"{path}, line 3, field 'query': Input should be a valid string "
+                               "(got 5)")
