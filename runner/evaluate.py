@@ -5,16 +5,17 @@ from __future__ import annotations
 import copy
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain, islice
+from itertools import islice
 from typing import Any
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.matchers.base import BaseMatcher, Matcher, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, Matcher
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.case import ScoringOptions, _pairs, _prepare, _score, score_case
+from runner.scoring.batch import score_batch
+from runner.scoring.case import ScoringOptions
 from runner.scoring.sources import DEFAULT_STEPS
 
 
@@ -74,25 +75,10 @@ def score_stream(
     Yields:
         One :class:`CaseResult` per input, in input order.
     """
-    norm, same_source = options.normalizer, options.require_same_source
     for batch in _batches(items, batch_size):
-        # Our own allocation-heavy loops run with the garbage collector paused (runner._gc);
-        # the matcher call (maybe an API client) and the consumer of the results do not.
-        # Each case's fields are read once, for its pairs and for its scoring (as case_pairs
-        # and score_case do).
-        with gc_paused():
-            prepared = [None if response is None or response.error is not None
-                        else _prepare(case, response, norm) for case, response in batch]
-            pairs: Sequence[TextPair] = list(dict.fromkeys(chain.from_iterable(
-                _pairs(prep, same_source) for prep in prepared if prep is not None)))
-        sims: Mapping[TextPair, Similarity] = (
-            dict(zip(pairs, matcher.similarities(pairs))) if pairs else {})
-        with gc_paused():
-            results = [score_case(case, response, sims, options) if prep is None
-                       else _score(case, response, prep, sims, options)
-                       for (case, response), prep in zip(batch, prepared)]
-        del prepared, pairs, sims
+        results = score_batch(batch, matcher, options)
         yield from results
+        del results
         if on_batch is not None:
             on_batch(len(batch))
 

@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,21 @@ class CachedMatcher:
     def identity(self) -> dict[str, Any]:
         """The wrapped matcher's identity."""
         return self.inner.identity()
+
+    @property
+    def similarity_array(self) -> Callable[[Sequence[str], Any, Any], Any] | None:
+        """The wrapped matcher's ``similarity_array`` (text ids in, array out) when it is not
+        cached, else None (the batch scorer then calls :meth:`similarities`)."""
+        fast = getattr(self.inner, "similarity_array", None)
+        if not callable(fast) or (self.cache is not None
+                                  and getattr(self.inner, "cacheable", True)):
+            return None
+
+        def call(texts: Sequence[str], a: Any, b: Any) -> Any:
+            self.stats.add("similarities", 0, len(a))
+            return fast(texts, a, b)
+
+        return call
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Cached similarities; only missing pairs reach the wrapped matcher.

@@ -131,16 +131,38 @@ class NgramMatcher(BaseMatcher):
                 out.extend(self._chunk(chunk))
         return out
 
+    def similarity_array(self, texts: Sequence[str], a: np.ndarray,
+                         b: np.ndarray) -> np.ndarray:
+        """Similarities of the pairs (texts[a[p]], texts[b[p]]), as an array.
+
+        The same values as :meth:`similarities`, for callers that already hold their texts as
+        ids (the batch scorer): no string pair is built and no text is looked up again.
+        """
+        out = np.empty(len(a), dtype=np.float64)
+        with gc_paused():
+            for start in range(0, len(a), CHUNK_PAIRS):
+                ca, cb = a[start:start + CHUNK_PAIRS], b[start:start + CHUNK_PAIRS]
+                used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
+                local = local.reshape(-1)
+                chunk_texts = [texts[i] for i in used.tolist()]
+                out[start:start + len(ca)] = self._chunk_ids(chunk_texts, local[:len(ca)],
+                                                             local[len(ca):])
+        return out
+
     def _chunk(self, pairs: list[TextPair]) -> list[float]:
-        n = self.n
         texts = list(dict.fromkeys(chain.from_iterable(pairs)))
         index = dict(zip(texts, range(len(texts))))
         refs, cits = zip(*pairs)
         a = np.fromiter(map(index.__getitem__, refs), dtype=np.int64, count=len(pairs))
         b = np.fromiter(map(index.__getitem__, cits), dtype=np.int64, count=len(pairs))
+        return self._chunk_ids(texts, a, b).tolist()
+
+    def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Similarities of the pairs (texts[a[p]], texts[b[p]]) of one chunk."""
+        n = self.n
         table = _gram_table(texts, n)
         total = table.total
-        sims = np.zeros(len(pairs))
+        sims = np.zeros(len(a))
         # Pairs where both sides have an n-gram: step 4 of the module docstring.
         ok = np.flatnonzero((total[a] > 0) & (total[b] > 0))
         if len(ok):
@@ -165,14 +187,13 @@ class NgramMatcher(BaseMatcher):
                               np.minimum(table.counts[at], table.counts[pos]), 0)
             inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
             sims[ok] = inter / np.minimum(total[a_ok], total[b_ok])
-        out: list[float] = sims.tolist()
         # The rest: a side shorter than n tokens (or without any), by the plain path.
         short = np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist()
         if short:
             longest: dict[str, int] = {}
             plain: dict[tuple[str, int], tuple[int, Counter[tuple[str, ...]]]] = {}
             for i in short:
-                ref, cit = pairs[i]
+                ref, cit = texts[a[i]], texts[b[i]]
                 for t in (ref, cit):
                     if t not in longest:
                         longest[t] = _longest(t)
@@ -183,5 +204,5 @@ class NgramMatcher(BaseMatcher):
                     if (t, k) not in plain:
                         plain[(t, k)] = _plain(t, k)
                 (ta, ga), (tb, gb) = plain[(ref, k)], plain[(cit, k)]
-                out[i] = sum((ga & gb).values()) / min(ta, tb)
-        return out
+                sims[i] = sum((ga & gb).values()) / min(ta, tb)
+        return sims

@@ -657,7 +657,18 @@ def _log_dataset(client: Any, run_id: str, dataset: dict[str, Any]) -> None:
     tags = [InputTag("mlflow.data.context", "evaluation"), InputTag("ragcite.path", path)]
     if dataset.get("n_cases") is not None:
         tags.append(InputTag("ragcite.n_cases", str(dataset["n_cases"])))
-    client.log_inputs(run_id, datasets=[DatasetInput(meta._to_mlflow_entity(), tags)])
+    inputs = [DatasetInput(meta._to_mlflow_entity(), tags)]
+    for attempt in range(3):
+        try:
+            client.log_inputs(run_id, datasets=inputs)
+            return
+        except Exception as exc:
+            # Jobs of a parallel sweep (Ray, Submitit) log the same dataset at the same moment:
+            # the store creates its dataset row once, and the job that loses the race gets a
+            # UNIQUE-constraint error. Again, the store finds the row and links it.
+            if attempt == 2 or "UNIQUE constraint" not in str(exc):
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 # --- a sweep -----------------------------------------------------------------------------------

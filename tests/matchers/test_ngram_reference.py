@@ -248,3 +248,24 @@ def test_token_ids_on_synthetic_texts_and_the_collision_fallback(
     monkeypatch.setattr(text_module, "_exact_ids", lambda *args: (None, 0))
     _check_token_ids(texts)
     assert NgramMatcher().similarities(pairs) == want
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 15])
+def test_similarity_array_equals_similarities(chunk: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The id-based entry point of the batch scorer gives the same values, also when the pairs
+    # span several chunks (each with its own texts) and include short sides.
+    import numpy as np
+
+    from runner.matchers import ngram
+
+    monkeypatch.setattr(ngram, "CHUNK_PAIRS", chunk)
+    pairs = _synthetic_pairs(20, seed=3) + [("a b", "a"), ("…", "x y z"), ("a b c", "a b c")]
+    texts = list(dict.fromkeys(t for p in pairs for t in p))
+    index = {t: i for i, t in enumerate(texts)}
+    a = np.array([index[r] for r, _ in pairs])
+    b = np.array([index[c] for _, c in pairs])
+    m = NgramMatcher(n=2)
+    got = m.similarity_array(texts, a, b)
+    assert got.tolist() == m.similarities(pairs) == [reference_similarity(r, c, 2)
+                                                     for r, c in pairs]

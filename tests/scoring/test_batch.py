@@ -1,0 +1,93 @@
+"""The batch scorer (runner.scoring.batch) equals scoring each case on its own (score_case)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runner.data.models import Case
+from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
+from runner.scoring.batch import score_batch
+from runner.scoring.case import ScoringOptions, case_pairs, score_case
+from tests.helpers import TableMatcher, case, failing
+
+# Few distinct texts and sources, so that cases share pairs, repeat citations, leave passages
+# blank and differ in source spelling only (normalisation).
+TEXTS = st.sampled_from(["the cat sat on the mat", "a dog barked at the moon", "", "  ",
+                         "the cat sat", "moon … mat", "Café au lait, s'il vous plaît"])
+SOURCES = st.sampled_from(["A.pdf", "a.pdf ", "B.pdf", "C", "b.PDF"])
+PASSAGES = st.lists(st.tuples(SOURCES, TEXTS), max_size=4)
+
+
+@st.composite
+def cases(draw: Any, index: int) -> Case:
+    expected = draw(st.one_of(st.none(), st.lists(SOURCES, max_size=3)))
+    cits = draw(st.one_of(PASSAGES, st.none()))
+    error = draw(st.sampled_from([None, None, None, "timeout"])) if cits is not None else None
+    return case(draw(PASSAGES), cits, id=f"c{index}", expected=expected, error=error)
+
+
+@st.composite
+def batches(draw: Any) -> list[Case]:
+    n = draw(st.integers(0, 6))
+    return [draw(cases(i)) for i in range(n)]
+
+
+def one_by_one(batch: list[Case], matcher: Matcher, options: ScoringOptions) -> list[Any]:
+    out = []
+    for c in batch:
+        pairs = case_pairs(c, c.response, options)
+        sims = dict(zip(pairs, matcher.similarities(pairs))) if pairs else {}
+        out.append(score_case(c, c.response, sims, options))
+    return out
+
+
+def assert_same(batch: list[Case], matcher: Matcher, options: ScoringOptions) -> None:
+    together = score_batch([(c, c.response) for c in batch], matcher, options)
+    alone = one_by_one(batch, matcher, options)
+    assert [r.to_dict() for r in together] == [r.to_dict() for r in alone]
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch=batches(), same_source=st.booleans(), threshold=st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+       zero_division=st.sampled_from(["auto", "nan", "zero", "one"]))
+def test_batch_equals_one_by_one_ngram(batch: list[Case], same_source: bool, threshold: float,
+                                       zero_division: str) -> None:
+    options = ScoringOptions(threshold=threshold, zero_division=zero_division,
+                             require_same_source=same_source)
+    assert_same(batch, NgramMatcher(n=2), options)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=batches(), same_source=st.booleans())
+def test_batch_equals_one_by_one_substring(batch: list[Case], same_source: bool) -> None:
+    assert_same(batch, SubstringMatcher(), ScoringOptions(threshold=0.5,
+                                                          require_same_source=same_source))
+
+
+def test_a_failed_pair_makes_only_its_cases_errors_naming_the_first_failed_pair() -> None:
+    ok = case([("A", "x"), ("A", "y")], [("A", "x"), ("B", "z")], id="ok")
+    bad = case([("A", "x"), ("A", "w")], [("A", "x"), ("A", "w")], id="bad")
+    # (w, w) fails; in row-major order of "bad" it is reference 1 / citation 1.
+    matcher = TableMatcher(table={("x", "x"): 1.0, ("w", "w"): failing("quota exceeded"),
+                                  ("w", "x"): 0.0, ("x", "w"): 0.0})
+    options = ScoringOptions()
+    together = score_batch([(ok, ok.response), (bad, bad.response)], matcher, options)
+    # One call for the batch, each distinct pair once: (x,x) (x,z) (y,x) (y,z) of "ok" and
+    # (x,w) (w,x) (w,w) of "bad" ((x,x) again is not asked twice).
+    assert len(matcher.calls) == 1 and sorted(matcher.calls[0]) == sorted([
+        ("x", "x"), ("x", "z"), ("y", "x"), ("y", "z"), ("x", "w"), ("w", "x"), ("w", "w")])
+    assert [r.error for r in together] == [
+        None, "matcher failed on reference 1 / citation 1: quota exceeded"]
+    assert together[0].metrics["context_recall"] == 0.5  # x matched, y not
+    assert_same([ok, bad], matcher, options)
+
+
+def test_no_case_and_only_error_cases() -> None:
+    assert score_batch([], NgramMatcher(), ScoringOptions()) == []
+    c1 = case([("A", "x")], None, id="1")
+    c2 = case([("A", "x")], [("A", "x")], id="2", error="boom")
+    out = score_batch([(c1, None), (c2, c2.response)], NgramMatcher(), ScoringOptions())
+    assert [r.error for r in out] == ["no response for this case", "boom"]
