@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -104,24 +105,30 @@ class _Flat:
         """Flatten the cases that have a response without error (pydantic attribute access is
         slow: the models' ``__dict__`` is read directly)."""
         f = cls()
+        rows, items, cfs, rfs = f.rows, f.items, f.case_fields, f.resp_fields
+        ref_src, ref_text, cit_src, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
+        exp_src, n_ref, n_cit, n_exp = f.exp_src, f.n_ref, f.n_cit, f.n_exp
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
             cd, rd = case.__dict__, response.__dict__
-            f.rows.append(pos)
-            f.items.append((case, response))
-            f.case_fields.append(cd)
-            f.resp_fields.append(rd)
+            rows.append(pos)
+            items.append((case, response))
+            cfs.append(cd)
+            rfs.append(rd)
             refs = [r.__dict__ for r in cd["references"]]
             cits = [c.__dict__ for c in rd["citations"]]
-            f.ref_src += [d["source"] for d in refs]
-            f.ref_text += [d["content"] for d in refs]
-            f.cit_src += [d["source"] for d in cits]
-            f.cit_text += [d["content"] for d in cits]
-            f.exp_src += cd["expected_sources"]
-            f.n_ref.append(len(refs))
-            f.n_cit.append(len(cits))
-            f.n_exp.append(len(cd["expected_sources"]))
+            for d in refs:
+                ref_src.append(d["source"])
+                ref_text.append(d["content"])
+            for d in cits:
+                cit_src.append(d["source"])
+                cit_text.append(d["content"])
+            exp = cd["expected_sources"]
+            exp_src.extend(exp)
+            n_ref.append(len(refs))
+            n_cit.append(len(cits))
+            n_exp.append(len(exp))
         return f
 
 
@@ -269,54 +276,51 @@ def _records(items: list[tuple[Case, Response]], case_fields: list[dict[str, Any
              matched_list: list[bool], cit_labels: list[str], ref_labels: list[str],
              failed_cases: set[int], failed_msg: dict[int, str], norm: Callable[[str], str],
              zero_division: str, bands: Any) -> list[CaseResult]:
-    """The per-case records of a batch, from lists converted once (the only per-case loop)."""
+    """The per-case records of a batch, from lists converted once (the only per-case loop).
+
+    Everything that is per reference or per citation (its dict, its similarity row) is built
+    for the whole batch in one comprehension and sliced per case.
+    """
     band_items = tuple(bands.items())
+    ref_dicts = [{"source": s, "content": t} for s, t in zip(ref_src_raw, ref_text)]
+    cit_dicts = [{"source": s, "content": t} for s, t in zip(cit_src_raw, cit_text)]
+    # Row i of a case = its reference i's slots; a reference's slots follow each other.
+    row_len = [nc for nr, nc in zip(n_ref_l, n_cit_l) for _ in range(nr)]
+    row_end = list(accumulate(row_len))
+    sim_rows = [sim_list[e - n:e] for n, e in zip(row_len, row_end)]
+    matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
+    new = ExplainedLater.from_fields
     out: list[CaseResult] = []
+    figures_cache = _FIGURES
     r0 = c0 = s0 = 0
     for k, (cd, rd, counts_t) in enumerate(zip(case_fields, resp_fields, counts_rows)):
         nr, nc = counts_t[0], counts_t[2]
-        r1, c1, s1 = r0 + nr, c0 + nc, s0 + nr * nc
+        r1, c1 = r0 + nr, c0 + nc
         if k in failed_cases:
-            out.append(_pair_error_case(items[k], failed_msg, s0, s1, nc))
-            r0, c0, s0 = r1, c1, s1
-            continue
-        key = (*counts_t, zero_division, *band_items)
-        figures = _FIGURES.get(key)
-        if figures is None:
-            figures = _figures(counts_t, zero_division, bands)
-            if len(_FIGURES) > 50_000:
-                _FIGURES.clear()
-            _FIGURES[key] = figures
-        ref_s, ref_t = ref_src_raw[r0:r1], ref_text[r0:r1]
-        cit_s, cit_t = cit_src_raw[c0:c1], cit_text[c0:c1]
-        result = ExplainedLater(
-            id=cd["id"], query=cd["query"],
-            references=[{"source": s, "content": t} for s, t in zip(ref_s, ref_t)],
-            expected_sources=list(cd["expected_sources"]),
-            response={
-                "answer": rd["answer"],
-                "citations": [{"source": s, "content": t} for s, t in zip(cit_s, cit_t)],
-                "usage": rd["usage"], "latency_s": rd["latency_s"], "error": rd["error"],
-            },
-            metadata=dict(cd["metadata"]),
-            similarity=_rows(sim_list, s0, s1, nc, nr),
-            matched=_rows(matched_list, s0, s1, nc, nr),
-            citation_labels=cit_labels[c0:c1], reference_labels=ref_labels[r0:r1],
-            metrics=dict(figures[0]),
-            counts=dict(zip(_COUNT_NAMES, counts_t)),
-            bands=dict(figures[1]),
-        )
-        result.normalizer = norm
-        out.append(result)
-        r0, c0, s0 = r1, c1, s1
+            out.append(_pair_error_case(items[k], failed_msg, s0, s0 + nr * nc, nc))
+        else:
+            key = (*counts_t, zero_division, *band_items)
+            figures = figures_cache.get(key)
+            if figures is None:
+                figures = _figures(counts_t, zero_division, bands)
+                if len(figures_cache) > 50_000:
+                    figures_cache.clear()
+                figures_cache[key] = figures
+            out.append(new({
+                "id": cd["id"], "query": cd["query"],
+                "references": ref_dicts[r0:r1],
+                "expected_sources": list(cd["expected_sources"]),
+                "response": {"answer": rd["answer"], "citations": cit_dicts[c0:c1],
+                             "usage": rd["usage"], "latency_s": rd["latency_s"],
+                             "error": rd["error"]},
+                "metadata": dict(cd["metadata"]),
+                "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
+                "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
+                "metrics": dict(figures[0]), "counts": dict(zip(_COUNT_NAMES, counts_t)),
+                "bands": dict(figures[1]), "error": None,
+            }, norm))
+        r0, c0, s0 = r1, c1, s0 + nr * nc
     return out
-
-
-def _rows(flat: list[Any], s0: int, s1: int, nc: int, nr: int) -> list[list[Any]]:
-    """A case's slots flat[s0:s1] as nr rows of nc."""
-    if not nc:
-        return [[] for _ in range(nr)]
-    return [flat[p:p + nc] for p in range(s0, s1, nc)]
 
 
 _COUNT_NAMES = ("references", "references_matched", "citations", "citations_matched",

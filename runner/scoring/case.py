@@ -229,6 +229,17 @@ class ExplainedLater(CaseResult):
 
     normalizer: Callable[[str], str]
 
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any],
+                    normalizer: Callable[[str], str]) -> ExplainedLater:
+        """A scored case from a dict holding every field but ``explanations``, without the
+        dataclass ``__init__`` (the batch scorer's hot path: one dict per case, no copies)."""
+        case = cls.__new__(cls)
+        fields["_explanations"] = None
+        fields["normalizer"] = normalizer
+        case.__dict__ = fields
+        return case
+
     @property
     def explanations(self) -> dict[str, str]:
         """The six explanations (built on first read)."""
