@@ -260,7 +260,7 @@ def test_similarity_array_equals_similarities(chunk: int,
     from runner.matchers import ngram
 
     monkeypatch.setattr(ngram, "CHUNK_PAIRS", chunk)
-    pairs = _synthetic_pairs(20, seed=3) + [("a b", "a"), ("…", "x y z"), ("a b c", "a b c")]
+    pairs = [*_synthetic_pairs(20, seed=3), ("a b", "a"), ("…", "x y z"), ("a b c", "a b c")]
     texts = list(dict.fromkeys(t for p in pairs for t in p))
     index = {t: i for i, t in enumerate(texts)}
     a = np.array([index[r] for r, _ in pairs])
