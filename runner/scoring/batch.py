@@ -50,12 +50,15 @@ def _ids(values: list[str], index: dict[str, int]) -> np.ndarray:
 def _source_ids(values: list[str], norm: Callable[[str], str], raw: dict[str, int],
                 index: dict[str, int]) -> np.ndarray:
     """Ids of the normalised sources of `values`; `raw` memoises raw name → id."""
-    out = []
-    for v in values:
-        i = raw.get(v)
-        if i is None:
-            i = raw[v] = index.setdefault(norm(v), len(index))
-        out.append(i)
+    get = raw.get
+    out = [get(v, -1) for v in values]
+    if -1 in out:  # names not seen before: normalise each once
+        for p, v in enumerate(values):
+            if out[p] == -1:
+                i = raw.get(v)
+                if i is None:
+                    i = raw[v] = index.setdefault(norm(v), len(index))
+                out[p] = i
     return np.array(out, dtype=np.int64)
 
 
