@@ -366,9 +366,24 @@ class Suite:
                        peak_rss_mb=run.peak_rss_mb, target="(not a target)")
 
     def single_run(self, n: int, label: str) -> dict[str, Any]:
-        """One end-to-end ``ragcite`` run on the `n`-case file; returns its figures."""
+        """The fastest of ``--repeat`` end-to-end ``ragcite`` runs on the `n`-case file.
+
+        Each run has its own folder and empty cache; ``wall_s_all`` lists every run's time.
+        """
+        best: dict[str, Any] | None = None
+        walls = []
+        for attempt in range(max(1, self.args.repeat)):
+            rec = self._one_run(n, f"{label}-n{n}" + (f"-r{attempt + 1}" if attempt else ""),
+                                label)
+            walls.append(rec["wall_s"])
+            if best is None or rec["wall_s"] < best["wall_s"]:
+                best = rec
+        assert best is not None
+        best["wall_s_all"] = walls
+        return best
+
+    def _one_run(self, n: int, name: str, label: str) -> dict[str, Any]:
         path = bench_scoring.data_file(n, self.args.seed)
-        name = f"{label}-n{n}"
         root = self._root(name)
         run_dir = root / "runs" / name
         args = [*self._common(path, root, f"cache-{name}"),
@@ -450,13 +465,20 @@ class Suite:
             single = self.single_run(n, "single")
             source = "single"
         path = bench_scoring.data_file(n, self.args.seed)
-        name = f"multirun-n{n}"
-        root = self._root(name)
-        sweep_dir = root / "sweeps" / name
-        args = ["-m", "sweep=thresholds", *self._common(path, root, f"cache-{name}"),
-                f"hydra.sweep.dir={_quote(sweep_dir)}"]
-        _log(f"ragcite -m sweep=thresholds: {n:,} cases ...")
-        run = run_ragcite(args, self.work, name, self.args.timeout)
+        run = None
+        walls = []
+        for attempt in range(max(1, self.args.repeat)):  # the fastest of --repeat sweeps
+            name = f"multirun-n{n}" + (f"-r{attempt + 1}" if attempt else "")
+            root = self._root(name)
+            this_dir = root / "sweeps" / name
+            args = ["-m", "sweep=thresholds", *self._common(path, root, f"cache-{name}"),
+                    f"hydra.sweep.dir={_quote(this_dir)}"]
+            _log(f"ragcite -m sweep=thresholds: {n:,} cases ...")
+            this = run_ragcite(args, self.work, name, self.args.timeout)
+            walls.append(round(this.wall_s, 3))
+            if run is None or this.wall_s < run.wall_s:
+                run, sweep_dir = this, this_dir
+        assert run is not None
         summary = _read_json(sweep_dir / "sweep.json")
         jobs = []
         for job in summary["jobs"]:
@@ -473,7 +495,8 @@ class Suite:
             "thresholds": [j["threshold"] for j in jobs],
             "single_s": single["wall_s"], "single_source": source,
             "single_peak_rss_mb": single["peak_rss_mb"],
-            "multirun_s": round(run.wall_s, 3), "multirun_peak_rss_mb": round(run.peak_rss_mb, 1),
+            "multirun_s": round(run.wall_s, 3), "multirun_s_all": walls,
+            "multirun_peak_rss_mb": round(run.peak_rss_mb, 1),
             "ratio": round(ratio, 3), "max_ratio": MULTIRUN_MAX_RATIO,
             "passed": ratio < MULTIRUN_MAX_RATIO and not summary["failed"],
             "sweep_dir": str(sweep_dir), "jobs": jobs}
@@ -512,7 +535,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="put ragcite's outputs here and keep them (default: a temporary "
                              "folder, removed)")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="matchers part: best of this many child processes (default: 1)")
+                        help="best of this many: e2e runs, multirun sweeps and matcher child "
+                             "processes (default: 1)")
     parser.add_argument("--fresh-store", action="store_true",
                         help="a new MLflow store for every run (default: one warm store)")
     parser.add_argument("--timeout", type=float, default=3600.0,

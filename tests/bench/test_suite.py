@@ -31,11 +31,12 @@ def _stage_labels() -> dict[str, str]:
 STAGES = _stage_labels()
 
 E2E_KEYS = {"n_cases", "wall_s", "peak_rss_mb", "cases_per_s", "stages_s", "context_f1",
-            "run_dir", "target", "passed", "score_target"}
+            "run_dir", "target", "passed", "score_target", "wall_s_all"}
 MATCHER_KEYS = {"stage", "matcher", "n_cases", "seconds", "cases_per_s", "pairs", "pairs_per_s",
                 "rss_before_mb", "peak_rss_mb", "target", "passed"}
 MULTIRUN_KEYS = {"n_cases", "n_jobs", "failed", "thresholds", "single_s", "single_source",
-                 "single_peak_rss_mb", "multirun_s", "multirun_peak_rss_mb", "ratio",
+                 "single_peak_rss_mb", "multirun_s", "multirun_s_all", "multirun_peak_rss_mb",
+                 "ratio",
                  "max_ratio", "passed", "sweep_dir", "jobs"}
 
 
@@ -97,6 +98,7 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
     assert e2e["n_cases"] == N
     assert e2e["passed"] is None and e2e["target"]["applies"] is False
     assert e2e["score_target"] == {"max_score_s": 5.0, "applies": False, "passed": None}
+    assert e2e["wall_s_all"] == [e2e["wall_s"]]  # --repeat 1: one run
     assert list(e2e["stages_s"]) == list(STAGES)
     assert abs(sum(e2e["stages_s"].values()) - e2e["wall_s"]) < 0.01
     assert all(v >= -0.01 for v in e2e["stages_s"].values())
