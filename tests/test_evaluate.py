@@ -221,3 +221,14 @@ def test_public_api() -> None:
 def test_docstring_example() -> None:
     failures, tests = doctest.testmod(evaluate_module, verbose=False)
     assert (failures, tests > 0) == (0, True)
+
+
+def test_a_run_result_pickles_and_keeps_its_explanations() -> None:
+    # Scored cases hold their source normaliser (for explanations written on first read); the
+    # whole result still pickles, and a copy writes the same sentences.
+    import pickle
+
+    result = runner.evaluate(runner.load_cases(SEED_FILE))
+    copy = pickle.loads(pickle.dumps(result))
+    assert [c.to_dict() for c in copy.cases] == [c.to_dict() for c in result.cases]
+    assert copy.cases[1].explanations == result.cases[1].explanations

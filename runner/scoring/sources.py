@@ -46,6 +46,10 @@ class SourceNormalizer:
         self._funcs = [STEPS[s] for s in steps]
         self._memo: dict[str, str] = {}
 
+    def __reduce__(self) -> tuple[type[SourceNormalizer], tuple[tuple[str, ...]]]:
+        # Pickled by its step names (the step functions include lambdas); the memo is rebuilt.
+        return (SourceNormalizer, (self.steps,))
+
     def __call__(self, source: str) -> str:
         out = self._memo.get(source)
         if out is None:
