@@ -14,7 +14,7 @@ from runner.matchers.base import BaseMatcher, Matcher
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.batch import score_batch
+from runner.scoring.batch import score_batch, score_batch_lazy
 from runner.scoring.case import ScoringOptions
 from runner.scoring.sources import DEFAULT_STEPS
 
@@ -140,5 +140,7 @@ def evaluate(
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave
     # behind are collected as usual once the collector resumes.
     with gc_paused():
-        agg.extend(score_stream(pairs, m, options, batch_size=batch_size))
+        for batch in _batches(pairs, batch_size):
+            # The sums go to the aggregator now; a case's record is built when it is read.
+            agg.add_batch(score_batch_lazy(batch, m, options))
         return agg.result()

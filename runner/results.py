@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,7 @@ class RunResult:
     counts: dict[str, int] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-    cases: list[CaseResult] = field(default_factory=list, repr=False)
+    cases: Sequence[CaseResult] = field(default_factory=list, repr=False)
 
     @property
     def error_rate(self) -> float:

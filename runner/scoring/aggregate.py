@@ -6,13 +6,19 @@ Cases that carry an error are counted in ``n_errors`` and excluded from every fi
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from runner.results import CaseResult, RunResult
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import METRIC_KEYS, f1, precision, recall
+
+if TYPE_CHECKING:
+    from runner.scoring.batch import BatchResults
 
 _COUNT_KEYS = ("references", "references_matched", "citations", "citations_matched",
                "expected_sources", "cited_sources", "sources_hit")
@@ -101,6 +107,49 @@ def bootstrap_ci(values: np.ndarray, resamples: int = 1000, confidence: float = 
     return out
 
 
+class CaseList(Sequence[CaseResult]):
+    """The cases of a run as one read-only sequence over its parts (lists and batches).
+
+    A batch builds its records when one of them is first read, so a run whose cases are never
+    looked at never pays for them. Equal to a list of the same cases.
+    """
+
+    def __init__(self, parts: Sequence[Sequence[CaseResult]] = ()) -> None:
+        self._parts = [p for p in parts if len(p)]
+        self._ends = list(accumulate(len(p) for p in self._parts))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    @overload
+    def __getitem__(self, index: int) -> CaseResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CaseResult]: ...
+
+    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        pos = range(len(self))[index]  # negative indexes; IndexError out of range
+        part = bisect_right(self._ends, pos)
+        start = self._ends[part - 1] if part else 0
+        return self._parts[part][pos - start]
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        for part in self._parts:
+            yield from part
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (CaseList, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CaseList({len(self)} cases)"
+
+
 class Aggregator:
     """Accumulates scored cases one at a time and produces the run-level :class:`RunResult`.
 
@@ -117,19 +166,27 @@ class Aggregator:
         self.confidence = confidence
         self.seed = seed
         self.keep_cases = keep_cases
-        self.rows: list[list[float]] = []
+        self.rows: list[Sequence[float]] = []
         self.counts = dict.fromkeys(_COUNT_KEYS, 0)
         self.labels = {f"citation_{k}": 0 for k in CITATION_LABELS}
         self.labels.update({f"reference_{k}": 0 for k in REFERENCE_LABELS})
         self.n_cases = 0
         self.n_errors = 0
-        self.cases: list[CaseResult] = []
+        # The kept cases, as runs of single cases (lists) and whole batches (BatchResults).
+        self._parts: list[Sequence[CaseResult]] = []
+
+    @property
+    def cases(self) -> CaseList:
+        """The kept cases, in the order they were added."""
+        return CaseList(self._parts)
 
     def add(self, case: CaseResult) -> None:
         """Count one case; an error case is counted but not scored."""
         self.n_cases += 1
         if self.keep_cases:
-            self.cases.append(case)
+            if not self._parts or not isinstance(self._parts[-1], list):
+                self._parts.append([])
+            self._parts[-1].append(case)  # type: ignore[attr-defined]
         if case.error is not None:
             self.n_errors += 1
             return
@@ -144,6 +201,18 @@ class Aggregator:
             labels[_CITATION_KEYS.get(lab) or f"citation_{lab}"] += 1
         for lab in case.reference_labels:
             labels[_REFERENCE_KEYS.get(lab) or f"reference_{lab}"] += 1
+
+    def add_batch(self, batch: BatchResults) -> None:
+        """Count a scored batch from its sums (the same as adding its cases one by one)."""
+        self.n_cases += len(batch)
+        self.n_errors += batch.n_errors
+        self.rows.extend(batch.rows)
+        for k, v in batch.counts.items():
+            self.counts[k] += v
+        for k, v in batch.labels.items():
+            self.labels[k] = self.labels.get(k, 0) + v
+        if self.keep_cases:
+            self._parts.append(batch)
 
     def empty(self) -> Aggregator:
         """A new aggregator with the same settings and no cases."""
@@ -160,7 +229,7 @@ class Aggregator:
         self.n_errors += other.n_errors
         self.rows.extend(other.rows)
         if self.keep_cases:
-            self.cases.extend(other.cases)
+            self._parts.extend(other._parts)
         for k, v in other.counts.items():
             self.counts[k] = self.counts.get(k, 0) + v
         for k, v in other.labels.items():
@@ -194,7 +263,7 @@ class Aggregator:
             counts=dict(self.counts),
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
-            cases=self.cases,
+            cases=self.cases if self.keep_cases else [],
         )
 
 

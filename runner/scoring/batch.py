@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError
 from runner.results import CaseResult
 from runner.scoring.bands import band
-from runner.scoring.case import _FIGURES, ExplainedLater, ScoringOptions, error_case
+from runner.scoring.case import ExplainedLater, ScoringOptions, error_case
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import context_metrics, source_metrics
 
@@ -149,32 +149,85 @@ def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
         One :class:`CaseResult` per input, in order; a case whose response failed, or whose
         needed pair failed (:class:`PairError`), is an error case.
     """
-    norm = options.normalizer
-    threshold = options.threshold
-    same_source = options.require_same_source
-    zero_division = options.zero_division
-    bands = options.bands
+    return list(score_batch_lazy(batch, matcher, options))
 
+
+def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
+                     options: ScoringOptions) -> BatchResults:
+    """:func:`score_batch`, with the records built only when first read.
+
+    The decisions, counts, labels and the run-level sums are computed at once
+    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
+    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
+    dicts of ``cases.jsonl``, a third of the scoring time and most of its memory — are built
+    for the whole batch when one of them is read.
+    """
     with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
         flat = _Flat.of(batch)
-    results: list[CaseResult | None] = [None] * len(batch)
-    if flat.rows:
-        scored = _score_flat(flat, matcher, norm, threshold, same_source, zero_division, bands)
-        for k, done in zip(flat.rows, scored):
-            results[k] = done
-    out: list[CaseResult] = []
-    for (case, response), result in zip(batch, results):
-        if result is not None:
-            out.append(result)
-        elif response is None:
-            out.append(error_case(case, None, "no response for this case"))
-        else:
-            out.append(error_case(case, response, str(response.error)))
-    return out
+    scored = (_score_flat(flat, matcher, options.normalizer, options.threshold,
+                          options.require_same_source, options.zero_division, options.bands)
+              if flat.rows else None)
+    where = [-1] * len(batch)
+    for k, pos in enumerate(flat.rows):
+        where[pos] = k
+    errors: dict[int, CaseResult] = {}
+    for pos, (case, response) in enumerate(batch):
+        if where[pos] < 0:
+            errors[pos] = (error_case(case, None, "no response for this case")
+                           if response is None else error_case(case, response,
+                                                               str(response.error)))
+    return BatchResults(where, errors, scored)
+
+
+class BatchResults(Sequence[CaseResult]):
+    """The results of one batch, in input order; records are built on first read.
+
+    Attributes:
+        n_errors: Cases that failed (no response, a failed response or a failed pair).
+        rows: Each scored case's six metric values (NaN where undefined), in case order.
+        counts: The scored cases' counts, summed.
+        labels: The scored cases' citation and reference labels, counted
+            (``citation_supported``, ...).
+    """
+
+    def __init__(self, where: list[int], errors: dict[int, CaseResult],
+                 scored: _Scored | None) -> None:
+        self._where = where
+        self._errors = errors
+        self._scored = scored
+        self._records: list[CaseResult] | None = None
+        n_failed = len(scored.failed) if scored is not None else 0
+        self.n_errors = len(errors) + n_failed
+        self.rows = scored.rows if scored is not None else []
+        self.counts = scored.counts if scored is not None else dict.fromkeys(_COUNT_NAMES, 0)
+        self.labels = scored.labels if scored is not None else {}
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    @overload
+    def __getitem__(self, index: int) -> CaseResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CaseResult]: ...
+
+    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        pos = range(len(self))[index]  # negative indexes; IndexError out of range
+        k = self._where[pos]
+        if k < 0:
+            return self._errors[pos]
+        if self._records is None:
+            assert self._scored is not None  # a scored position implies scored cases
+            with gc_paused():
+                self._records = self._scored.records()
+            self._scored = None  # the flat data are no longer needed
+        return self._records[k]
 
 
 def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshold: float,
-                same_source: bool, zero_division: str, bands: Any) -> list[CaseResult]:
+                same_source: bool, zero_division: str, bands: Any) -> _Scored:
     case_fields, resp_fields = f.case_fields, f.resp_fields
     ref_src_raw, ref_text, cit_src_raw, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
     exp_raw, n_ref_l, n_cit_l, n_exp_l = f.exp_src, f.n_ref, f.n_cit, f.n_exp
@@ -255,36 +308,103 @@ def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshol
     ref_label = np.where(ref_matched, _CITED, np.where(
         _member(ref_case * n_src + ref_sid, cited), _PASSAGE_MISSED, _SOURCE_MISSED))
 
-    # --- the records --------------------------------------------------------------------------
-    sim_list: list[Any] = sim.tolist()
-    for s in np.flatnonzero(~needs_sim).tolist():
-        sim_list[s] = None
-    matched_list: list[bool] = matched.tolist()
-    cit_labels = [CITATION_LABELS[i] for i in cit_label.tolist()]
-    ref_labels = [REFERENCE_LABELS[i] for i in ref_label.tolist()]
-    counts_rows = zip(n_ref_l, refs_matched.tolist(), n_cit_l, cits_matched.tolist(),
-                      n_expected.tolist(), n_cited.tolist(), n_hits.tolist())
     failed_cases = ({int(ref_case[slot_ref[s]]) for s in failed_msg} if failed_msg else set())
-    with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-        return _records(items, case_fields, resp_fields, ref_src_raw, ref_text, cit_src_raw,
-                        cit_text, n_ref_l, n_cit_l, counts_rows, sim_list, matched_list,
-                        cit_labels, ref_labels, failed_cases, failed_msg, norm, zero_division,
-                        bands)
+    return _Scored(items, case_fields, resp_fields, ref_src_raw, ref_text, cit_src_raw, cit_text,
+                   n_ref_l, n_cit_l,
+                   list(zip(n_ref_l, refs_matched.tolist(), n_cit_l, cits_matched.tolist(),
+                            n_expected.tolist(), n_cited.tolist(), n_hits.tolist())),
+                   sim, needs_sim, matched, cit_label, ref_label, ref_case, cit_case,
+                   failed_cases, failed_msg, norm, zero_division, bands)
 
 
-def _records(items: list[tuple[Case, Response]], case_fields: list[dict[str, Any]],
-             resp_fields: list[dict[str, Any]], ref_src_raw: list[str], ref_text: list[str],
+class _Scored:
+    """The decided cases of a batch: flat arrays, run-level sums, and the way to records."""
+
+    def __init__(self, items: list[tuple[Case, Response]], case_fields: list[dict[str, Any]],
+                 resp_fields: list[dict[str, Any]], ref_src: list[str], ref_text: list[str],
+                 cit_src: list[str], cit_text: list[str], n_ref: list[int], n_cit: list[int],
+                 counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
+                 matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
+                 ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
+                 failed_msg: dict[int, str], norm: Callable[[str], str], zero_division: str,
+                 bands: Any) -> None:
+        # The failed cases' error records now (they need the models); of the others only the
+        # field values are kept, so the models can be freed once scored.
+        self.failed: dict[int, CaseResult] = {}
+        slot_first = 0
+        for k, (nr, nc) in enumerate(zip(n_ref, n_cit)):
+            if k in failed:
+                self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
+                                                  slot_first + nr * nc, nc)
+            slot_first += nr * nc
+        self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
+                        rd["answer"], rd["usage"], rd["latency_s"])
+                       for cd, rd in zip(case_fields, resp_fields)]
+        self.ref_src, self.ref_text, self.cit_src, self.cit_text = (ref_src, ref_text, cit_src,
+                                                                    cit_text)
+        self.n_ref, self.n_cit, self.counts_rows = n_ref, n_cit, counts_rows
+        self.sim, self.needs_sim, self.matched = sim, needs_sim, matched
+        self.cit_label = cit_label.astype(np.int8)
+        self.ref_label = ref_label.astype(np.int8)
+        self.norm, self.zero_division, self.bands = norm, zero_division, bands
+        self.figures = [_figures_of(c, zero_division, bands) if k not in failed else None
+                        for k, c in enumerate(counts_rows)]
+        # Run-level sums over the cases that are not failed.
+        ok_case = np.ones(len(n_ref), dtype=bool)
+        if failed:
+            ok_case[list(failed)] = False
+        self.rows = [f[2] for f in self.figures if f is not None]
+        totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
+        self.counts = dict(zip(_COUNT_NAMES, totals[ok_case].sum(axis=0).tolist()))
+        cit_counts = np.bincount(self.cit_label[ok_case[cit_case]], minlength=3).tolist()
+        ref_counts = np.bincount(self.ref_label[ok_case[ref_case]], minlength=3).tolist()
+        self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
+                       **{f"reference_{k}": v for k, v in zip(REFERENCE_LABELS, ref_counts)}}
+
+    def records(self) -> list[CaseResult]:
+        """Every case's record (failed ones as their error records), in case order."""
+        sim_list: list[Any] = self.sim.tolist()
+        for s in np.flatnonzero(~self.needs_sim).tolist():
+            sim_list[s] = None
+        return _records(self.fields, self.ref_src, self.ref_text, self.cit_src, self.cit_text,
+                        self.n_ref, self.n_cit, self.counts_rows, self.figures, sim_list,
+                        self.matched.tolist(),
+                        [CITATION_LABELS[i] for i in self.cit_label.tolist()],
+                        [REFERENCE_LABELS[i] for i in self.ref_label.tolist()],
+                        self.failed, self.norm)
+
+
+_Figures = tuple[dict[str, float | None], dict[str, str | None], tuple[float, ...]]
+# Metrics depend only on a case's counts (SPEC 5), and few count patterns occur: computed once
+# per pattern (and options); each case's record gets its own copies of the dicts.
+_FIGURES_OF: dict[tuple[Any, ...], _Figures] = {}
+
+
+def _figures_of(counts: tuple[int, ...], zero_division: str, bands: Any) -> _Figures:
+    """(metrics, bands, metric row with NaN for undefined) of one count pattern, memoised."""
+    key = (*counts, zero_division, *bands.items())
+    figures = _FIGURES_OF.get(key)
+    if figures is None:
+        metrics, band_of = _figures(counts, zero_division, bands)
+        figures = (metrics, band_of,
+                   tuple(float("nan") if v is None else v for v in metrics.values()))
+        if len(_FIGURES_OF) > 50_000:
+            _FIGURES_OF.clear()
+        _FIGURES_OF[key] = figures
+    return figures
+
+
+def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: list[str],
              cit_src_raw: list[str], cit_text: list[str], n_ref_l: list[int],
-             n_cit_l: list[int], counts_rows: Any, sim_list: list[Any],
-             matched_list: list[bool], cit_labels: list[str], ref_labels: list[str],
-             failed_cases: set[int], failed_msg: dict[int, str], norm: Callable[[str], str],
-             zero_division: str, bands: Any) -> list[CaseResult]:
+             n_cit_l: list[int], counts_rows: list[tuple[int, ...]], figures: list[Any],
+             sim_list: list[Any], matched_list: list[bool], cit_labels: list[str],
+             ref_labels: list[str], failed: dict[int, CaseResult],
+             norm: Callable[[str], str]) -> list[CaseResult]:
     """The per-case records of a batch, from lists converted once (the only per-case loop).
 
     Everything that is per reference or per citation (its dict, its similarity row) is built
     for the whole batch in one comprehension and sliced per case.
     """
-    band_items = tuple(bands.items())
     ref_dicts = [{"source": s, "content": t} for s, t in zip(ref_src_raw, ref_text)]
     cit_dicts = [{"source": s, "content": t} for s, t in zip(cit_src_raw, cit_text)]
     # Row i of a case = its reference i's slots; a reference's slots follow each other.
@@ -294,35 +414,27 @@ def _records(items: list[tuple[Case, Response]], case_fields: list[dict[str, Any
     matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
     new = ExplainedLater.from_fields
     out: list[CaseResult] = []
-    figures_cache = _FIGURES
-    r0 = c0 = s0 = 0
-    for k, (cd, rd, counts_t) in enumerate(zip(case_fields, resp_fields, counts_rows)):
+    r0 = c0 = 0
+    for k, (f, counts_t, fig) in enumerate(zip(fields, counts_rows, figures)):
         nr, nc = counts_t[0], counts_t[2]
         r1, c1 = r0 + nr, c0 + nc
-        if k in failed_cases:
-            out.append(_pair_error_case(items[k], failed_msg, s0, s0 + nr * nc, nc))
+        if fig is None:
+            out.append(failed[k])
         else:
-            key = (*counts_t, zero_division, *band_items)
-            figures = figures_cache.get(key)
-            if figures is None:
-                figures = _figures(counts_t, zero_division, bands)
-                if len(figures_cache) > 50_000:
-                    figures_cache.clear()
-                figures_cache[key] = figures
+            case_id, query, expected, metadata, answer, usage, latency = f
             out.append(new({
-                "id": cd["id"], "query": cd["query"],
+                "id": case_id, "query": query,
                 "references": ref_dicts[r0:r1],
-                "expected_sources": list(cd["expected_sources"]),
-                "response": {"answer": rd["answer"], "citations": cit_dicts[c0:c1],
-                             "usage": rd["usage"], "latency_s": rd["latency_s"],
-                             "error": rd["error"]},
-                "metadata": dict(cd["metadata"]),
+                "expected_sources": list(expected),
+                "response": {"answer": answer, "citations": cit_dicts[c0:c1],
+                             "usage": usage, "latency_s": latency, "error": None},
+                "metadata": dict(metadata),
                 "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
                 "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
-                "metrics": dict(figures[0]), "counts": dict(zip(_COUNT_NAMES, counts_t)),
-                "bands": dict(figures[1]), "error": None,
+                "metrics": dict(fig[0]), "counts": dict(zip(_COUNT_NAMES, counts_t)),
+                "bands": dict(fig[1]), "error": None,
             }, norm))
-        r0, c0, s0 = r1, c1, s0 + nr * nc
+        r0, c0 = r1, c1
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,3 +92,53 @@ def test_no_case_and_only_error_cases() -> None:
     c2 = case([("A", "x")], [("A", "x")], id="2", error="boom")
     out = score_batch([(c1, None), (c2, c2.response)], NgramMatcher(), ScoringOptions())
     assert [r.error for r in out] == ["no response for this case", "boom"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=batches(), zero_division=st.sampled_from(["auto", "nan", "zero", "one"]))
+def test_batch_sums_aggregate_as_the_cases_one_by_one(batch: list[Case],
+                                                      zero_division: str) -> None:
+    from runner.scoring.aggregate import Aggregator
+    from runner.scoring.batch import score_batch_lazy
+
+    options = ScoringOptions(zero_division=zero_division)
+    items = [(c, c.response) for c in batch]
+    by_batch = Aggregator(zero_division, resamples=50, seed=1)
+    by_batch.add_batch(score_batch_lazy(items, NgramMatcher(n=2), options))
+    by_case = Aggregator(zero_division, resamples=50, seed=1)
+    by_case.extend(score_batch(items, NgramMatcher(n=2), options))
+    a, b = by_batch.result(), by_case.result()
+    assert (a.n_cases, a.n_scored, a.n_errors, a.counts, a.labels) == (
+        b.n_cases, b.n_scored, b.n_errors, b.counts, b.labels)
+    assert repr((a.metrics, a.ci, a.micro)) == repr((b.metrics, b.ci, b.micro))
+    assert list(a.cases) == list(b.cases)
+
+
+def test_records_are_built_on_first_read() -> None:
+    from runner.scoring.batch import score_batch_lazy
+
+    scored = case([("A", "the cat sat on the mat")], [("A", "the cat sat on the mat")], id="s")
+    failed = case([("A", "x")], [("A", "x")], id="f", error="timeout")
+    lazy = score_batch_lazy([(scored, scored.response), (failed, failed.response)],
+                            NgramMatcher(), ScoringOptions())
+    assert lazy._records is None  # sums only, so far
+    assert (len(lazy), lazy.n_errors, lazy.rows) == (2, 1, [(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)])
+    assert lazy.labels["citation_supported"] == 1 and lazy.counts["references_matched"] == 1
+    assert lazy[1].error == "timeout" and lazy._records is None  # an error needs no build
+    assert lazy[-2].id == "s" and lazy._records is not None
+    assert lazy[0] is lazy[0]  # built once
+    assert [c.id for c in lazy[::-1]] == ["f", "s"]
+
+
+def test_case_list_reads_across_parts_like_a_list() -> None:
+    from runner.scoring.aggregate import CaseList
+
+    cases = [score_case(c, c.response, {}, ScoringOptions()) for c in (
+        case([], [], id="a"), case([], [], id="b"), case([], [], id="c"))]
+    joined = CaseList([cases[:1], [], cases[1:]])
+    assert len(joined) == 3 and joined == cases and list(joined) == cases
+    assert [joined[i].id for i in (0, 1, 2, -1, -3)] == ["a", "b", "c", "c", "a"]
+    assert [c.id for c in joined[1:]] == ["b", "c"]
+    assert joined != cases[:2] and CaseList() == []
+    with pytest.raises(IndexError):
+        joined[3]
