@@ -33,7 +33,7 @@ from runner._gc import gc_paused
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
 from runner.matchers.text import token_ids, token_stretches
 
-CHUNK_PAIRS = 1 << 14
+CHUNK_PAIRS = 24_576
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
 
 _KEY_LIMIT = 1 << 62
