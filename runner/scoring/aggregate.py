@@ -9,19 +9,17 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from runner.results import CaseResult, RunResult
+from runner.results import CaseResult, CaseSequence, RunResult
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
-from runner.scoring.metrics import METRIC_KEYS, f1, precision, recall
+from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, f1, precision, recall
 
 if TYPE_CHECKING:
     from runner.scoring.batch import BatchResults
 
-_COUNT_KEYS = ("references", "references_matched", "citations", "citations_matched",
-               "expected_sources", "cited_sources", "sources_hit")
 _CITATION_KEYS = {k: f"citation_{k}" for k in CITATION_LABELS}
 _REFERENCE_KEYS = {k: f"reference_{k}" for k in REFERENCE_LABELS}
 
@@ -107,7 +105,7 @@ def bootstrap_ci(values: np.ndarray, resamples: int = 1000, confidence: float = 
     return out
 
 
-class CaseList(Sequence[CaseResult]):
+class CaseList(CaseSequence):
     """The cases of a run as one read-only sequence over its parts (lists and batches).
 
     A batch builds its records when one of them is first read, so a run whose cases are never
@@ -121,16 +119,7 @@ class CaseList(Sequence[CaseResult]):
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
 
-    @overload
-    def __getitem__(self, index: int) -> CaseResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[CaseResult]: ...
-
-    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        pos = range(len(self))[index]  # negative indexes; IndexError out of range
+    def _at(self, pos: int) -> CaseResult:
         part = bisect_right(self._ends, pos)
         start = self._ends[part - 1] if part else 0
         return self._parts[part][pos - start]
@@ -138,16 +127,6 @@ class CaseList(Sequence[CaseResult]):
     def __iter__(self) -> Iterator[CaseResult]:
         for part in self._parts:
             yield from part
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (CaseList, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"CaseList({len(self)} cases)"
 
 
 class Aggregator:
@@ -167,7 +146,7 @@ class Aggregator:
         self.seed = seed
         self.keep_cases = keep_cases
         self.rows: list[Sequence[float]] = []
-        self.counts = dict.fromkeys(_COUNT_KEYS, 0)
+        self.counts = dict.fromkeys(COUNT_KEYS, 0)
         self.labels = {f"citation_{k}": 0 for k in CITATION_LABELS}
         self.labels.update({f"reference_{k}": 0 for k in REFERENCE_LABELS})
         self.n_cases = 0
@@ -194,7 +173,7 @@ class Aggregator:
         metrics = case.metrics
         self.rows.append([nan if (v := metrics[k]) is None else v for k in METRIC_KEYS])
         totals, counts = self.counts, case.counts
-        for k in _COUNT_KEYS:
+        for k in COUNT_KEYS:
             totals[k] += counts[k]
         labels = self.labels
         for lab in case.citation_labels:

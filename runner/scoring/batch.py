@@ -23,18 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError
-from runner.results import CaseResult
-from runner.scoring.bands import band
-from runner.scoring.case import ExplainedLater, ScoringOptions, error_case
+from runner.results import CaseResult, CaseSequence
+from runner.scoring.case import ExplainedLater, ScoringOptions, error_case, figures_of
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
-from runner.scoring.metrics import context_metrics, source_metrics
+from runner.scoring.metrics import COUNT_KEYS
 
 _SUPPORTED, _WRONG_PASSAGE, _UNEXPECTED = range(3)  # indexes into CITATION_LABELS
 _CITED, _PASSAGE_MISSED, _SOURCE_MISSED = range(3)  # indexes into REFERENCE_LABELS
@@ -179,7 +178,7 @@ def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Mat
     return BatchResults(where, errors, scored)
 
 
-class BatchResults(Sequence[CaseResult]):
+class BatchResults(CaseSequence):
     """The results of one batch, in input order; records are built on first read.
 
     Attributes:
@@ -199,27 +198,19 @@ class BatchResults(Sequence[CaseResult]):
         n_failed = len(scored.failed) if scored is not None else 0
         self.n_errors = len(errors) + n_failed
         self.rows = scored.rows if scored is not None else []
-        self.counts = scored.counts if scored is not None else dict.fromkeys(_COUNT_NAMES, 0)
+        self.counts = scored.counts if scored is not None else dict.fromkeys(COUNT_KEYS, 0)
         self.labels = scored.labels if scored is not None else {}
 
     def __len__(self) -> int:
         return len(self._where)
 
-    @overload
-    def __getitem__(self, index: int) -> CaseResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[CaseResult]: ...
-
-    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        pos = range(len(self))[index]  # negative indexes; IndexError out of range
+    def _at(self, pos: int) -> CaseResult:
         k = self._where[pos]
         if k < 0:
             return self._errors[pos]
         if self._records is None:
-            assert self._scored is not None  # a scored position implies scored cases
+            if self._scored is None:  # a scored position implies scored cases
+                raise RuntimeError("BatchResults: scored position without scored cases")
             with gc_paused():
                 self._records = self._scored.records()
             self._scored = None  # the flat data are no longer needed
@@ -347,7 +338,7 @@ class _Scored:
         self.cit_label = cit_label.astype(np.int8)
         self.ref_label = ref_label.astype(np.int8)
         self.norm, self.zero_division, self.bands = norm, zero_division, bands
-        self.figures = [_figures_of(c, zero_division, bands) if k not in failed else None
+        self.figures = [figures_of(c, zero_division, bands) if k not in failed else None
                         for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
         ok_case = np.ones(len(n_ref), dtype=bool)
@@ -355,7 +346,7 @@ class _Scored:
             ok_case[list(failed)] = False
         self.rows = [f[2] for f in self.figures if f is not None]
         totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
-        self.counts = dict(zip(_COUNT_NAMES, totals[ok_case].sum(axis=0).tolist()))
+        self.counts = dict(zip(COUNT_KEYS, totals[ok_case].sum(axis=0).tolist()))
         cit_counts = np.bincount(self.cit_label[ok_case[cit_case]], minlength=3).tolist()
         ref_counts = np.bincount(self.ref_label[ok_case[ref_case]], minlength=3).tolist()
         self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
@@ -372,26 +363,6 @@ class _Scored:
                         [CITATION_LABELS[i] for i in self.cit_label.tolist()],
                         [REFERENCE_LABELS[i] for i in self.ref_label.tolist()],
                         self.failed, self.norm)
-
-
-_Figures = tuple[dict[str, float | None], dict[str, str | None], tuple[float, ...]]
-# Metrics depend only on a case's counts (SPEC 5), and few count patterns occur: computed once
-# per pattern (and options); each case's record gets its own copies of the dicts.
-_FIGURES_OF: dict[tuple[Any, ...], _Figures] = {}
-
-
-def _figures_of(counts: tuple[int, ...], zero_division: str, bands: Any) -> _Figures:
-    """(metrics, bands, metric row with NaN for undefined) of one count pattern, memoised."""
-    key = (*counts, zero_division, *bands.items())
-    figures = _FIGURES_OF.get(key)
-    if figures is None:
-        metrics, band_of = _figures(counts, zero_division, bands)
-        figures = (metrics, band_of,
-                   tuple(float("nan") if v is None else v for v in metrics.values()))
-        if len(_FIGURES_OF) > 50_000:
-            _FIGURES_OF.clear()
-        _FIGURES_OF[key] = figures
-    return figures
 
 
 def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: list[str],
@@ -431,15 +402,11 @@ def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: li
                 "metadata": dict(metadata),
                 "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
                 "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
-                "metrics": dict(fig[0]), "counts": dict(zip(_COUNT_NAMES, counts_t)),
+                "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, counts_t)),
                 "bands": dict(fig[1]), "error": None,
             }, norm))
         r0, c0 = r1, c1
     return out
-
-
-_COUNT_NAMES = ("references", "references_matched", "citations", "citations_matched",
-                "expected_sources", "cited_sources", "sources_hit")
 
 
 def _member(codes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
@@ -448,20 +415,6 @@ def _member(codes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(codes), dtype=bool)
     pos = np.minimum(np.searchsorted(sorted_set, codes), len(sorted_set) - 1)
     return np.asarray(sorted_set[pos] == codes)
-
-
-def _figures(counts: tuple[int, ...], zero_division: str,
-             bands: Any) -> tuple[dict[str, float | None], dict[str, str | None]]:
-    """Metrics and bands of one count pattern (SPEC 5), via the pure metric functions."""
-    refs, refs_matched, cits, cits_matched, n_exp, n_cited, n_hits = counts
-    ref_flags = [True] * refs_matched + [False] * (refs - refs_matched)
-    cit_flags = [True] * cits_matched + [False] * (cits - cits_matched)
-    # Source metrics depend on the set sizes only: stand-in sets of the right sizes.
-    expected = {f"e{i}" for i in range(n_exp - n_hits)} | {f"h{i}" for i in range(n_hits)}
-    cited = {f"c{i}" for i in range(n_cited - n_hits)} | {f"h{i}" for i in range(n_hits)}
-    metrics = {**context_metrics(ref_flags, cit_flags, zero_division),
-               **source_metrics(expected, cited, zero_division)}
-    return metrics, {k: band(v, bands) for k, v in metrics.items()}
 
 
 def _pair_error_case(item: tuple[Case, Response], failed_msg: dict[int, str], s0: int, s1: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +13,7 @@ from runner.results import CaseResult
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.explain import explain_case
 from runner.scoring.labels import citation_labels, reference_labels
-from runner.scoring.metrics import METRIC_KEYS, context_metrics, source_metrics
+from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, context_metrics, source_metrics
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
 
 
@@ -131,9 +132,37 @@ def score_case(case: Case, response: Response | None,
     return _score(case, response, _prepare(case, response, options.normalizer), sims, options)
 
 
-# Metrics and bands depend only on a case's counts (SPEC 5), and few count patterns occur:
-# computed once per pattern. Values are copied into each case's own dicts.
-_FIGURES: dict[tuple[Any, ...], tuple[dict[str, float | None], dict[str, str | None]]] = {}
+# (metrics, bands, the metric values as a row with NaN for undefined) of one count pattern.
+Figures = tuple[dict[str, float | None], dict[str, str | None], tuple[float, ...]]
+_FIGURES: dict[tuple[Any, ...], Figures] = {}
+
+
+def figures_of(counts: tuple[int, ...], zero_division: str,
+               bands: Mapping[str, float]) -> Figures:
+    """The metrics, bands and metric row of a case with these counts (SPEC 5), memoised.
+
+    The metrics depend only on a case's counts (in :data:`~runner.scoring.metrics.COUNT_KEYS`
+    order), and few count patterns occur, so each pattern is computed once with the pure metric
+    functions. Callers copy the dicts into each case's own.
+    """
+    key = (*counts, zero_division, *bands.items())
+    figures = _FIGURES.get(key)
+    if figures is None:
+        refs, refs_matched, cits, cits_matched, n_exp, n_cited, n_hits = counts
+        # Source metrics depend on the set sizes only: stand-in sets of the right sizes.
+        expected = {f"e{i}" for i in range(n_exp - n_hits)} | {f"h{i}" for i in range(n_hits)}
+        cited = {f"c{i}" for i in range(n_cited - n_hits)} | {f"h{i}" for i in range(n_hits)}
+        metrics = {
+            **context_metrics([True] * refs_matched + [False] * (refs - refs_matched),
+                              [True] * cits_matched + [False] * (cits - cits_matched),
+                              zero_division),
+            **source_metrics(expected, cited, zero_division)}
+        figures = (metrics, {k: band(v, bands) for k, v in metrics.items()},
+                   tuple(math.nan if v is None else v for v in metrics.values()))
+        if len(_FIGURES) > 50_000:
+            _FIGURES.clear()
+        _FIGURES[key] = figures
+    return figures
 
 
 def _score(case: Case, response: Response, prep: _Prepared,
@@ -180,23 +209,9 @@ def _score(case: Case, response: Response, prep: _Prepared,
     expected = set(map(norm, cd["expected_sources"]))
     cited = set(cit_src)
 
-    zero_division = options.zero_division
-    counts = {
-        "references": len(ref_texts), "references_matched": sum(ref_matched),
-        "citations": n_cit, "citations_matched": sum(cit_matched),
-        "expected_sources": len(expected), "cited_sources": len(cited),
-        "sources_hit": len(expected & cited),
-    }
-    bands = options.bands
-    key = (*counts.values(), zero_division, *bands.items())
-    figures = _FIGURES.get(key)
-    if figures is None:
-        metrics = {**context_metrics(ref_matched, cit_matched, zero_division),
-                   **source_metrics(expected, cited, zero_division)}
-        figures = (metrics, {k: band(v, bands) for k, v in metrics.items()})
-        if len(_FIGURES) > 50_000:
-            _FIGURES.clear()
-        _FIGURES[key] = figures
+    counts_t = (len(ref_texts), sum(ref_matched), n_cit, sum(cit_matched), len(expected),
+                len(cited), len(expected & cited))
+    figures = figures_of(counts_t, options.zero_division, options.bands)
     metrics = dict(figures[0])
     c_labels = citation_labels(cit_matched, cit_src, expected)
     r_labels = reference_labels(ref_matched, ref_src, cited)
@@ -212,7 +227,7 @@ def _score(case: Case, response: Response, prep: _Prepared,
         metadata=dict(cd["metadata"]),
         similarity=similarity, matched=matched,
         citation_labels=c_labels, reference_labels=r_labels,
-        metrics=metrics, counts=counts, bands=dict(figures[1]),
+        metrics=metrics, counts=dict(zip(COUNT_KEYS, counts_t)), bands=dict(figures[1]),
     )
     result.normalizer = norm
     return result

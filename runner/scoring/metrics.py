@@ -22,6 +22,11 @@ METRIC_KEYS: tuple[str, ...] = (
     "context_recall", "context_precision", "context_f1",
     "source_recall", "source_precision", "source_f1",
 )
+# A case's counts, in this order wherever they are a tuple; the metrics follow from them alone.
+COUNT_KEYS: tuple[str, ...] = (
+    "references", "references_matched", "citations", "citations_matched",
+    "expected_sources", "cited_sources", "sources_hit",
+)
 
 
 def _check_policy(zero_division: str) -> None:
