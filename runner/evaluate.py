@@ -14,7 +14,7 @@ from runner.matchers.base import BaseMatcher, Matcher
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.batch import score_batch, score_batch_lazy
+from runner.scoring.batch import BatchResults, score_batch_lazy
 from runner.scoring.case import ScoringOptions
 from runner.scoring.sources import DEFAULT_STEPS
 
@@ -56,6 +56,35 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
+def score_batches(
+    items: Iterable[tuple[Case, Response | None]],
+    matcher: Matcher,
+    options: ScoringOptions,
+    batch_size: int = 10_000,
+    on_batch: Callable[[int], None] | None = None,
+) -> Iterator[BatchResults]:
+    """Score (case, response) pairs batch by batch, each distinct pair's similarity once.
+
+    A :class:`~runner.scoring.batch.BatchResults` carries the batch's run-level sums (for
+    :meth:`Aggregator.add_batch <runner.scoring.aggregate.Aggregator.add_batch>`) and builds
+    its per-case records when one is first read.
+
+    Args:
+        items: Cases with their responses (``None`` when the system produced none).
+        matcher: Any :class:`Matcher`; it receives the distinct pairs of a whole batch at once.
+        options: Scoring options (its threshold is used, not the matcher's).
+        batch_size: Cases per batch; bounds memory on large runs.
+        on_batch: Called with the number of cases after each batch is consumed (progress bars).
+
+    Yields:
+        The scored batches, in input order.
+    """
+    for batch in _batches(items, batch_size):
+        yield score_batch_lazy(batch, matcher, options)
+        if on_batch is not None:
+            on_batch(len(batch))
+
+
 def score_stream(
     items: Iterable[tuple[Case, Response | None]],
     matcher: Matcher,
@@ -63,24 +92,13 @@ def score_stream(
     batch_size: int = 10_000,
     on_batch: Callable[[int], None] | None = None,
 ) -> Iterator[CaseResult]:
-    """Score (case, response) pairs in batches, computing each distinct pair's similarity once.
-
-    Args:
-        items: Cases with their responses (``None`` when the system produced none).
-        matcher: Any :class:`Matcher`; it receives the distinct pairs of a whole batch at once.
-        options: Scoring options (its threshold is used, not the matcher's).
-        batch_size: Cases per batch; bounds memory on large runs.
-        on_batch: Called with the number of cases after each batch (progress bars).
+    """:func:`score_batches`, case by case.
 
     Yields:
         One :class:`CaseResult` per input, in input order.
     """
-    for batch in _batches(items, batch_size):
-        results = score_batch(batch, matcher, options)
+    for results in score_batches(items, matcher, options, batch_size, on_batch):
         yield from results
-        del results
-        if on_batch is not None:
-            on_batch(len(batch))
 
 
 def evaluate(
@@ -140,7 +158,7 @@ def evaluate(
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave
     # behind are collected as usual once the collector resumes.
     with gc_paused():
-        for batch in _batches(pairs, batch_size):
+        for scored in score_batches(pairs, m, options, batch_size):
             # The sums go to the aggregator now; a case's record is built when it is read.
-            agg.add_batch(score_batch_lazy(batch, m, options))
+            agg.add_batch(scored)
         return agg.result()

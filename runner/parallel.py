@@ -55,7 +55,7 @@ def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> in
 
 
 def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
-    from runner.evaluate import score_stream
+    from runner.evaluate import score_batches
     from runner.pipeline import CachedMatcher
 
     start, end = bounds
@@ -68,10 +68,10 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
     # A worker runs a local matcher and makes no reference cycles: the collector stays off for
     # the whole chunk (with it on, its collections cost a quarter of the scoring time).
     with gc_paused():
-        for result in score_stream(zip(cases[start:end], responses[start:end]), matcher,
+        for batch in score_batches(zip(cases[start:end], responses[start:end]), matcher,
                                    _JOB["options"], batch_size=end - start):
-            lines.append(json_line(result.to_dict()))
-            agg.add(result)
+            agg.add_batch(batch)
+            lines.extend(json_line(result.to_dict()) for result in batch)
     return b"".join(lines), agg, stats.computed.get("similarities", 0)
 
 

@@ -272,16 +272,16 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
     boot = scoring["bootstrap"]
     agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
                      int(cfg.get("seed", 0)), keep_cases=False)
-    from runner.evaluate import score_stream
+    from runner.evaluate import score_batches
 
     bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
     partial = out / (CASES_FILE + ".partial")
 
     def scored(items: Any) -> Any:
-        for case_result in score_stream(items, cached, options,
-                                        batch_size=batch_size, on_batch=bar.update):
-            agg.add(case_result)
-            yield case_result
+        for batch in score_batches(items, cached, options, batch_size=batch_size,
+                                   on_batch=bar.update):
+            agg.add_batch(batch)  # the batch's sums; its records are built for writing
+            yield from batch
 
     workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
     if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
