@@ -14,6 +14,7 @@ own concurrency, cache and usage counters in the parent process.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -52,6 +53,15 @@ def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> in
     if n_cases < 2_000:
         return 1
     return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _one_thread(matcher: Matcher) -> Matcher:
+    """`matcher` with ``threads=1`` when it has that setting (the worker processes already use
+    every core; threads on top would only contend for them)."""
+    if dataclasses.is_dataclass(matcher) and any(f.name == "threads"
+                                                 for f in dataclasses.fields(matcher)):
+        return dataclasses.replace(matcher, threads=1)
+    return matcher
 
 
 def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
@@ -97,7 +107,7 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         number of similarities computed.
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
-    _JOB.update(cases=cases, responses=responses, matcher=matcher, options=options,
+    _JOB.update(cases=cases, responses=responses, matcher=_one_thread(matcher), options=options,
                 aggregator=aggregator)
     try:
         ctx = multiprocessing.get_context("fork")

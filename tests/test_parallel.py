@@ -11,7 +11,7 @@ import pytest
 
 from runner.matchers import NgramMatcher, SubstringMatcher
 from runner.matchers.base import BaseMatcher
-from runner.parallel import resolve_workers
+from runner.parallel import _one_thread, resolve_workers
 from tests.conftest import REPO, only_run_dir, read_json, run_cli
 
 ENV = {"PYTHONPATH": str(REPO)}
@@ -39,6 +39,16 @@ def test_only_local_matchers_on_big_enough_runs_go_parallel() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork workers: Linux only")
+def test_worker_processes_run_the_matcher_on_one_thread() -> None:
+    # The processes already take every core: a matcher with a `threads` setting gets 1 there.
+    m = NgramMatcher(threshold=0.4, n=2, threads=0)
+    single = _one_thread(m)
+    assert (single.threshold, single.n, single.threads) == (0.4, 2, 1)  # type: ignore[attr-defined]
+    assert m.threads == 0  # the run's own matcher is unchanged
+    other = SubstringMatcher()
+    assert _one_thread(other) is other  # no `threads` setting: as it is
+
+
 def test_two_workers_write_the_same_results_as_one(tmp_path: Path) -> None:
     runs = {}
     for workers in (1, 2):

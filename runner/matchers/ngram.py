@@ -21,11 +21,13 @@ of the SPEC.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from itertools import chain, islice
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
@@ -33,10 +35,35 @@ from runner._gc import gc_paused
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
 from runner.matchers.text import token_ids, token_stretches
 
-CHUNK_PAIRS = 24_576
+CHUNK_PAIRS = 12_288
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
 
 _KEY_LIMIT = 1 << 62
+_MAX_AUTO_THREADS = 4
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def resolve_threads(threads: int) -> int:
+    """Threads for a call: `threads` when positive, else one per CPU (at most 4)."""
+    if threads > 0:
+        return threads
+    return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
+
+
+def _map_chunks(fn: Callable[[_T], _R], chunks: Sequence[_T], threads: int) -> Iterator[_R]:
+    """``map(fn, chunks)`` in order, on up to `threads` threads when there are several chunks.
+
+    A chunk's work is almost all numpy calls on large arrays, which release the GIL, so chunks
+    run in parallel within one process.
+    """
+    threads = min(threads, len(chunks))
+    if threads <= 1:
+        yield from map(fn, chunks)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
+        yield from pool.map(fn, chunks)
 
 
 @dataclass
@@ -110,25 +137,33 @@ class NgramMatcher(BaseMatcher):
     Args:
         threshold: A pair matches when its similarity is ``>=`` this value (default 0.5).
         n: The n-gram length (default 3).
+        threads: Threads that compute chunks of pairs at once within this process; 0 (the
+            default) means one per CPU, at most 4. It does not change any similarity, so it is
+            not part of :meth:`identity`.
     """
 
     # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
     cacheable: ClassVar[bool] = False
     threshold: float = 0.5
     n: int = 3
+    threads: int = field(default=0, metadata={"identity": False})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
             raise ValueError(f"NgramMatcher.n must be an integer >= 1, got {self.n!r}")
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 0:
+            raise ValueError(f"NgramMatcher.threads must be an integer >= 0 (0: one per CPU), "
+                             f"got {self.threads!r}")
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap similarity for each pair; each distinct text is tokenised once per chunk."""
         out: list[Similarity] = []
         it = iter(pairs)
         with gc_paused():
-            while chunk := list(islice(it, CHUNK_PAIRS)):
-                out.extend(self._chunk(chunk))
+            chunks = list(iter(lambda: list(islice(it, CHUNK_PAIRS)), []))
+            for values in _map_chunks(self._chunk, chunks, resolve_threads(self.threads)):
+                out.extend(values)
         return out
 
     def similarity_array(self, texts: Sequence[str], a: np.ndarray,
@@ -138,16 +173,17 @@ class NgramMatcher(BaseMatcher):
         The same values as :meth:`similarities`, for callers that already hold their texts as
         ids (the batch scorer): no string pair is built and no text is looked up again.
         """
-        out = np.empty(len(a), dtype=np.float64)
+        def chunk(start: int) -> np.ndarray:
+            ca, cb = a[start:start + CHUNK_PAIRS], b[start:start + CHUNK_PAIRS]
+            used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
+            local = local.reshape(-1)
+            chunk_texts = [texts[i] for i in used.tolist()]
+            return self._chunk_ids(chunk_texts, local[:len(ca)], local[len(ca):])
+
+        starts = range(0, len(a), CHUNK_PAIRS)
         with gc_paused():
-            for start in range(0, len(a), CHUNK_PAIRS):
-                ca, cb = a[start:start + CHUNK_PAIRS], b[start:start + CHUNK_PAIRS]
-                used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
-                local = local.reshape(-1)
-                chunk_texts = [texts[i] for i in used.tolist()]
-                out[start:start + len(ca)] = self._chunk_ids(chunk_texts, local[:len(ca)],
-                                                             local[len(ca):])
-        return out
+            parts = list(_map_chunks(chunk, starts, resolve_threads(self.threads)))
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
     def _chunk(self, pairs: list[TextPair]) -> list[float]:
         texts = list(dict.fromkeys(chain.from_iterable(pairs)))

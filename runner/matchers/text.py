@@ -94,8 +94,13 @@ def _blank_nonword(text: str) -> str:
     The same as ``_word_patterns()[1].sub(" ", text)`` (up to runs of spaces, which separate
     tokens all the same), by a table lookup per code point instead of a regex.
     """
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").copy()
-    codes[(codes >= 128) & ~_word_table()[codes]] = 32
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    high = np.flatnonzero(codes >= 128)  # only these can need blanking: look up just them
+    blank = high[~_word_table()[codes[high]]]
+    if not len(blank):
+        return text
+    codes = codes.copy()
+    codes[blank] = 32
     return codes.tobytes().decode("utf-32-le")
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import pytest
 
 from runner.matchers import Matcher, NgramMatcher
+from runner.matchers.ngram import CHUNK_PAIRS, resolve_threads
 from tests.helpers import ENCRYPTION, PROBATION, REMOTE_REQUEST, RESIGNATION, VPN
 
 
@@ -165,11 +169,45 @@ def test_invalid_n(n: object) -> None:
         NgramMatcher(n=n)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("threads", [-1, 1.5, True, "2"])
+def test_invalid_threads(threads: object) -> None:
+    with pytest.raises(ValueError, match=r"NgramMatcher\.threads must be an integer >= 0"):
+        NgramMatcher(threads=threads)  # type: ignore[arg-type]
+
+
+def test_resolve_threads() -> None:
+    assert resolve_threads(3) == 3
+    assert resolve_threads(0) == max(1, min(os.cpu_count() or 1, 4))
+
+
+def test_chunks_on_threads_give_the_same_values_in_order() -> None:
+    # Three and a half chunks of pairs; each chunk's texts are tokenised on their own, so
+    # every chunk holds pairs whose similarity is known: (k-th text, same text) -> 1.0,
+    # (k-th text, its first three words) -> 1.0, (k-th text, an unrelated text) -> 0.0.
+    texts = [f"w{k} alpha{k} beta{k} gamma{k} delta" for k in range(CHUNK_PAIRS * 7 // 6)]
+    pairs = []
+    expected = []
+    for k, t in enumerate(texts):
+        pairs += [(t, t), (t, " ".join(t.split()[:3])), (t, f"zz{k} yy{k} xx{k}")]
+        expected += [1.0, 1.0, 0.0]
+    assert len(pairs) > 3 * CHUNK_PAIRS
+    one, two = NgramMatcher(threads=1), NgramMatcher(threads=2)
+    assert two.similarities(pairs) == one.similarities(pairs) == expected
+    index = {t: i for i, t in enumerate(dict.fromkeys(x for p in pairs for x in p))}
+    all_texts = list(index)
+    a = np.array([index[r] for r, _ in pairs])
+    b = np.array([index[c] for _, c in pairs])
+    assert two.similarity_array(all_texts, a, b).tolist() == expected
+    assert one.similarity_array(all_texts, a, b).tolist() == expected
+
+
 def test_defaults_and_identity() -> None:
     m = NgramMatcher()
     assert isinstance(m, Matcher)
-    assert (m.threshold, m.n) == (0.5, 3)
+    assert (m.threshold, m.n, m.threads) == (0.5, 3, 0)
     assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3}
+    # Threads change no similarity: not part of the identity either.
+    assert NgramMatcher(threads=3).identity() == m.identity()
     # The threshold is not part of the identity: sweeps reuse cached similarities.
     assert NgramMatcher(threshold=0.9).identity() == m.identity()
     assert NgramMatcher(n=2).identity() != m.identity()
