@@ -15,7 +15,8 @@ The cases come from ``bench/synth.py`` (``generate_cases(n, seed)``: 3 reference
 citations of ~40 words per case, citations exact, paraphrased, truncated, elided, from the wrong
 passage or document, or empty). Each side scores all of them in this one process:
 
-* **ragcite**: ``runner.evaluate(cases, matcher="ngram")`` with its defaults: the six metrics
+* **ragcite**: ``runner.evaluate(cases, matcher=NgramMatcher(threads=1))``, i.e. its defaults
+  on one thread, as RAGAS runs (the default ``threads=0`` would use every core): the six metrics
   (context recall/precision/F1 over passages, source recall/precision/F1 over documents), the
   per-case labels and explanations, and the run-level means, micro figures and bootstrap
   confidence intervals (1000 resamples) — more work than RAGAS does.
@@ -93,15 +94,16 @@ def _mean(values: list[float]) -> float | None:
 
 
 def run_ragcite(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Prepare and score `records` with ragcite's ngram matcher (defaults throughout)."""
+    """Prepare and score `records` with ragcite's ngram matcher (defaults, on one thread)."""
     import runner
     from runner.data.models import Case
+    from runner.matchers import NgramMatcher
 
     gc.collect()
     t0 = time.perf_counter()
     cases = [Case.model_validate(r) for r in records]
     t1 = time.perf_counter()
-    result = runner.evaluate(cases, matcher="ngram")
+    result = runner.evaluate(cases, matcher=NgramMatcher(threads=1))
     t2 = time.perf_counter()
     return {"prepare_s": t1 - t0, "score_s": t2 - t1, "errors": 0,
             "means": {k: result.metrics[k] for k in (
