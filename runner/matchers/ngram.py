@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import chain
 from typing import ClassVar, TypeVar
 
 import numpy as np
@@ -52,18 +52,17 @@ def resolve_threads(threads: int) -> int:
     return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
 
 
-def _map_chunks(fn: Callable[[_T], _R], chunks: Sequence[_T], threads: int) -> Iterator[_R]:
-    """``map(fn, chunks)`` in order, on up to `threads` threads when there are several chunks.
+def _map_chunks(fn: Callable[[_T], _R], chunks: Sequence[_T], threads: int) -> list[_R]:
+    """``[fn(c) for c in chunks]``, on up to `threads` threads when there are several chunks.
 
     A chunk's work is almost all numpy calls on large arrays, which release the GIL, so chunks
     run in parallel within one process.
     """
     threads = min(threads, len(chunks))
     if threads <= 1:
-        yield from map(fn, chunks)
-        return
+        return [fn(c) for c in chunks]
     with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
-        yield from pool.map(fn, chunks)
+        return list(pool.map(fn, chunks))
 
 
 @dataclass
@@ -158,13 +157,10 @@ class NgramMatcher(BaseMatcher):
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap similarity for each pair; each distinct text is tokenised once per chunk."""
-        out: list[Similarity] = []
-        it = iter(pairs)
+        chunks = [pairs[i:i + CHUNK_PAIRS] for i in range(0, len(pairs), CHUNK_PAIRS)]
         with gc_paused():
-            chunks = list(iter(lambda: list(islice(it, CHUNK_PAIRS)), []))
-            for values in _map_chunks(self._chunk, chunks, resolve_threads(self.threads)):
-                out.extend(values)
-        return out
+            parts = _map_chunks(self._chunk, chunks, resolve_threads(self.threads))
+        return [v for part in parts for v in part]
 
     def similarity_array(self, texts: Sequence[str], a: np.ndarray,
                          b: np.ndarray) -> np.ndarray:
@@ -182,10 +178,10 @@ class NgramMatcher(BaseMatcher):
 
         starts = range(0, len(a), CHUNK_PAIRS)
         with gc_paused():
-            parts = list(_map_chunks(chunk, starts, resolve_threads(self.threads)))
+            parts = _map_chunks(chunk, starts, resolve_threads(self.threads))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
-    def _chunk(self, pairs: list[TextPair]) -> list[float]:
+    def _chunk(self, pairs: Sequence[TextPair]) -> list[float]:
         texts = list(dict.fromkeys(chain.from_iterable(pairs)))
         index = dict(zip(texts, range(len(texts))))
         refs, cits = zip(*pairs)
