@@ -63,11 +63,16 @@ class DiskCache:
         (self.dir / "locks").mkdir(exist_ok=True)
         self.path = self.dir / "cache.sqlite"
         self._conn = sqlite3.connect(self.path, timeout=120, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        # The parallel jobs of a sweep open the same cache at once. Switching to WAL and
+        # creating the table upgrade a read to a write, which SQLite refuses at once ("database
+        # is locked", without waiting out the timeout) when another process wrote in between:
+        # the set-up runs under the inter-process lock of `lock`.
+        with self.lock("setup"):
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS kv (ns TEXT NOT NULL, key TEXT NOT NULL, "
+                "value TEXT NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS kv (ns TEXT NOT NULL, key TEXT NOT NULL, "
-            "value TEXT NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID")
 
     def close(self) -> None:
         """Close the database connection."""
