@@ -104,10 +104,13 @@ def _app(cfg: DictConfig) -> None:
     tracker: Tracker | None = None
     try:
         plain = _plain(cfg)
-        # A remote tracking store is checked here, before any model or API call.
+        # The tracking store is checked before any model or API call: here, or (when the
+        # tracker opens in a helper process while the cases load) in tracker.ready().
         tracker = make_tracker(plain)
         tracker.start(names, output_dir)
-        result, failures = run_experiment(plain, Experiment(output_dir, names))
+        result, failures = run_experiment(plain, Experiment(output_dir, names,
+                                                            before_model=tracker.ready))
+        tracker.ready()
         scrub_files(output_dir, secrets)
         if (plain.get("report") or {}).get("format") == "html":
             from runner.reports.run import REPORT_FILE

@@ -160,6 +160,9 @@ class Experiment:
 
     output_dir: Path
     names: dict[str, str] = field(default_factory=dict)
+    # Called once the cases are loaded, before any model call: the CLI waits there for the
+    # tracker that opens its run in the background (runner.tracking.process).
+    before_model: Callable[[], None] | None = None
 
 
 def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
@@ -226,6 +229,8 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
             cases = list(dataset.iter_cases())
             frozen.enter_context(frozen_heap())
         timings["load_s"] = time.perf_counter() - t0
+        if exp.before_model is not None:
+            exp.before_model()
         outcome = _respond_score_write(cfg, exp, dataset, cases, adapter, matcher, timings,
                                        started, secrets)
         del cases

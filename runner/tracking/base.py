@@ -4,6 +4,8 @@ The job flow (runner/cli.py) is::
 
     tracker = make_tracker(cfg)      # checks a remote URI before any model call
     tracker.start(names, run_dir)    # opens the run (child of the sweep's parent run, if any)
+    ... run_experiment loads the cases ...
+    tracker.ready()                  # waits for the run to be open, before any model call
     ... run_experiment writes config.yaml, cases.jsonl, metrics.json ...
     ... reports are rendered (they may show tracker.link) ...
     tracker.log_results(run_dir)     # reads the results files; never recomputes
@@ -25,7 +27,11 @@ class Tracker(Protocol):
     link: str | None
 
     def start(self, names: dict[str, str], run_dir: Path) -> None:
-        """Open the run."""
+        """Open the run (a tracker may do so in the background; see :meth:`ready`)."""
+        ...
+
+    def ready(self) -> None:
+        """Return once the run is open; raise what went wrong opening it."""
         ...
 
     def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
@@ -54,6 +60,9 @@ class NullTracker:
     def start(self, names: dict[str, str], run_dir: Path) -> None:
         """Nothing to open."""
 
+    def ready(self) -> None:
+        """Nothing to wait for."""
+
     def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
         """Nothing to log."""
 
@@ -67,6 +76,10 @@ class NullTracker:
 def make_tracker(cfg: dict[str, Any]) -> Tracker:
     """The tracker the config asks for (``cfg["tracking"]["backend"]``).
 
+    An MLflow tracker is built in a helper process when that pays
+    (:mod:`runner.tracking.process`); a problem with its store is then raised by
+    :meth:`Tracker.ready`, still before any model call.
+
     Raises:
         RagciteError: The backend is unknown, or a required remote store is unreachable.
     """
@@ -75,7 +88,10 @@ def make_tracker(cfg: dict[str, Any]) -> Tracker:
         return NullTracker()
     if backend == "mlflow":
         from runner.tracking.mlflow import MlflowTracker
+        from runner.tracking.process import TrackerProcess, use_helper
 
+        if use_helper():
+            return TrackerProcess(lambda: MlflowTracker(cfg))
         return MlflowTracker(cfg)
     from runner.pipeline import RagciteError
 

@@ -537,6 +537,9 @@ class MlflowTracker:
         except Exception as exc:
             self._fail("cannot open a run on", exc)
 
+    def ready(self) -> None:
+        """Nothing to wait for: :meth:`start` opened the run (or failed) in this process."""
+
     def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
         """Log metrics, artifacts, the per-case table and the dataset from the results files.
 
