@@ -183,3 +183,44 @@ def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
         assert repr(got) == repr(want)
     assert parse_line(lines[1]) == {"big": 123456789012345678901234}
     assert isinstance(parse_line(lines[1])["big"], int)
+
+
+def test_a_record_ends_with_metrics_then_fixed_keys(seed_result: RunResult) -> None:
+    # figures_of_line relies on this order: after the record's own metrics, only keys with
+    # fixed names (no user data can hold a "metrics" key there), and the error last.
+    keys = list(seed_result.cases[0].to_dict())
+    assert keys[keys.index("metrics"):] == ["metrics", "counts", "bands", "explanations",
+                                            "error"]
+
+
+def test_figures_of_a_line_are_its_own_metrics(tmp_path: Path) -> None:
+    from runner.results import CaseFigures, figures_of_line, json_line
+
+    # User data holding a "metrics" key and the bytes '"metrics":{' in a text come before the
+    # record's metrics; the last key "metrics" is the record's own.
+    tricky = case([("a.pdf", 'say "metrics":{"context_recall":1.0} here')],
+                  [("a.pdf", "nothing alike at all")], id="tricky",
+                  metadata={"metrics": {"context_recall": 0.25}, "note": '"metrics":{'})
+    result = runner.evaluate([tricky], bootstrap_resamples=10).cases[0]
+    line = json_line(result.to_dict())
+    assert line.count(b'"metrics":{') == 2  # the metadata's key and the record's own
+    figures = figures_of_line(line)
+    assert isinstance(figures, CaseFigures)
+    assert figures.metrics == {"context_recall": 0.0, "context_precision": 0.0,
+                               "context_f1": 0.0, "source_recall": 1.0,
+                               "source_precision": 1.0, "source_f1": 1.0}
+    assert figures.metrics == result.metrics and figures.error is None
+
+
+def test_lines_that_are_not_plain_give_the_whole_record() -> None:
+    from runner.results import figures_of_line, json_line
+
+    failed = runner.evaluate([case([("a.pdf", "x")], [("a.pdf", "x")], id="f",
+                                   error="timeout")], bootstrap_resamples=10).cases[0]
+    whole = figures_of_line(json_line(failed.to_dict()))
+    assert isinstance(whole, CaseResult) and whole == failed  # an error: read whole
+    reordered = {"error": None, **failed.to_dict(), "id": "g"}
+    reordered["error"] = None
+    other = figures_of_line(json.dumps({**reordered, "extra": 1}).encode())
+    assert isinstance(other, CaseResult) and other.id == "g"  # error not last: read whole
+    assert figures_of_line(b"  \n") is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,15 @@ from runner.reports.common import (
     safe_href,
     write_html,
 )
-from runner.results import CASES_FILE, METRICS_FILE, CaseResult, read_cases, read_metrics
+from runner.results import (
+    CASES_FILE,
+    METRICS_FILE,
+    CaseFigures,
+    CaseResult,
+    figures_of_line,
+    parse_line,
+    read_metrics,
+)
 
 REPORT_FILE = "report.html"
 HIST_BINS = 20
@@ -309,9 +317,14 @@ def _identity(metrics: Mapping[str, Any], run_dir: Path,
     }
 
 
-def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult], opts: HtmlOptions,
-                  run_dir: Path, tracking_link: str | None = None) -> dict[str, Any]:
-    """Everything the run template shows, computed from the results files."""
+def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult | CaseFigures],
+                  opts: HtmlOptions, run_dir: Path,
+                  tracking_link: str | None = None) -> dict[str, Any]:
+    """Everything the run template shows, computed from the results files.
+
+    Cases past ``opts.max_cases`` are only counted and binned, so they may come as
+    :class:`~runner.results.CaseFigures`.
+    """
     bands = dict((metrics.get("scoring") or {}).get("bands") or {"green": 0.75, "medium": 0.25})
     values: dict[str, list[float]] = {k: [] for k in METRIC_KEYS}
     undefined = dict.fromkeys(METRIC_KEYS, 0)
@@ -321,7 +334,7 @@ def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult], opts:
     n_seen = n_failed = 0
     for case in cases:
         n_seen += 1
-        if case.error is not None:
+        if isinstance(case, CaseResult) and case.error is not None:
             n_failed += 1
             if len(failed) < opts.max_failed_listed:
                 failed.append({"id": case.id, "query": _clip(case.query, 300),
@@ -333,7 +346,8 @@ def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult], opts:
                     undefined[k] += 1
                 else:
                     values[k].append(float(v))
-        if opts.max_cases is None or len(rows) < opts.max_cases:
+        if isinstance(case, CaseResult) and (opts.max_cases is None
+                                             or len(rows) < opts.max_cases):
             row, detail = compact_case(case, opts)
             rows.append(row)
             details.append(detail)
@@ -381,6 +395,20 @@ def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult], opts:
     }
 
 
+def report_cases(path: Path, embedded: int | None) -> Iterator[CaseResult | CaseFigures]:
+    """The records of ``cases.jsonl``: whole for the first `embedded` (all when None), then
+    only their figures (:func:`runner.results.figures_of_line`; whole when they failed)."""
+    whole = 0
+    with path.open("rb") as fh:
+        for line in fh:
+            if embedded is None or whole < embedded:
+                if line.strip():
+                    whole += 1
+                    yield CaseResult.from_dict(parse_line(line))
+            elif (record := figures_of_line(line)) is not None:
+                yield record
+
+
 def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
                       options: Mapping[str, Any] | HtmlOptions | None = None,
                       output: str | Path | None = None) -> Path:
@@ -404,7 +432,7 @@ def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
         opts = HtmlOptions.from_config(options if options is not None
                                        else _report_config(run_dir))
     cases_path = run_dir / CASES_FILE
-    cases: Iterable[CaseResult] = read_cases(cases_path) if cases_path.is_file() else ()
+    cases = report_cases(cases_path, opts.max_cases) if cases_path.is_file() else ()
     context = build_context(metrics, cases, opts, run_dir, tracking_link)
     return write_html(Path(output) if output else run_dir / REPORT_FILE,
                       render("report_run.html.j2", **context))

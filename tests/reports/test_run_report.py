@@ -333,15 +333,22 @@ def test_an_empty_run_renders(tmp_path: Path) -> None:
 def test_cases_past_the_embedded_ones_count_exactly_as_all(tmp_path: Path) -> None:
     # Past max_cases only metrics and errors are used: the distributions, the failed list and
     # the counts equal those of a report embedding all.
-    from runner.reports.run import build_context
-    from runner.results import read_cases, read_metrics
+    # The report reads those past the embedded ones by their metrics alone (CaseFigures).
+    from runner.reports.run import build_context, report_cases
+    from runner.results import CaseFigures, CaseResult, read_metrics
 
     run = build_run(tmp_path / "run", plain_cases())
     metrics = read_metrics(run / "metrics.json")
     few = HtmlOptions.from_config({"format": "html", "max_cases": 1})
     every = HtmlOptions.from_config({"format": "html", "max_cases": None})
-    a = build_context(metrics, read_cases(run / "cases.jsonl"), few, run)
-    b = build_context(metrics, read_cases(run / "cases.jsonl"), every, run)
+    records = list(report_cases(run / "cases.jsonl", 1))
+    # seed-1 embedded whole; seed-2, seed-3, empty-ref, no-cits by figures; "broken" failed,
+    # so whole (the failed list shows its id, query and error).
+    assert [type(r) for r in records] == [CaseResult, *[CaseFigures] * 4, CaseResult]
+    last = records[-1]
+    assert isinstance(last, CaseResult) and last.id == "broken"
+    a = build_context(metrics, records, few, run)
+    b = build_context(metrics, report_cases(run / "cases.jsonl", None), every, run)
     assert (a["n_seen"], a["n_embedded"], b["n_embedded"]) == (6, 1, 6)
     assert a["distributions"] == b["distributions"]
     assert a["failed"] == b["failed"] and a["n_failed"] == b["n_failed"] == 1
