@@ -21,10 +21,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from runner._gc import gc_paused
 from runner.cache import CacheStats
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher
+from runner.memo import SimilarityMemo
 from runner.results import json_line
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
@@ -64,17 +67,29 @@ def _one_thread(matcher: Matcher) -> Matcher:
     return matcher
 
 
-def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
+@dataclasses.dataclass(frozen=True)
+class SimilarityCounts:
+    """Similarities of one chunk: read from the memo (`hits`) and `computed`."""
+
+    hits: int
+    computed: int
+
+
+def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, SimilarityCounts,
+                                            dict[bytes, np.ndarray]]:
     from runner.evaluate import score_batches
     from runner.pipeline import CachedMatcher
 
     start, end = bounds
     cases: Sequence[Case] = _JOB["cases"]
     responses: Sequence[Response | None] = _JOB["responses"]
+    memo: SimilarityMemo | None = _JOB["memo"]
+    if memo is not None:
+        memo.added = []  # what this chunk computes goes back to the job
     lines: list[bytes] = []
     agg: Aggregator = _JOB["aggregator"].empty()
     stats = CacheStats()
-    matcher = CachedMatcher(_JOB["matcher"], None, stats)  # counts the similarities computed
+    matcher = CachedMatcher(_JOB["matcher"], None, stats, memo)  # counts what it computes
     # A worker runs a local matcher and makes no reference cycles: the collector stays off for
     # the whole chunk (with it on, its collections cost a quarter of the scoring time).
     with gc_paused():
@@ -82,14 +97,18 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, int]:
                                    _JOB["options"], batch_size=end - start):
             agg.add_batch(batch)
             lines.extend(json_line(result.to_dict()) for result in batch)
-    return b"".join(lines), agg, stats.computed.get("similarities", 0)
+    counts = SimilarityCounts(stats.hits.get("similarities", 0),
+                              stats.computed.get("similarities", 0))
+    return b"".join(lines), agg, counts, memo.take_added() if memo is not None else {}
 
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    matcher: Matcher, options: ScoringOptions, workers: int,
                    aggregator: Aggregator, chunk: int = 2_500,
                    on_chunk: Callable[[int], None] | None = None,
-                   ) -> Iterator[tuple[bytes, Aggregator, int]]:
+                   memo: SimilarityMemo | None = None,
+                   ) -> Iterator[tuple[bytes, Aggregator, SimilarityCounts,
+                                       dict[bytes, np.ndarray]]]:
     """Score every case in `workers` forked processes, in order.
 
     Args:
@@ -101,14 +120,17 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
             added to a copy of it (:meth:`Aggregator.merge` combines them).
         chunk: Cases per task.
         on_chunk: Called with the number of cases of each finished chunk (a progress bar).
+        memo: Similarities of earlier jobs (:mod:`runner.memo`), read by the workers; None
+            reads and keeps nothing.
 
     Yields:
-        Per chunk, in case order: its ``cases.jsonl`` lines, its cases aggregated, and the
-        number of similarities computed.
+        Per chunk, in case order: its ``cases.jsonl`` lines, its cases aggregated, its
+        similarities read from the memo and computed, and the computed ones by memo key (for
+        the caller to add to its memo).
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
     _JOB.update(cases=cases, responses=responses, matcher=_one_thread(matcher), options=options,
-                aggregator=aggregator)
+                aggregator=aggregator, memo=memo)
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:

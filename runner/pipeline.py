@@ -26,6 +26,7 @@ from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError, Similarity, TextPair
+from runner.memo import MEMO, SimilarityMemo
 from runner.parallel import resolve_workers, score_parallel
 from runner.redact import env_secrets, redact, scrub_files, secret_values
 from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
@@ -48,11 +49,13 @@ class CachedMatcher:
     similarities the first job computed. Failed pairs are not cached (a rerun retries them).
     """
 
-    def __init__(self, inner: Matcher, cache: DiskCache | None, stats: CacheStats) -> None:
+    def __init__(self, inner: Matcher, cache: DiskCache | None, stats: CacheStats,
+                 memo: SimilarityMemo | None = None) -> None:
         self.inner = inner
         self.threshold = inner.threshold
         self.cache = cache
         self.stats = stats
+        self.memo = memo  # in memory, for the matchers the disk cache skips (runner.memo)
         self.namespace = "sim-" + digest({"v": CACHE_VERSION, "m": inner.identity()})[:32]
 
     def identity(self) -> dict[str, Any]:
@@ -68,9 +71,21 @@ class CachedMatcher:
                                   and getattr(self.inner, "cacheable", True)):
             return None
 
+        memo = self.memo
+
         def call(texts: Sequence[str], a: Any, b: Any) -> Any:
+            if memo is None:
+                self.stats.add("similarities", 0, len(a))
+                return fast(texts, a, b)
+            key = memo.key(self.namespace, texts, a, b)
+            found = memo.get(key)
+            if found is not None:
+                self.stats.add("similarities", len(a), 0)
+                return found
+            values = fast(texts, a, b)
+            memo.put(key, values)
             self.stats.add("similarities", 0, len(a))
-            return fast(texts, a, b)
+            return values
 
         return call
 
@@ -266,7 +281,8 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
     bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
     if callable(bind_cache):
         bind_cache(Path(cache_cfg["dir"]) if cache else None)
-    cached = CachedMatcher(matcher, cache, stats)
+    memo = MEMO if cache is not None else None  # cache.enabled=false: nothing is reused
+    cached = CachedMatcher(matcher, cache, stats, memo)
     options = ScoringOptions(
         threshold=float(matcher.threshold),
         zero_division=scoring["zero_division"],
@@ -291,12 +307,14 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
     workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
     if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
         with partial.open("wb") as fh:
-            for lines, chunk_agg, n_sims in score_parallel(
+            for lines, chunk_agg, sims, computed in score_parallel(
                     cases, responses, matcher, options, workers, agg.empty(),
-                    chunk=min(batch_size, 2_500), on_chunk=bar.update):
+                    chunk=min(batch_size, 2_500), on_chunk=bar.update, memo=memo):
                 fh.write(lines)
                 agg.merge(chunk_agg)
-                stats.add("similarities", 0, n_sims)
+                stats.add("similarities", sims.hits, sims.computed)
+                if memo is not None:
+                    memo.update(computed)
     else:
         write_cases(partial, scored(zip(cases, responses)))
     bar.close()

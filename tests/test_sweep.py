@@ -1,8 +1,9 @@
 """Multirun sweeps: every job completes; responses come from the model once per sweep.
 
 The offline matchers (``substring``, ``ngram``) compute faster than the similarity cache looks
-up, so every job computes its own similarities (``BaseMatcher.cacheable``); the API matchers'
-similarity cache is covered in tests/apis/test_cli_apis.py.
+up, so they skip it (``BaseMatcher.cacheable``). ``ngram`` similarities are kept in memory
+instead (runner/memo.py): a job reads those of the jobs before it in the same process. The API
+matchers' similarity cache is covered in tests/apis/test_cli_apis.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, read_json, run_cli
+from tests.conftest import REPO, only_run_dir, read_json, run_cli
 
 ENV = {"PYTHONPATH": str(REPO)}
 
@@ -40,12 +41,18 @@ def test_joblib_sweep_computes_each_similarity_and_response_once(tmp_path: Path)
     computed = [m["cache"]["computed"].get("responses", 0) for m in metrics]
     assert sum(computed) == n_cases
     assert sorted(computed) == [0, 0, 0, 0, 0, n_cases]
-    # Offline matchers skip the similarity cache: every job of a matcher computes the same
-    # number of similarities and reads none.
-    for group in (metrics[:3], metrics[3:]):
-        sims = [m["cache"]["computed"]["similarities"] for m in group]
-        assert sims[0] > 0 and sims == [sims[0]] * 3
-        assert [m["cache"]["hits"]["similarities"] for m in group] == [0, 0, 0]
+    # substring skips every cache: each of its jobs computes the same similarities.
+    sims = [m["cache"]["computed"]["similarities"] for m in metrics[:3]]
+    assert sims[0] > 0 and sims == [sims[0]] * 3
+    assert [m["cache"]["hits"]["similarities"] for m in metrics[:3]] == [0, 0, 0]
+    # ngram's are kept in memory by each of the two worker processes: a job reads them all
+    # when its worker ran an ngram job before, else computes them all.
+    per_job = metrics[3]["cache"]["computed"]["similarities"]
+    assert per_job > 0
+    pairs = [(m["cache"]["hits"]["similarities"], m["cache"]["computed"]["similarities"])
+             for m in metrics[3:]]
+    assert set(pairs) <= {(0, per_job), (per_job, 0)}
+    assert 1 <= pairs.count((0, per_job)) <= 2  # at most once per worker
     # A lower threshold never matches less.
     recalls = [m["metrics"]["context_recall"] for m in metrics[3:]]
     assert recalls[0] >= recalls[1] >= recalls[2]
@@ -64,6 +71,18 @@ def test_basic_launcher_second_job_reads_responses_from_the_cache(tmp_path: Path
     assert m0["cache"]["computed"]["responses"] == m0["n_cases"]
     assert m1["cache"]["computed"].get("responses", 0) == 0
     assert m1["cache"]["hits"]["responses"] == m0["n_cases"]
-    # ngram is not cached (BaseMatcher.cacheable): both jobs compute the same pairs.
-    assert m1["cache"]["computed"]["similarities"] == m0["cache"]["computed"]["similarities"]
-    assert m0["cache"]["hits"]["similarities"] == m1["cache"]["hits"]["similarities"] == 0
+    # ngram skips the disk cache; the second job reads the first job's similarities in memory.
+    assert m0["cache"]["computed"]["similarities"] > 0
+    assert m0["cache"]["hits"]["similarities"] == 0
+    assert m1["cache"]["hits"]["similarities"] == m0["cache"]["computed"]["similarities"]
+    assert m1["cache"]["computed"]["similarities"] == 0
+    # ... and scores exactly as a run of its own at that threshold, computing them all.
+    alone = run_cli(["matcher=ngram", "matcher.threshold=0.6", "tracking=none", "report=none",
+                     "progress=false", "cache.enabled=false",
+                     f"output_root={tmp_path / 'alone'}"], cwd=tmp_path, env=ENV)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    own = read_json(only_run_dir(tmp_path / "alone") / "metrics.json")
+    assert own["cache"]["computed"]["similarities"] == m0["cache"]["computed"]["similarities"]
+    assert (own["metrics"], own["ci"], own["labels"]) == (m1["metrics"], m1["ci"], m1["labels"])
+    assert (jobs[1] / "cases.jsonl").read_bytes() == (
+        only_run_dir(tmp_path / "alone") / "cases.jsonl").read_bytes()

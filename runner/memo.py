@@ -1,0 +1,94 @@
+"""Similarities of whole batches, kept in memory for the jobs that follow in the same process.
+
+The jobs of a threshold sweep score the same pairs with the same matcher, and a similarity does
+not depend on the threshold. Matchers that compute faster than the on-disk cache can look up
+(``cacheable = False``, such as ``ngram``) skip that cache, so without this memo every job of a
+sweep computed every similarity again. With it, the first job of a sweep computes them and the
+jobs after it in the same process (Hydra's basic launcher runs them one after another) read them.
+
+A batch is keyed by the matcher's cache namespace (its identity without the threshold) and a
+digest of the batch's exact texts and pairs, so a hit is always the same computation. Worker
+processes (:mod:`runner.parallel`) look up the memo they inherited and send what they computed
+back with their results; the job adds it here for the next job's workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+"""The memo's bound: arrays of about 32 million similarities (100,000 cases take 7 MB)."""
+
+
+class SimilarityMemo:
+    """Similarity arrays of whole batches, by key; the oldest leave first past `max_bytes`.
+
+    Args:
+        max_bytes: The most bytes of arrays kept.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._values: dict[bytes, np.ndarray] = {}
+        self._bytes = 0
+        self.added: list[bytes] = []  # keys put since the owner last cleared it
+
+    @staticmethod
+    def key(namespace: str, texts: Sequence[str], a: np.ndarray, b: np.ndarray) -> bytes:
+        """The key of the pairs (texts[a[p]], texts[b[p]]) under a matcher's `namespace`."""
+        h = hashlib.blake2b(namespace.encode("utf-8"), digest_size=20)
+        h.update(len(texts).to_bytes(8, "little"))
+        for text in texts:
+            data = text.encode("utf-8", "surrogatepass")
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+        h.update(b"|")
+        h.update(np.ascontiguousarray(b, dtype=np.int64).tobytes())
+        return h.digest()
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        """The similarities stored under `key` (read-only), or None."""
+        return self._values.get(key)
+
+    def put(self, key: bytes, values: np.ndarray) -> None:
+        """Store a copy of `values` (read-only) under `key`."""
+        if key in self._values:
+            return
+        stored = np.array(values, dtype=np.float64)
+        stored.setflags(write=False)
+        if stored.nbytes > self.max_bytes:
+            return
+        self._values[key] = stored
+        self._bytes += stored.nbytes
+        self.added.append(key)
+        while self._bytes > self.max_bytes:
+            oldest = next(iter(self._values))
+            self._bytes -= self._values.pop(oldest).nbytes
+
+    def update(self, entries: Mapping[bytes, np.ndarray]) -> None:
+        """Store every entry (arrays a worker process computed)."""
+        for key, values in entries.items():
+            self.put(key, values)
+
+    def take_added(self) -> dict[bytes, np.ndarray]:
+        """The entries put since the last call, still stored (a worker sends these back)."""
+        out = {k: self._values[k] for k in self.added if k in self._values}
+        self.added = []
+        return out
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def clear(self) -> None:
+        """Drop everything."""
+        self._values.clear()
+        self._bytes = 0
+        self.added = []
+
+
+MEMO = SimilarityMemo()
+"""This process's memo, shared by its jobs and inherited by its worker processes."""
