@@ -21,6 +21,7 @@ from runner.data.errors import DataError
 from runner.pipeline import Experiment, RagciteError, run_experiment, summary_line
 from runner.redact import env_secrets, scrub_files, secret_values
 from runner.schema import register_configs
+from runner.sweep import sweep_open_here
 from runner.tracking.base import Tracker, make_tracker
 
 log = logging.getLogger("ragcite")
@@ -108,8 +109,9 @@ def _app(cfg: DictConfig) -> None:
         # tracker opens in a helper process while the cases load) in tracker.ready().
         tracker = make_tracker(plain)
         tracker.start(names, output_dir)
-        result, failures = run_experiment(plain, Experiment(output_dir, names,
-                                                            before_model=tracker.ready))
+        # A sweep running its jobs in this process (the basic launcher) loads its dataset once.
+        result, failures = run_experiment(plain, Experiment(
+            output_dir, names, before_model=tracker.ready, reuse_cases=sweep_open_here()))
         tracker.ready()
         scrub_files(output_dir, secrets)
         if (plain.get("report") or {}).get("format") == "html":

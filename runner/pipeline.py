@@ -24,6 +24,7 @@ from runner._gc import frozen_heap, gc_paused
 from runner.adapters.base import AdapterContext, ModelAdapter
 from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.dataset import Dataset
+from runner.data.errors import DataError
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError, Similarity, TextPair
 from runner.memo import MEMO, SimilarityMemo
@@ -169,6 +170,46 @@ class _null:
         return None
 
 
+class LoadedCases:
+    """The cases the last job of this process loaded, for the next job of the same sweep.
+
+    The jobs of a sweep on the basic launcher run one after another in one process, mostly on
+    the same dataset. Keyed by the dataset's content digest and its loading config, so a changed
+    file or setting loads again. One dataset is kept at a time; the sweep drops it at its end.
+    """
+
+    def __init__(self) -> None:
+        self._key: str | None = None
+        self._cases: list[Case] | None = None
+
+    @staticmethod
+    def key(dataset: Dataset) -> str:
+        """The digest of the dataset's contents and its whole config."""
+        return digest({"digest": dataset.digest, "cfg": dataset.cfg})
+
+    def get(self, dataset: Dataset) -> list[Case] | None:
+        """The kept cases of `dataset`, or None (then loading reports any problem)."""
+        if self._cases is None:
+            return None
+        try:
+            key = self.key(dataset)
+        except (OSError, DataError):
+            return None
+        return self._cases if key == self._key else None
+
+    def keep(self, dataset: Dataset, cases: list[Case]) -> None:
+        """Keep `cases` (loaded from `dataset`) in place of any other."""
+        self._key, self._cases = self.key(dataset), cases
+
+    def clear(self) -> None:
+        """Drop the kept cases."""
+        self._key = self._cases = None
+
+
+LOADED = LoadedCases()
+"""This process's kept cases (used when :attr:`Experiment.reuse_cases` is set)."""
+
+
 @dataclass
 class Experiment:
     """Everything a job needs besides its config: where to write and what the parts are named."""
@@ -178,6 +219,9 @@ class Experiment:
     # Called once the cases are loaded, before any model call: the CLI waits there for the
     # tracker that opens its run in the background (runner.tracking.process).
     before_model: Callable[[], None] | None = None
+    # Reuse the cases the previous job of this process loaded from the same dataset (LOADED),
+    # and keep this job's for the next: set for the jobs a sweep runs in its own process.
+    reuse_cases: bool = False
 
 
 def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
@@ -240,9 +284,15 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
     # 100,000 cases), and freed while still frozen (kept alive past the unfreeze, they would
     # make the next full collection walk all of them, 2 s).
     with contextlib.ExitStack() as frozen:
+        kept = LOADED.get(dataset) if exp.reuse_cases else None
+        if kept is not None:
+            log.info("reusing the %d cases of %s loaded by the previous job", len(kept),
+                     dataset.path)
         with gc_paused():
-            cases = list(dataset.iter_cases())
+            cases = kept if kept is not None else list(dataset.iter_cases())
             frozen.enter_context(frozen_heap())
+        if exp.reuse_cases:
+            LOADED.keep(dataset, cases)
         timings["load_s"] = time.perf_counter() - t0
         if exp.before_model is not None:
             exp.before_model()

@@ -57,6 +57,11 @@ def _job_num(name: str) -> int:
     return int(head) if head.isdigit() else 10**9
 
 
+def sweep_open_here() -> bool:
+    """True in the process that opened the sweep (its jobs run here on the basic launcher)."""
+    return bool(_active)
+
+
 def start_sweep(config: DictConfig) -> None:
     """Remember the sweep and open the tracking parent run (main process)."""
     sweep_dir = Path(str(config.hydra.sweep.dir))
@@ -84,6 +89,9 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     sweep_dir: Path = _active["dir"]
     config: DictConfig = _active["config"]
     _active.clear()
+    from runner.pipeline import LOADED
+
+    LOADED.clear()  # the cases the jobs shared
     jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
     incomplete = [j["dir"] for j in jobs if not j["complete"]]
     summary = {"sweep_dir": str(sweep_dir.resolve()), "failed": failed or bool(incomplete),

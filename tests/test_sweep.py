@@ -68,6 +68,9 @@ def test_basic_launcher_second_job_reads_responses_from_the_cache(tmp_path: Path
     assert first.returncode == 0, first.stderr[-3000:]
     jobs = _jobs(tmp_path)
     m0, m1 = (read_json(j / "metrics.json") for j in jobs)
+    # The second job reuses the cases the first loaded (runner.pipeline.LOADED).
+    assert first.stderr.count("reusing the ") == 1
+    assert f"reusing the {m0['n_cases']} cases of " in first.stderr
     assert m0["cache"]["computed"]["responses"] == m0["n_cases"]
     assert m1["cache"]["computed"].get("responses", 0) == 0
     assert m1["cache"]["hits"]["responses"] == m0["n_cases"]
