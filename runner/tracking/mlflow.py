@@ -324,14 +324,18 @@ def log_case_table(client: Any, run_id: str, cases_path: Path) -> None:
     """
     import tempfile
 
-    table = {"columns": list(TABLE_COLUMNS), "data": list(case_rows(cases_path))}
-    try:
-        data = orjson.dumps(table)
-    except TypeError:  # a lone surrogate in a text: the standard library escapes it
-        data = json.dumps(table).encode("utf-8")
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
         path = Path(tmp) / TABLE_FILE
-        path.write_bytes(data)
+        with path.open("wb") as fh:  # row by row: memory stays flat at any number of cases
+            fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
+            for i, row in enumerate(case_rows(cases_path)):
+                if i:
+                    fh.write(b",")
+                try:
+                    fh.write(orjson.dumps(row))
+                except TypeError:  # a lone surrogate in a text: the standard library escapes it
+                    fh.write(json.dumps(row, separators=(",", ":")).encode("utf-8"))
+            fh.write(b"]}")
         client.log_artifact(run_id, str(path))
     tag = "mlflow.loggedArtifacts"
     logged = json.loads(client.get_run(run_id).data.tags.get(tag, "[]"))

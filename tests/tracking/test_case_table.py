@@ -1,0 +1,55 @@
+"""The per-case MLflow table (runner.tracking.mlflow.log_case_table), on a real sqlite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runner.tracking.mlflow import TABLE_COLUMNS, TABLE_FILE, log_case_table
+from tests.tracking.conftest import client, download_text
+
+
+def _line(id_: str, query: str, error: str | None = None) -> str:
+    # A cases.jsonl record with the fields the table reads.
+    return json.dumps({"id": id_, "query": query,
+                       "references": [{"source": "a.pdf", "content": "x"}] * 2,
+                       "response": {"answer": "ans", "citations": [{"source": "a.pdf",
+                                                                    "content": "x"}]},
+                       "labels": {"citations": ["supported"],
+                                  "references": ["cited", "passage_missed"]},
+                       "metrics": {"context_recall": 0.5, "context_precision": 1.0},
+                       "error": error})
+
+
+def test_rows_are_written_one_by_one_and_read_back_as_the_table(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = client(uri)
+    run_id = c.create_run(c.create_experiment("t", str(tmp_path / "art"))).info.run_id
+    cases = tmp_path / "cases.jsonl"
+    # A lone surrogate (orjson refuses it: that row goes through the standard library), a
+    # blank line (skipped) and a failed case.
+    cases.write_text(_line("a", "first") + "\n\n" + _line("b", "bad \ud800 text") + "\n"
+                     + _line("c", "third", error="TimeoutError: no answer") + "\n",
+                     encoding="utf-8")
+    log_case_table(c, run_id, cases)
+    table = json.loads(download_text(uri, run_id, TABLE_FILE, tmp_path / "dl"))
+    assert table["columns"] == list(TABLE_COLUMNS)
+    rows = [dict(zip(table["columns"], row)) for row in table["data"]]
+    assert [(r["id"], r["query"], r["n_references"], r["n_citations"], r["error"])
+            for r in rows] == [("a", "first", 2, 1, None), ("b", "bad \ud800 text", 2, 1, None),
+                               ("c", "third", 2, 1, "TimeoutError: no answer")]
+    assert rows[0]["context_recall"] == 0.5 and rows[0]["source_f1"] is None
+    assert rows[0]["reference_labels"] == "cited, passage_missed"
+    assert json.loads(c.get_run(run_id).data.tags["mlflow.loggedArtifacts"]) == [
+        {"path": TABLE_FILE, "type": "table"}]
+
+
+def test_a_run_without_cases_logs_an_empty_table(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = client(uri)
+    run_id = c.create_run(c.create_experiment("t", str(tmp_path / "art"))).info.run_id
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("", encoding="utf-8")
+    log_case_table(c, run_id, cases)
+    assert json.loads(download_text(uri, run_id, TABLE_FILE, tmp_path / "dl")) == {
+        "columns": list(TABLE_COLUMNS), "data": []}
