@@ -56,36 +56,50 @@ def _portable(exc: BaseException) -> BaseException:
         return RagciteError(f"{type(exc).__name__}: {exc}")
 
 
+def _reply(conn: Connection, message: tuple[str, BaseException | None, str | None]) -> bool:
+    """Send one reply to the job; False when the job is gone (its end of the pipe closed)."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, OSError):
+        return False
+    return True
+
+
 def _serve(factory: Callable[[], Tracker], conn: Connection, job_end: Connection) -> None:
-    """The helper's loop: build the tracker, then run each call the job sends, in order."""
+    """The helper's loop: build the tracker, then run each call the job sends, in order.
+
+    When the job is gone without ending its run (its end of the pipe closed), the run is ended
+    ``KILLED``.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     job_end.close()  # the job's end, inherited: kept open, the job's death would go unseen
     tracker: Tracker | None = None
     ended = False
+    reply: tuple[str, BaseException | None, str | None]
     try:
         tracker = factory()
-        conn.send((_OK, None, tracker.link))
+        reply = (_OK, None, tracker.link)
     except BaseException as exc:
-        conn.send((_ERROR, _portable(exc), None))
-    while True:
+        reply = (_ERROR, _portable(exc), None)
+    while _reply(conn, reply):
         try:
             method, args = conn.recv()
-        except (EOFError, OSError):  # the job is gone without ending its run
-            if tracker is not None and not ended:
-                tracker.end("KILLED")
-            return
+        except (EOFError, OSError):
+            break
         if method == "close":
             return
         if tracker is None:  # its construction failed; the job raised that error
-            conn.send((_OK, None, None) if method == "end" else
-                      (_ERROR, RuntimeError("the tracker could not be built"), None))
+            reply = ((_OK, None, None) if method == "end" else
+                     (_ERROR, RuntimeError("the tracker could not be built"), None))
             continue
         try:
             getattr(tracker, method)(*args)
             ended = ended or method == "end"
-            conn.send((_OK, None, tracker.link))
+            reply = (_OK, None, tracker.link)
         except BaseException as exc:
-            conn.send((_ERROR, _portable(exc), tracker.link if tracker else None))
+            reply = (_ERROR, _portable(exc), tracker.link)
+    if tracker is not None and not ended:
+        tracker.end("KILLED")
 
 
 class TrackerProcess:

@@ -131,6 +131,22 @@ def test_a_job_gone_without_ending_its_run_ends_it_killed(tmp_path: Path) -> Non
     assert tracker._proc.exitcode == 0
 
 
+def test_a_job_gone_while_the_tracker_is_built_leaves_no_run_open(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "calls.jsonl"
+    tracker = TrackerProcess(lambda: Recorder(log))
+    tracker.start({"matcher": "ngram"}, tmp_path / "run1")
+    tracker._conn.close()  # gone before any reply: the helper's replies meet a closed pipe
+    tracker._proc.join(timeout=30)
+    got = [call[1:] for call in calls(log)]
+    # Whether the start arrived before the helper noticed depends on timing; the run it may
+    # have opened is ended either way, and the helper exits quietly.
+    assert got in ([["built"], ["end", "KILLED"]],
+                   [["built"], ["start", "ngram", "run1"], ["end", "KILLED"]])
+    assert tracker._proc.exitcode == 0
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_a_helper_that_died_is_a_clear_error(tmp_path: Path) -> None:
     tracker = TrackerProcess(lambda: Recorder(tmp_path / "calls.jsonl"))
     tracker.ready()
