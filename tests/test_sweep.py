@@ -84,6 +84,7 @@ def test_basic_launcher_second_job_reads_responses_from_the_cache(tmp_path: Path
                      "progress=false", "cache.enabled=false",
                      f"output_root={tmp_path / 'alone'}"], cwd=tmp_path, env=ENV)
     assert alone.returncode == 0, alone.stderr[-3000:]
+    assert "][DEBUG]" not in first.stderr + alone.stderr  # bm25s's own logger is quieted
     own = read_json(only_run_dir(tmp_path / "alone") / "metrics.json")
     assert own["cache"]["computed"]["similarities"] == m0["cache"]["computed"]["similarities"]
     assert (own["metrics"], own["ci"], own["labels"]) == (m1["metrics"], m1["ci"], m1["labels"])

@@ -7,6 +7,7 @@ no key and no network, which makes it the default model: a fresh machine runs en
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ class ExtractiveModel(BaseAdapter):
         """Chunk and index the knowledge base."""
         import bm25s
 
+        # bm25s sets its own logger to DEBUG, so its index chatter reached the run's log.
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         super().bind(context)
         docs = context.dataset.knowledge_base()
         self._passages: list[tuple[str, str]] = []
