@@ -93,6 +93,7 @@ STAGE_LABELS: dict[str, str] = {
     "startup_s": "start-up: interpreter, imports, Hydra*",
     "tracker_start_s": "tracker start: MLflow import, store, run*",
     "load_s": "load",
+    "tracking_wait_s": "wait for the MLflow helper (when longer than load)",
     "model_s": "model (stored responses)",
     "score_s": "score + write cases.jsonl",
     "aggregate_s": "aggregate",
@@ -287,9 +288,9 @@ def _epoch(iso: Any) -> float | None:
 def stage_breakdown(run: ChildRun, run_dir: Path, metrics: dict[str, Any]) -> dict[str, float]:
     """Where an end-to-end run's wall time went.
 
-    ``load_s``, ``model_s``, ``score_s`` and ``aggregate_s`` are ragcite's own (``metrics.json``
-    ``timings``); the others are differences of file times in the run folder and of the run's
-    ``started_at``; ``other_s`` is what is left of the wall time.
+    ``load_s``, ``tracking_wait_s``, ``model_s``, ``score_s`` and ``aggregate_s`` are ragcite's
+    own (``metrics.json`` ``timings``); the others are differences of file times in the run
+    folder and of the run's ``started_at``; ``other_s`` is what is left of the wall time.
 
     Args:
         run: The finished child process.
@@ -310,7 +311,7 @@ def stage_breakdown(run: ChildRun, run_dir: Path, metrics: dict[str, Any]) -> di
         found["startup_s"] = hydra_t - run.started
         if started_at is not None:
             found["tracker_start_s"] = started_at - hydra_t
-    for key in ("load_s", "model_s", "score_s", "aggregate_s"):
+    for key in ("load_s", "tracking_wait_s", "model_s", "score_s", "aggregate_s"):
         if isinstance(timings.get(key), (int, float)):
             found[key] = float(timings[key])
     if report_t is not None and metrics_t is not None:

@@ -297,7 +297,9 @@ def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, lis
             LOADED.keep(dataset, cases)
         timings["load_s"] = time.perf_counter() - t0
         if exp.before_model is not None:
+            t0 = time.perf_counter()
             exp.before_model()
+            timings["tracking_wait_s"] = time.perf_counter() - t0  # the MLflow helper, if any
         outcome = _respond_score_write(cfg, exp, dataset, cases, adapter, matcher, timings,
                                        started, secrets)
         del cases

@@ -23,6 +23,9 @@ def test_seed_examples_end_to_end(tmp_path: Path) -> None:
     metrics = read_json(run / "metrics.json")
     assert metrics["schema_version"] == 1
     assert (metrics["n_cases"], metrics["n_scored"], metrics["n_errors"]) == (3, 3, 0)
+    # Stage timings, the wait for the tracker (none here: tracking=none) among them.
+    assert list(metrics["timings"]) == ["load_s", "tracking_wait_s", "model_s", "score_s",
+                                        "aggregate_s"]
     # Per case (CR, CP | SR, SP): (1, 1 | 1, 1), (0, 0 | 1, 1), (1/3, 1/3 | 2/3, 2/3).
     # Macro CR = (1 + 0 + 1/3) / 3 = 4/9; SR = (1 + 1 + 2/3) / 3 = 8/9.
     assert metrics["metrics"]["context_recall"] == pytest.approx(4 / 9)
