@@ -93,7 +93,7 @@ STAGE_LABELS: dict[str, str] = {
     "startup_s": "start-up: interpreter, imports, Hydra*",
     "tracker_start_s": "tracker start: MLflow import, store, run*",
     "load_s": "load",
-    "tracking_wait_s": "wait for the MLflow helper (when longer than load)",
+    "tracking_wait_s": "wait for the MLflow helper",
     "model_s": "model (stored responses)",
     "score_s": "score + write cases.jsonl",
     "aggregate_s": "aggregate",
