@@ -111,8 +111,8 @@ def _app(cfg: DictConfig) -> None:
         tracker.start(names, output_dir)
         # A sweep running its jobs in this process (the basic launcher) loads its dataset once.
         result, failures = run_experiment(plain, Experiment(
-            output_dir, names, before_model=tracker.ready, reuse_cases=sweep_open_here()))
-        tracker.ready()
+            output_dir, names, before_model=tracker.ready, reuse_cases=sweep_open_here(),
+            sweep_job=multirun))
         scrub_files(output_dir, secrets)
         if (plain.get("report") or {}).get("format") == "html":
             from runner.reports.run import REPORT_FILE

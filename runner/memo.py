@@ -34,19 +34,19 @@ class SimilarityMemo:
         self.max_bytes = max_bytes
         self._values: dict[bytes, np.ndarray] = {}
         self._bytes = 0
-        self.added: list[bytes] = []  # keys put since the owner last cleared it
 
     @staticmethod
     def key(namespace: str, texts: Sequence[str], a: np.ndarray, b: np.ndarray) -> bytes:
         """The key of the pairs (texts[a[p]], texts[b[p]]) under a matcher's `namespace`."""
         h = hashlib.blake2b(namespace.encode("utf-8"), digest_size=20)
+        # Every part is preceded by its length, so the input is named exactly.
         h.update(len(texts).to_bytes(8, "little"))
         for text in texts:
             data = text.encode("utf-8", "surrogatepass")
             h.update(len(data).to_bytes(8, "little"))
             h.update(data)
+        h.update(len(a).to_bytes(8, "little"))
         h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
-        h.update(b"|")
         h.update(np.ascontiguousarray(b, dtype=np.int64).tobytes())
         return h.digest()
 
@@ -64,7 +64,6 @@ class SimilarityMemo:
             return
         self._values[key] = stored
         self._bytes += stored.nbytes
-        self.added.append(key)
         while self._bytes > self.max_bytes:
             oldest = next(iter(self._values))
             self._bytes -= self._values.pop(oldest).nbytes
@@ -74,11 +73,13 @@ class SimilarityMemo:
         for key, values in entries.items():
             self.put(key, values)
 
-    def take_added(self) -> dict[bytes, np.ndarray]:
-        """The entries put since the last call, still stored (a worker sends these back)."""
-        out = {k: self._values[k] for k in self.added if k in self._values}
-        self.added = []
-        return out
+    def keys(self) -> set[bytes]:
+        """The keys stored now."""
+        return set(self._values)
+
+    def entries_except(self, known: set[bytes]) -> dict[bytes, np.ndarray]:
+        """The stored entries whose key is not in `known` (what a worker sends back)."""
+        return {k: v for k, v in self._values.items() if k not in known}
 
     def __len__(self) -> int:
         return len(self._values)
@@ -87,7 +88,6 @@ class SimilarityMemo:
         """Drop everything."""
         self._values.clear()
         self._bytes = 0
-        self.added = []
 
 
 MEMO = SimilarityMemo()

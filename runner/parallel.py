@@ -84,8 +84,7 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, SimilarityCounts,
     cases: Sequence[Case] = _JOB["cases"]
     responses: Sequence[Response | None] = _JOB["responses"]
     memo: SimilarityMemo | None = _JOB["memo"]
-    if memo is not None:
-        memo.added = []  # what this chunk computes goes back to the job
+    known = memo.keys() if memo is not None else set()  # what this chunk adds goes back
     lines: list[bytes] = []
     agg: Aggregator = _JOB["aggregator"].empty()
     stats = CacheStats()
@@ -99,7 +98,7 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, SimilarityCounts,
             lines.extend(json_line(result.to_dict()) for result in batch)
     counts = SimilarityCounts(stats.hits.get("similarities", 0),
                               stats.computed.get("similarities", 0))
-    return b"".join(lines), agg, counts, memo.take_added() if memo is not None else {}
+    return b"".join(lines), agg, counts, memo.entries_except(known) if memo is not None else {}
 
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],

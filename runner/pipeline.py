@@ -222,6 +222,9 @@ class Experiment:
     # Reuse the cases the previous job of this process loaded from the same dataset (LOADED),
     # and keep this job's for the next: set for the jobs a sweep runs in its own process.
     reuse_cases: bool = False
+    # A job of a sweep, wherever it runs: its similarities are kept in memory (runner.memo)
+    # for the sweep's next jobs in the same process. A single run keeps none (nothing follows).
+    sweep_job: bool = False
 
 
 def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
@@ -335,7 +338,8 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
     bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
     if callable(bind_cache):
         bind_cache(Path(cache_cfg["dir"]) if cache else None)
-    memo = MEMO if cache is not None else None  # cache.enabled=false: nothing is reused
+    # cache.enabled=false: nothing is reused.
+    memo = MEMO if cache is not None and exp.sweep_job else None
     cached = CachedMatcher(matcher, cache, stats, memo)
     options = ScoringOptions(
         threshold=float(matcher.threshold),

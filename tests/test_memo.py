@@ -48,14 +48,16 @@ def test_values_are_kept_read_only_and_the_oldest_leave_first() -> None:
     assert memo.get(b"big") is None and len(memo) == 3
 
 
-def test_take_added_returns_what_was_put_since_the_last_call() -> None:
+def test_entries_except_returns_what_was_put_since_the_keys_were_taken() -> None:
     memo = SimilarityMemo()
     memo.put(b"a", np.array([0.1]))
     memo.put(b"a", np.array([0.9]))  # a key is stored once
-    assert {k: v.tolist() for k, v in memo.take_added().items()} == {b"a": [0.1]}
+    assert {k: v.tolist() for k, v in memo.entries_except(set()).items()} == {b"a": [0.1]}
+    known = memo.keys()
+    assert known == {b"a"}
     memo.put(b"b", np.array([0.2]))
-    assert list(memo.take_added()) == [b"b"]
-    assert memo.take_added() == {}
+    assert list(memo.entries_except(known)) == [b"b"]
+    assert memo.entries_except(memo.keys()) == {}
     other = SimilarityMemo()
     other.update({b"a": np.array([0.1]), b"b": np.array([0.2])})
     assert len(other) == 2
@@ -96,7 +98,7 @@ def test_workers_send_what_they_computed_and_a_second_run_reads_it() -> None:
     # Three chunks of two cases; each case has 2 distinct pairs.
     assert first_counts == [(0, 4), (0, 4), (0, 4)]
     assert len(memo) == 3
-    stored = sorted(v.tolist() for v in memo.take_added().values())
+    stored = sorted(v.tolist() for v in memo.entries_except(set()).values())
     assert stored == [[1.0, 0.25, 1.0, 0.25]] * 3  # per chunk: 2 cases x 2 pairs
     second, second_counts = run()
     assert second_counts == [(4, 0), (4, 0), (4, 0)]
