@@ -6,6 +6,7 @@ This is the only module that touches ``HydraConfig``.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import multiprocessing
 import sys
@@ -62,9 +63,14 @@ def _scrub_one(path: Path, secrets: set[str]) -> None:
         path.write_text(clean, encoding="utf-8")
 
 
-def _render_report(run_dir: Path, link: str | None) -> None:
+def _render_report(run_dir: Path, link: str | None, forked: bool = False) -> None:
     from runner.reports import render_run_report
 
+    if forked:
+        # The parent's heap (its loaded cases, in a sweep every job's kept data) came with the
+        # fork: frozen, the collector never walks it, and never writes to its pages, which
+        # would copy them one by one.
+        gc.freeze()
     render_run_report(run_dir, tracking_link=link)
 
 
@@ -80,7 +86,7 @@ def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
         yield
         return
     proc = multiprocessing.get_context("fork").Process(
-        target=_render_report, args=(run_dir, link), name="ragcite-report")
+        target=_render_report, args=(run_dir, link, True), name="ragcite-report")
     proc.start()
     try:
         yield

@@ -10,7 +10,8 @@ from typing import Any
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.matchers.base import BaseMatcher, Matcher
+from runner.matchers.base import BaseMatcher, Matcher, for_workload
+from runner.parallel import count_pairs
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
@@ -151,6 +152,9 @@ def evaluate(
         source_normalization=tuple(source_normalization),
         bands=dict(bands or DEFAULT_BANDS),
     )
+    if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
+        stored = [responses.get(c.id) if responses is not None else c.response for c in cases]
+        m = for_workload(m, count_pairs(cases, stored))
     pairs = ((c, responses.get(c.id) if responses is not None else c.response) for c in cases)
     agg = Aggregator(zero_division, bootstrap_resamples, confidence, seed)
     # Automatic garbage collection stays off while this run allocates its results (see

@@ -26,7 +26,7 @@ import numpy as np
 from runner._gc import gc_paused
 from runner.cache import CacheStats
 from runner.data.models import Case, Response
-from runner.matchers.base import Matcher
+from runner.matchers.base import Matcher, for_workload
 from runner.memo import SimilarityMemo
 from runner.results import json_line
 from runner.scoring.aggregate import Aggregator
@@ -58,13 +58,24 @@ def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> in
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def _one_thread(matcher: Matcher) -> Matcher:
-    """`matcher` with ``threads=1`` when it has that setting (the worker processes already use
-    every core; threads on top would only contend for them)."""
+def count_pairs(cases: Sequence[Case], responses: Sequence[Response | None]) -> int:
+    """(reference, citation) pairs of a run: the matcher's workload (blank ones included)."""
+    return sum(len(c.references) * len(r.citations)
+               for c, r in zip(cases, responses) if r is not None)
+
+
+def _for_workers(matcher: Matcher, cases: Sequence[Case],
+                 responses: Sequence[Response | None], workers: int) -> Matcher:
+    """`matcher` as each worker process runs it.
+
+    ``threads=1`` when it has that setting (the worker processes already use every core;
+    threads on top would only contend for them), set up for one worker's share of the pairs
+    (:func:`~runner.matchers.base.for_workload`).
+    """
     if dataclasses.is_dataclass(matcher) and any(f.name == "threads"
                                                  for f in dataclasses.fields(matcher)):
-        return dataclasses.replace(matcher, threads=1)
-    return matcher
+        matcher = dataclasses.replace(matcher, threads=1)
+    return for_workload(matcher, count_pairs(cases, responses) // max(workers, 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +139,8 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         the caller to add to its memo).
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
-    _JOB.update(cases=cases, responses=responses, matcher=_one_thread(matcher), options=options,
+    _JOB.update(cases=cases, responses=responses,
+                matcher=_for_workers(matcher, cases, responses, workers), options=options,
                 aggregator=aggregator, memo=memo)
     try:
         ctx = multiprocessing.get_context("fork")

@@ -26,9 +26,9 @@ from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.dataset import Dataset
 from runner.data.errors import DataError
 from runner.data.models import Case, Response
-from runner.matchers.base import Matcher, PairError, Similarity, TextPair
+from runner.matchers.base import Matcher, PairError, Similarity, TextPair, for_workload
 from runner.memo import MEMO, SimilarityMemo
-from runner.parallel import resolve_workers, score_parallel
+from runner.parallel import count_pairs, resolve_workers, score_parallel
 from runner.redact import env_secrets, redact, scrub_files, secret_values
 from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
 from runner.scoring.aggregate import Aggregator
@@ -374,6 +374,7 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
                 if memo is not None:
                     memo.update(computed)
     else:
+        cached.inner = for_workload(cached.inner, count_pairs(cases, responses))
         write_cases(partial, scored(zip(cases, responses)))
     bar.close()
     timings["score_s"] = time.perf_counter() - t0

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from runner.matchers import NgramMatcher, SubstringMatcher
+from runner.data.models import Case, Citation, Reference, Response
+from runner.matchers import NgramMatcher, SubstringMatcher, ngram_numba
 from runner.matchers.base import BaseMatcher
-from runner.parallel import _one_thread, resolve_workers
+from runner.parallel import _for_workers, resolve_workers
 from tests.conftest import REPO, only_run_dir, read_json, run_cli
 
 ENV = {"PYTHONPATH": str(REPO)}
@@ -38,15 +38,38 @@ def test_only_local_matchers_on_big_enough_runs_go_parallel() -> None:
     assert resolve_workers(None, _ApiLike(), 50_000) == 1
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork workers: Linux only")
+def _cases(n_cases: int, n_refs: int, n_cits: int) -> tuple[list[Case], list[Response | None]]:
+    cases = [Case(id=str(i), query="q",
+                  references=[Reference(source="s", content="r")] * n_refs)
+             for i in range(n_cases)]
+    responses: list[Response | None] = [
+        Response(citations=[Citation(source="s", content="c")] * n_cits)] * n_cases
+    return cases, responses
+
+
 def test_worker_processes_run_the_matcher_on_one_thread() -> None:
     # The processes already take every core: a matcher with a `threads` setting gets 1 there.
-    m = NgramMatcher(threshold=0.4, n=2, threads=0)
-    single = _one_thread(m)
+    m = NgramMatcher(threshold=0.4, n=2, threads=0, kernel="numpy")
+    cases, responses = _cases(4, 3, 2)
+    single = _for_workers(m, cases, responses, 2)
     assert (single.threshold, single.n, single.threads) == (0.4, 2, 1)  # type: ignore[attr-defined]
     assert m.threads == 0  # the run's own matcher is unchanged
     other = SubstringMatcher()
-    assert _one_thread(other) is other  # no `threads` setting: as it is
+    assert _for_workers(other, cases, responses, 2) is other  # no `threads` setting: as it is
+
+
+@pytest.mark.skipif(not ngram_numba.available(), reason="numba (the `fast` extra) not installed")
+def test_workers_decide_the_auto_kernel_on_their_share_of_the_pairs() -> None:
+    # 30 x 50 = 1,500 pairs per case; two workers share them. 200 cases: exactly the
+    # threshold each.
+    n_cases = 2 * ngram_numba.AUTO_MIN_PAIRS // 1_500
+    cases, responses = _cases(n_cases, 30, 50)
+    assert _for_workers(NgramMatcher(), cases, responses, 2).kernel == "numba"  # type: ignore[attr-defined]
+    responses[0] = None  # no response, no pairs: each share falls below the threshold
+    below = _for_workers(NgramMatcher(), cases, responses, 2).kernel  # type: ignore[attr-defined]
+    assert below == ("numba" if ngram_numba.loaded() else "numpy")
+    # A kernel set in the config is kept.
+    assert _for_workers(NgramMatcher(kernel="numpy"), cases, responses, 2).kernel == "numpy"  # type: ignore[attr-defined]
 
 
 def test_two_workers_write_the_same_results_as_one(tmp_path: Path) -> None:

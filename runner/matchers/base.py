@@ -87,3 +87,17 @@ class BaseMatcher:
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         raise NotImplementedError
+
+
+def for_workload(matcher: Matcher, n_pairs: int) -> Matcher:
+    """`matcher` as it should run in a process that will score about `n_pairs` pairs.
+
+    A matcher may define ``for_workload(n_pairs)`` to return a copy set up for that amount of
+    work (:class:`~runner.matchers.ngram.NgramMatcher` picks its kernel: loading the compiled
+    one only pays on large workloads); any other matcher is returned as it is.
+    """
+    adapt = getattr(matcher, "for_workload", None)
+    if callable(adapt):
+        adapted: Matcher = adapt(n_pairs)
+        return adapted
+    return matcher

@@ -13,6 +13,9 @@ numpy, so no Python object is made per token or per n-gram, and stays exact:
    (a binary search in the sorted table); |G(a) ∩ G(b)| = Σ min(count_a, count_b) over the
    n-grams found, and the similarity is that over min(|G(a)|, |G(b)|).
 
+With numba installed (the ``fast`` extra), steps 1-4 can run compiled instead
+(:mod:`runner.matchers.ngram_numba`, ``kernel``), with the same results.
+
 A pair with a side shorter than `n` tokens (the short-side rule) is rare and takes the plain
 path, with :func:`runner.matchers.text.token_stretches` and Counters of token tuples.
 ``tests/matchers/test_ngram_reference.py`` checks every result against a literal implementation
@@ -21,6 +24,7 @@ of the SPEC.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,8 +36,9 @@ from typing import ClassVar, TypeVar
 import numpy as np
 
 from runner._gc import gc_paused
+from runner.matchers import ngram_numba
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
-from runner.matchers.text import token_ids, token_stretches
+from runner.matchers.text import token_ids, token_stream, token_stretches
 
 CHUNK_PAIRS = 12_288
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
@@ -139,13 +144,22 @@ class NgramMatcher(BaseMatcher):
         threads: Threads that compute chunks of pairs at once within this process; 0 (the
             default) means one per CPU, at most 4. It does not change any similarity, so it is
             not part of :meth:`identity`.
+        kernel: ``numpy``; ``numba``, the compiled kernel of the ``fast`` extra (about 2.5x
+            faster, but loading it costs about a second per process, and compiling it a few
+            seconds once after installing); or ``auto`` (the default): ``numba`` when it is
+            installed and this process scores at least
+            :data:`~runner.matchers.ngram_numba.AUTO_MIN_PAIRS` pairs or has loaded it
+            already, else ``numpy``. Same values either way, so not part of :meth:`identity`.
     """
+
+    KERNELS: ClassVar[tuple[str, ...]] = ("auto", "numpy", "numba")
 
     # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
     cacheable: ClassVar[bool] = False
     threshold: float = 0.5
     n: int = 3
     threads: int = field(default=0, metadata={"identity": False})
+    kernel: str = field(default="auto", metadata={"identity": False})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -154,12 +168,37 @@ class NgramMatcher(BaseMatcher):
         if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 0:
             raise ValueError(f"NgramMatcher.threads must be an integer >= 0 (0: one per CPU), "
                              f"got {self.threads!r}")
+        if self.kernel not in self.KERNELS:
+            raise ValueError(f"NgramMatcher.kernel must be one of {', '.join(self.KERNELS)}, "
+                             f"got {self.kernel!r}")
+        if self.kernel == "numba" and not ngram_numba.available():
+            raise ValueError("NgramMatcher.kernel=numba needs numba: pip install 'ragcite[fast]' "
+                             "(or set matcher.kernel=auto)")
+
+    def for_workload(self, n_pairs: int) -> NgramMatcher:
+        """This matcher for a process that will score about `n_pairs` pairs in several calls.
+
+        ``kernel=auto`` is decided here, once for the whole workload (a worker of the parallel
+        scorer sees chunks far below the threshold of one call).
+        """
+        if self.kernel != "auto":
+            return self
+        kernel = "numba" if ngram_numba.worth_it(n_pairs) else "numpy"
+        return dataclasses.replace(self, kernel=kernel)
+
+    def _compiled(self, n_pairs: int) -> bool:
+        """Whether a call of `n_pairs` pairs uses the compiled kernel."""
+        if self.kernel == "auto":
+            return ngram_numba.worth_it(n_pairs)
+        return self.kernel == "numba"
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap similarity for each pair; each distinct text is tokenised once per chunk."""
         chunks = [pairs[i:i + CHUNK_PAIRS] for i in range(0, len(pairs), CHUNK_PAIRS)]
+        compiled = self._compiled(len(pairs))
         with gc_paused():
-            parts = _map_chunks(self._chunk, chunks, resolve_threads(self.threads))
+            parts = _map_chunks(lambda c: self._chunk(c, compiled), chunks,
+                                resolve_threads(self.threads))
         return [v for part in parts for v in part]
 
     def similarity_array(self, texts: Sequence[str], a: np.ndarray,
@@ -174,24 +213,35 @@ class NgramMatcher(BaseMatcher):
             used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
             local = local.reshape(-1)
             chunk_texts = [texts[i] for i in used.tolist()]
-            return self._chunk_ids(chunk_texts, local[:len(ca)], local[len(ca):])
+            return self._chunk_ids(chunk_texts, local[:len(ca)], local[len(ca):], compiled)
 
+        compiled = self._compiled(len(a))
         starts = range(0, len(a), CHUNK_PAIRS)
         with gc_paused():
             parts = _map_chunks(chunk, starts, resolve_threads(self.threads))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
-    def _chunk(self, pairs: Sequence[TextPair]) -> list[float]:
+    def _chunk(self, pairs: Sequence[TextPair], compiled: bool) -> list[float]:
         texts = list(dict.fromkeys(chain.from_iterable(pairs)))
         index = dict(zip(texts, range(len(texts))))
         refs, cits = zip(*pairs)
         a = np.fromiter(map(index.__getitem__, refs), dtype=np.int64, count=len(pairs))
         b = np.fromiter(map(index.__getitem__, cits), dtype=np.int64, count=len(pairs))
-        return self._chunk_ids(texts, a, b).tolist()
+        return self._chunk_ids(texts, a, b, compiled).tolist()
 
-    def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray,
+                   compiled: bool = False) -> np.ndarray:
         """Similarities of the pairs (texts[a[p]], texts[b[p]]) of one chunk."""
         n = self.n
+        if compiled:
+            stream, order = token_stream(texts)
+            position = np.empty(len(texts), dtype=np.int64)
+            position[order] = np.arange(len(texts), dtype=np.int64)
+            done = ngram_numba.similarities(stream, position, a, b, n)
+            if done is not None:  # else keys beyond int64: the numpy path below
+                sims, total = done
+                _short_pairs(texts, a, b, total, sims, n)
+                return sims
         table = _gram_table(texts, n)
         total = table.total
         sims = np.zeros(len(a))
@@ -219,22 +269,33 @@ class NgramMatcher(BaseMatcher):
                               np.minimum(table.counts[at], table.counts[pos]), 0)
             inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
             sims[ok] = inter / np.minimum(total[a_ok], total[b_ok])
-        # The rest: a side shorter than n tokens (or without any), by the plain path.
-        short = np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist()
-        if short:
-            longest: dict[str, int] = {}
-            plain: dict[tuple[str, int], tuple[int, Counter[tuple[str, ...]]]] = {}
-            for i in short:
-                ref, cit = texts[a[i]], texts[b[i]]
-                for t in (ref, cit):
-                    if t not in longest:
-                        longest[t] = _longest(t)
-                k = min(n, longest[ref], longest[cit])
-                if k == 0:
-                    continue  # no tokens on a side: 0
-                for t in (ref, cit):
-                    if (t, k) not in plain:
-                        plain[(t, k)] = _plain(t, k)
-                (ta, ga), (tb, gb) = plain[(ref, k)], plain[(cit, k)]
-                sims[i] = sum((ga & gb).values()) / min(ta, tb)
+        _short_pairs(texts, a, b, total, sims, n)
         return sims
+
+
+def _short_pairs(texts: list[str], a: np.ndarray, b: np.ndarray, total: np.ndarray,
+                 sims: np.ndarray, n: int) -> None:
+    """Fill in `sims` for the pairs with a side without n-grams (``total`` 0): the plain path.
+
+    Such a side is shorter than `n` tokens in every stretch (or has no token), so the
+    short-side rule applies: both sides use the shorter length.
+    """
+    short = np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist()
+    if not short:
+        return
+    longest: dict[str, int] = {}
+    plain: dict[tuple[str, int], tuple[int, Counter[tuple[str, ...]]]] = {}
+    for i in short:
+        ref, cit = texts[a[i]], texts[b[i]]
+        for t in (ref, cit):
+            if t not in longest:
+                longest[t] = _longest(t)
+        k = min(n, longest[ref], longest[cit])
+        if k == 0:
+            sims[i] = 0.0  # no tokens on a side
+            continue
+        for t in (ref, cit):
+            if (t, k) not in plain:
+                plain[(t, k)] = _plain(t, k)
+        (ta, ga), (tb, gb) = plain[(ref, k)], plain[(cit, k)]
+        sims[i] = sum((ga & gb).values()) / min(ta, tb)

@@ -188,17 +188,15 @@ def _joined(parts: Sequence[str]) -> str:
     return big
 
 
-def token_ids(texts: Sequence[str]) -> TokenIds:
-    """Tokenise many texts at once (the batch form of :func:`token_stretches`).
+def token_stream(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
+    """All texts as one UTF-8 byte stream, each after the mark ``\\x01``, and their order.
 
-    All texts go into one UTF-8 byte buffer, ASCII texts as they are and the others
-    NFKC-normalised and case-folded, with their non-ASCII non-word characters blanked (so every
-    byte of a remaining non-ASCII character is part of a word). Numpy then finds the tokens (runs
-    of word bytes) and the stretch breaks (runs of three or more dots: NFKC turns "…" into
-    "..."), lower-cases the ASCII letters, and numbers the distinct tokens: each token is packed
-    into 8-byte words, hashed, and grouped by hash, and every token is compared byte for byte
-    with the first token of its group, so the ids are exact; a false group (never seen) falls
-    back to a dict.
+    ASCII texts come first, as they are; then the others, NFKC-normalised and case-folded, with
+    their non-ASCII non-word characters blanked, so every byte of a remaining non-ASCII
+    character is part of a word. A mark inside a text becomes a space.
+
+    Returns:
+        ``(stream, order)``: ``order[p]`` is the index in `texts` of the p-th text of the stream.
     """
     ascii_text = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
     plain: list[int] = np.flatnonzero(ascii_text).tolist()
@@ -210,6 +208,20 @@ def token_ids(texts: Sequence[str]) -> TokenIds:
         norm = [unicodedata.normalize("NFKC", texts[i]).casefold() for i in other]
         text = _blank_nonword(_joined(norm))
         data += (b"\x01" if plain else b"") + text.encode("utf-8")
+    return data, np.array(plain + other, dtype=np.int64)
+
+
+def token_ids(texts: Sequence[str]) -> TokenIds:
+    """Tokenise many texts at once (the batch form of :func:`token_stretches`).
+
+    All texts go into one UTF-8 byte buffer (:func:`token_stream`). Numpy then finds the
+    tokens (runs of word bytes) and the stretch breaks (runs of three or more dots: NFKC turns
+    "…" into "..."), lower-cases the ASCII letters, and numbers the distinct tokens: each token
+    is packed into 8-byte words, hashed, and grouped by hash, and every token is compared byte
+    for byte with the first token of its group, so the ids are exact; a false group (never
+    seen) falls back to a dict.
+    """
+    data, order = token_stream(texts)
     buf = np.frombuffer(data, dtype=np.uint8)
     # Word bytes: [0-9A-Za-z_] and every byte of a non-ASCII character (uint8 arithmetic wraps).
     word = ((buf | _U8(32)) - _U8(97)) < _U8(26)
@@ -233,8 +245,7 @@ def token_ids(texts: Sequence[str]) -> TokenIds:
     ids, n_ids = _exact_ids(buf, starts, ends)
     if ids is None:  # two different tokens grouped together
         ids, n_ids = _dict_ids(buf, starts, ends)
-    return TokenIds(ids=ids, stretch=stretch, first=first,
-                    order=np.array(plain + other, dtype=np.int64), n_ids=n_ids)
+    return TokenIds(ids=ids, stretch=stretch, first=first, order=order, n_ids=n_ids)
 
 
 def _exact_ids(buf: np.ndarray, starts: np.ndarray,

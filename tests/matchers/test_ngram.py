@@ -7,8 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from runner.matchers import Matcher, NgramMatcher
+from runner.matchers import Matcher, NgramMatcher, ngram_numba
 from runner.matchers.ngram import CHUNK_PAIRS, resolve_threads
+from runner.matchers.text import token_stream
 from tests.helpers import ENCRYPTION, PROBATION, REMOTE_REQUEST, RESIGNATION, VPN
 
 
@@ -175,6 +176,55 @@ def test_invalid_threads(threads: object) -> None:
         NgramMatcher(threads=threads)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("kernel", ["fast", "", None, "Numba"])
+def test_invalid_kernel(kernel: object) -> None:
+    with pytest.raises(ValueError, match=r"NgramMatcher\.kernel must be one of auto, numpy, numba"):
+        NgramMatcher(kernel=kernel)  # type: ignore[arg-type]
+
+
+def test_the_numba_kernel_without_numba_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ngram_numba, "available", lambda: False)
+    with pytest.raises(ValueError, match=r"pip install 'ragcite\[fast\]'"):
+        NgramMatcher(kernel="numba")
+    # auto then always means numpy, however large the workload.
+    assert NgramMatcher().for_workload(10**9).kernel == "numpy"
+    assert NgramMatcher().similarities([("a b c", "a b c d")]) == [1.0]
+
+
+@pytest.mark.skipif(not ngram_numba.available(), reason="numba (the `fast` extra) not installed")
+def test_auto_kernel_by_workload() -> None:
+    limit = ngram_numba.AUTO_MIN_PAIRS
+    assert NgramMatcher().for_workload(limit).kernel == "numba"
+    below = NgramMatcher().for_workload(limit - 1).kernel
+    assert below == ("numba" if ngram_numba.loaded() else "numpy")
+    assert NgramMatcher(kernel="numpy").for_workload(limit).kernel == "numpy"
+    assert NgramMatcher(kernel="numba").for_workload(1).kernel == "numba"
+    # The kernel changes no similarity: not part of the identity.
+    assert NgramMatcher(kernel="numba").identity() == NgramMatcher(kernel="numpy").identity()
+
+
+@pytest.mark.skipif(not ngram_numba.available(), reason="numba (the `fast` extra) not installed")
+def test_numba_kernel_hands_over_when_keys_would_overflow() -> None:
+    # 300 distinct tokens: 300 ** 8 >= 2 ** 62, so 8-gram keys would not be exact in int64; the
+    # kernel declines and the numpy path (which renumbers) scores the chunk.
+    words = [f"w{k}" for k in range(300)]
+    ref = " ".join(words)
+    cit = " ".join(words[:10])  # 10 tokens: 3 8-grams, all of them in ref
+    stream, order = token_stream([ref, cit])
+    position = np.empty(2, dtype=np.int64)
+    position[order] = np.arange(2)
+    a, b = np.array([0]), np.array([1])
+    assert ngram_numba.similarities(stream, position, a, b, 8) is None
+    # The 3 8-grams of cit are all in ref: 3 / min(293, 3) = 1.0. At n=2 the kernel scores it:
+    # 9 / min(299, 9) = 1.0, with 299 and 9 bigrams.
+    assert NgramMatcher(n=8, kernel="numba").similarities([(ref, cit)]) == [1.0]
+    got = ngram_numba.similarities(stream, position, a, b, 2)
+    assert got is not None
+    assert got[0].tolist() == [1.0]
+    assert got[1].tolist() == [299, 9]
+
+
 def test_resolve_threads() -> None:
     assert resolve_threads(3) == 3
     assert resolve_threads(0) == max(1, min(os.cpu_count() or 1, 4))
@@ -204,7 +254,7 @@ def test_chunks_on_threads_give_the_same_values_in_order() -> None:
 def test_defaults_and_identity() -> None:
     m = NgramMatcher()
     assert isinstance(m, Matcher)
-    assert (m.threshold, m.n, m.threads) == (0.5, 3, 0)
+    assert (m.threshold, m.n, m.threads, m.kernel) == (0.5, 3, 0, "auto")
     assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3}
     # Threads change no similarity: not part of the identity either.
     assert NgramMatcher(threads=3).identity() == m.identity()

@@ -4,7 +4,8 @@ The reference below follows the SPEC text literally and has no fast path: NFKC, 
 split on ellipsis markers, ``\\w+`` tokens, multisets of n-grams as Counters, the short-side
 rule, overlap / min. The matcher must give exactly the same float for every pair, on the
 synthetic benchmark data (bench/synth.py) and on generated ASCII and Unicode text, whether a
-pair is scored alone or in a batch that shares texts.
+pair is scored alone or in a batch that shares texts, with either kernel (``numpy``, and the
+compiled ``numba`` one where numba is installed).
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.matchers import NgramMatcher
+from runner.matchers import NgramMatcher, ngram_numba
 from runner.matchers import text as text_module
 from runner.matchers.text import token_ids, token_stretches
+
+_NO_NUMBA = pytest.mark.skipif(not ngram_numba.available(),
+                               reason="numba (the `fast` extra) not installed")
+KERNELS = pytest.mark.parametrize("kernel", ["numpy", pytest.param("numba", marks=_NO_NUMBA)])
 
 _ELLIPSIS = re.compile(r"…|\.{3,}")
 def _is_word(char: str) -> bool:
@@ -78,10 +83,11 @@ def _synthetic_pairs(n_cases: int, seed: int) -> list[tuple[str, str]]:
     return pairs
 
 
+@KERNELS
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
-def test_synthetic_data_matches_the_reference(n: int) -> None:
+def test_synthetic_data_matches_the_reference(n: int, kernel: str) -> None:
     pairs = _synthetic_pairs(400, seed=n)
-    got = NgramMatcher(n=n).similarities(pairs)
+    got = NgramMatcher(n=n, kernel=kernel).similarities(pairs)
     want = [reference_similarity(r, c, n) for r, c in pairs]
     assert got == want
     # The data exercise the whole range, not only 0 and 1.
@@ -158,20 +164,25 @@ _ascii_text = st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
 _any_text = st.text(max_size=40)
 
 
+@KERNELS
 @settings(max_examples=400, deadline=None)
 @given(ref=_token_text, cit=_token_text, n=st.integers(1, 4))
-def test_generated_word_text_matches_the_reference(ref: str, cit: str, n: int) -> None:
-    assert NgramMatcher(n=n).similarities([(ref, cit)]) == [reference_similarity(ref, cit, n)]
+def test_generated_word_text_matches_the_reference(ref: str, cit: str, n: int,
+                                                   kernel: str) -> None:
+    got = NgramMatcher(n=n, kernel=kernel).similarities([(ref, cit)])
+    assert got == [reference_similarity(ref, cit, n)]
 
 
+@KERNELS
 @settings(max_examples=300, deadline=None)
 @given(
     ref=st.one_of(_ascii_text, _any_text),
     cit=st.one_of(_ascii_text, _any_text, _token_text),
     n=st.integers(1, 3),
 )
-def test_arbitrary_text_matches_the_reference(ref: str, cit: str, n: int) -> None:
-    assert NgramMatcher(n=n).similarities([(ref, cit)]) == [reference_similarity(ref, cit, n)]
+def test_arbitrary_text_matches_the_reference(ref: str, cit: str, n: int, kernel: str) -> None:
+    got = NgramMatcher(n=n, kernel=kernel).similarities([(ref, cit)])
+    assert got == [reference_similarity(ref, cit, n)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -180,7 +191,8 @@ def test_ascii_fast_path_equals_the_unicode_path(text: str) -> None:
     assert token_stretches(text) == reference_stretches(text)
 
 
-def test_batches_that_share_texts_match_the_reference() -> None:
+@KERNELS
+def test_batches_that_share_texts_match_the_reference(kernel: str) -> None:
     # Many pairs over few texts, in random order, with short and repeated-gram texts mixed in:
     # per-text caches and the short-side rule must not leak between pairs.
     rnd = random.Random(5)
@@ -201,7 +213,7 @@ def test_batches_that_share_texts_match_the_reference() -> None:
     ]
     pairs = [(rnd.choice(texts), rnd.choice(texts)) for _ in range(3000)]
     for n in (1, 2, 3, 5):
-        got = NgramMatcher(n=n).similarities(pairs)
+        got = NgramMatcher(n=n, kernel=kernel).similarities(pairs)
         assert got == [reference_similarity(r, c, n) for r, c in pairs]
 
 
@@ -250,8 +262,9 @@ def test_token_ids_on_synthetic_texts_and_the_collision_fallback(
     assert NgramMatcher().similarities(pairs) == want
 
 
+@KERNELS
 @pytest.mark.parametrize("chunk", [3, 1 << 15])
-def test_similarity_array_equals_similarities(chunk: int,
+def test_similarity_array_equals_similarities(chunk: int, kernel: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # The id-based entry point of the batch scorer gives the same values, also when the pairs
     # span several chunks (each with its own texts) and include short sides.
@@ -265,7 +278,7 @@ def test_similarity_array_equals_similarities(chunk: int,
     index = {t: i for i, t in enumerate(texts)}
     a = np.array([index[r] for r, _ in pairs])
     b = np.array([index[c] for _, c in pairs])
-    m = NgramMatcher(n=2)
+    m = NgramMatcher(n=2, kernel=kernel)
     got = m.similarity_array(texts, a, b)
     assert got.tolist() == m.similarities(pairs) == [reference_similarity(r, c, 2)
                                                      for r, c in pairs]
