@@ -6,6 +6,7 @@ This is the only module that touches ``HydraConfig``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import multiprocessing
@@ -22,7 +23,7 @@ from runner.data.errors import DataError
 from runner.pipeline import Experiment, RagciteError, run_experiment, summary_line
 from runner.redact import env_secrets, scrub_files, secret_values
 from runner.schema import register_configs
-from runner.sweep import sweep_open_here
+from runner.sweep import defer, run_deferred, sweep_open_here
 from runner.tracking.base import Tracker, make_tracker
 
 log = logging.getLogger("ragcite")
@@ -74,6 +75,26 @@ def _render_report(run_dir: Path, link: str | None, forked: bool = False) -> Non
     render_run_report(run_dir, tracking_link=link)
 
 
+def _start_report(run_dir: Path, link: str | None) -> multiprocessing.process.BaseProcess:
+    """Fork a process that renders ``report.html`` of `run_dir` (Linux)."""
+    proc = multiprocessing.get_context("fork").Process(
+        target=_render_report, args=(run_dir, link, True), name="ragcite-report")
+    proc.start()
+    return proc
+
+
+def _wait_report(proc: multiprocessing.process.BaseProcess, run_dir: Path) -> None:
+    """Wait for a report process of :func:`_start_report`.
+
+    Raises:
+        RagciteError: It failed (its traceback is on stderr).
+    """
+    proc.join()
+    if proc.exitcode != 0:
+        raise RagciteError(f"the HTML report of {run_dir} failed (exit code {proc.exitcode}; "
+                           "its error is printed above)")
+
+
 @contextlib.contextmanager
 def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
     """Render ``report.html`` in a forked process while the block runs (Linux), else first.
@@ -85,16 +106,27 @@ def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
         _render_report(run_dir, link)
         yield
         return
-    proc = multiprocessing.get_context("fork").Process(
-        target=_render_report, args=(run_dir, link, True), name="ragcite-report")
-    proc.start()
+    proc = _start_report(run_dir, link)
     try:
         yield
     finally:
         proc.join()
-    if proc.exitcode != 0:
-        raise RagciteError(f"the HTML report of {run_dir} failed (exit code {proc.exitcode}; "
-                           "its error is printed above)")
+    _wait_report(proc, run_dir)
+
+
+def _finish_job(proc: multiprocessing.process.BaseProcess, run_dir: Path, tracker: Tracker,
+                secrets: set[str]) -> None:
+    """The deferred end of a sweep job: its report, uploaded, then its tracked run closed."""
+    from runner.reports.run import REPORT_FILE
+
+    try:
+        _wait_report(proc, run_dir)
+        scrub_files(run_dir, secrets)
+        tracker.log_file(run_dir / REPORT_FILE)
+    except BaseException:
+        tracker.end("FAILED")
+        raise
+    tracker.end("FINISHED")
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
@@ -109,6 +141,7 @@ def _app(cfg: DictConfig) -> None:
              if v is not None and not k.startswith("hydra")}
     multirun = hc.mode is not None and hc.mode.name == "MULTIRUN"
     tracker: Tracker | None = None
+    deferred = False  # this job's end handed over to the next job (runner.sweep.defer)
     try:
         plain = _plain(cfg)
         # The tracking store is checked before any model or API call: here, or (when the
@@ -123,16 +156,32 @@ def _app(cfg: DictConfig) -> None:
         if (plain.get("report") or {}).get("format") == "html":
             from runner.reports.run import REPORT_FILE
 
-            # The report and the tracker each read cases.jsonl: side by side on two cores.
-            with report_beside(output_dir, tracker.link):
-                tracker.log_results(output_dir, skip=(REPORT_FILE,))
-            scrub_files(output_dir, secrets)
-            tracker.log_file(output_dir / REPORT_FILE)
+            if multirun and sweep_open_here() and sys.platform.startswith("linux"):
+                # A sweep job in the sweep's own process: the previous job's report has been
+                # rendering beside this job's scoring; wait for it, upload it and close its run.
+                # This job's report renders beside the next job in turn (or the sweep's end).
+                run_deferred()
+                proc = _start_report(output_dir, tracker.link)
+                try:
+                    tracker.log_results(output_dir, skip=(REPORT_FILE,))
+                except BaseException:
+                    proc.join()
+                    raise
+                defer(output_dir, functools.partial(_finish_job, proc, output_dir, tracker,
+                                                    secrets))
+                deferred = True
+            else:
+                # The report and the tracker each read cases.jsonl: side by side on two cores.
+                with report_beside(output_dir, tracker.link):
+                    tracker.log_results(output_dir, skip=(REPORT_FILE,))
+                scrub_files(output_dir, secrets)
+                tracker.log_file(output_dir / REPORT_FILE)
         else:
             tracker.log_results(output_dir)
-        tracker.end("FINISHED")
+        if not deferred:
+            tracker.end("FINISHED")
     except BaseException as exc:
-        if tracker is not None:
+        if tracker is not None and not deferred:
             tracker.end("FAILED")
         if isinstance(exc, (RagciteError, DataError)):
             log.error("ragcite: error: %s", exc)
@@ -154,7 +203,7 @@ def _app(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Entry point of the `ragcite` console script."""
-    from runner.sweep import finish_sweep
+    from runner.sweep import finish_sweep, last_summary
 
     register_configs()
     try:
@@ -164,7 +213,8 @@ def main() -> None:
         if exc.code not in (0, None):
             finish_sweep(failed=True)
         raise
-    summary = finish_sweep(failed=False)  # no-op unless a sweep is still open
+    # A sweep still open is closed here; one closed by Hydra's callback left its summary.
+    summary = finish_sweep(failed=False) or last_summary()
     if summary is not None and summary["failed"]:
         sys.exit(1)
     sys.exit(_exit_status)

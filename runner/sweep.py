@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ log = logging.getLogger("ragcite")
 SWEEP_FILE = "sweep.json"
 
 _active: dict[str, Any] = {}
+_deferred: list[tuple[str, Callable[[], None]]] = []
+_deferred_failures: list[str] = []
+_last: list[dict[str, Any]] = []  # the summary of the sweep that ended last, for main()
 
 
 def _plain(config: DictConfig) -> dict[str, Any]:
@@ -62,17 +66,49 @@ def sweep_open_here() -> bool:
     return bool(_active)
 
 
+def defer(job_dir: Path, finish: Callable[[], None]) -> None:
+    """Run a job's `finish` later: when the next job calls :func:`run_deferred`, or at the end.
+
+    A job of a sweep running in this process hands over its last step (waiting for its report,
+    uploading it, closing its tracked run), so that the report renders beside the next job's
+    scoring instead of holding it up.
+    """
+    _deferred.append((str(job_dir), finish))
+
+
+def run_deferred() -> None:
+    """Run the steps earlier jobs deferred, in order.
+
+    A step that raises is logged with its job's folder and makes the sweep fail; it is not
+    raised into the job that happens to call this.
+    """
+    while _deferred:
+        job_dir, finish = _deferred.pop(0)
+        try:
+            finish()
+        except Exception as exc:
+            log.error("ragcite: error: job %s: %s", job_dir, exc)
+            _deferred_failures.append(Path(job_dir).name)
+
+
 def start_sweep(config: DictConfig) -> None:
     """Remember the sweep and open the tracking parent run (main process)."""
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
     _active.clear()
     _active.update({"dir": sweep_dir, "config": config})
+    _deferred.clear()
+    _deferred_failures.clear()
     cfg = _plain(config)
     if (cfg.get("tracking") or {}).get("backend") == "mlflow":
         from runner.tracking.mlflow import start_sweep as start_tracking
 
         start_tracking(config, sweep_dir)
+
+
+def last_summary() -> dict[str, Any] | None:
+    """The summary :func:`finish_sweep` wrote last (once), or None."""
+    return _last.pop() if _last else None
 
 
 def finish_sweep(failed: bool) -> dict[str, Any] | None:
@@ -86,6 +122,7 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     """
     if not _active:
         return None
+    run_deferred()  # the last job's report and tracked run
     sweep_dir: Path = _active["dir"]
     config: DictConfig = _active["config"]
     _active.clear()
@@ -94,8 +131,12 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     LOADED.clear()  # the cases the jobs shared
     jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
     incomplete = [j["dir"] for j in jobs if not j["complete"]]
-    summary = {"sweep_dir": str(sweep_dir.resolve()), "failed": failed or bool(incomplete),
-               "n_jobs": len(jobs), "incomplete_jobs": incomplete, "jobs": jobs}
+    report_failed = list(_deferred_failures)
+    _deferred_failures.clear()
+    summary = {"sweep_dir": str(sweep_dir.resolve()),
+               "failed": failed or bool(incomplete) or bool(report_failed),
+               "n_jobs": len(jobs), "incomplete_jobs": incomplete,
+               "failed_after_results": report_failed, "jobs": jobs}
     (sweep_dir / SWEEP_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     cfg = _plain(config)
@@ -110,6 +151,7 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
         from runner.tracking.mlflow import end_sweep
 
         end_sweep(config, sweep_dir, summary)
+    _last[:] = [summary]
     return summary
 
 

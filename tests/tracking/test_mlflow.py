@@ -383,7 +383,8 @@ def test_sweep_with_a_failing_job_ends_failed_and_leaves_nothing_running(
     out = tmp_path / "out"
     missing = tmp_path / "missing.jsonl"
     proc = run_cli(["-m", *BASE, f"hydra/launcher={launcher}", f"output_root={out}",
-                    f"dataset.path={SEED},{missing}"], cwd=tmp_path, env=ENV, timeout=600)
+                    "report=html", f"dataset.path={SEED},{missing}"], cwd=tmp_path, env=ENV,
+                   timeout=600)
     assert proc.returncode != 0
     uri = sqlite_uri(out)
     parent, children = check_sweep(uri, out, 2)
@@ -393,8 +394,67 @@ def test_sweep_with_a_failing_job_ends_failed_and_leaves_nothing_running(
     assert status[str(missing)] == "FAILED"
     if launcher == "basic":
         assert status[str(SEED)] == "FINISHED"
+        # The good job had handed its report to the next job, which failed: the sweep's end
+        # still uploaded it before closing the run.
+        (seed_run,) = [c for c in children if c.data.params["dataset.path"] == str(SEED)]
+        assert "report.html" in artifact_paths(uri, seed_run.info.run_id)
     else:
         # Under joblib the failure can break the worker pool while the other job still runs;
         # that job then never closes its run, and the sweep's end marks it FAILED.
         assert status[str(SEED)] in ("FINISHED", "FAILED")
     assert parent.data.metrics["n_failed_jobs"] == 1
+
+
+@pytest.mark.slow
+def test_basic_sweep_jobs_hand_their_report_to_the_next_job(tmp_path: Path) -> None:
+    # In the sweep's own process a job's report renders beside the next job; the next job (or
+    # the sweep's end) uploads it and closes the job's run. Every run ends FINISHED with the
+    # very report its folder holds.
+    out = tmp_path / "out"
+    proc = run_cli(["-m", *BASE, "report=html", "matcher.threshold=0.2,0.5,0.8",
+                    f"output_root={out}"], cwd=tmp_path, env=ENV, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    uri = sqlite_uri(out)
+    parent, children = check_sweep(uri, out, 3)
+    assert parent.info.status == "FINISHED"
+    folder = sweep_dir(out)
+    for child in children:
+        assert child.info.status == "FINISHED"
+        job = Path(child.data.tags["ragcite.run_dir"])
+        got = download_text(uri, child.info.run_id, "report.html", tmp_path / child.info.run_id)
+        assert got == (job / "report.html").read_text(encoding="utf-8")
+        # Each report is its own job's: the threshold in the page's metadata.
+        assert f'"threshold":{child.data.params["matcher.threshold"]}' in got
+    summary = read_json(folder / "sweep.json")
+    assert (summary["failed"], summary["failed_after_results"]) == (False, [])
+
+
+@pytest.mark.slow
+def test_a_job_whose_deferred_report_fails_fails_the_sweep_not_the_next_job(
+        tmp_path: Path) -> None:
+    # report.page_size=0 is refused when the report renders: the first job's report fails
+    # after its results were written, while the second job runs. That job's run must still
+    # finish; the first job's run ends FAILED, the sweep fails (exit 1) and names the job.
+    out = tmp_path / "out"
+    proc = run_cli(["-m", *BASE, "report=html", "report.page_size=0,50",
+                    f"output_root={out}"], cwd=tmp_path, env=ENV, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    uri = sqlite_uri(out)
+    parent, children = check_sweep(uri, out, 2)
+    assert parent.info.status == "FAILED"
+    status = {c.data.params["report.page_size"]: c for c in children}
+    bad, good = status["0"], status["50"]
+    assert bad.info.status == "FAILED" and good.info.status == "FINISHED"
+    bad_dir = Path(bad.data.tags["ragcite.run_dir"])
+    good_dir = Path(good.data.tags["ragcite.run_dir"])
+    assert not (bad_dir / "report.html").exists()
+    assert "report.html" not in artifact_paths(uri, bad.info.run_id)
+    assert "report.html" in artifact_paths(uri, good.info.run_id)
+    assert (good_dir / "report.html").is_file()
+    summary = read_json(sweep_dir(out) / "sweep.json")
+    assert summary["failed"] is True
+    assert summary["failed_after_results"] == [bad_dir.name]
+    assert summary["incomplete_jobs"] == []  # its results are whole; only the report failed
+    assert f"job {bad_dir}: the HTML report of {bad_dir} failed" in proc.stderr
+    assert "report.page_size must be at least 1" in proc.stderr
+    no_run_is_running(uri)
