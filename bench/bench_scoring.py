@@ -12,6 +12,9 @@ Every measurement runs in a fresh child process, so its peak RSS is its own. Sta
 * ``evaluate``: ``runner.evaluate(cases, matcher=...)`` on loaded cases, bootstrap at its
   default (similarities, predicate, metrics, labels, explanations and aggregation).
 
+A matcher is a config name, optionally with the `ngram` kernel: ``ngram:numpy``,
+``ngram:numba`` (needs the ``fast`` extra); plain ``ngram`` is ``kernel=auto``.
+
 The data are generated once by ``bench/synth.py`` into ``bench/results/data/`` (git-ignored).
 """
 
@@ -82,7 +85,8 @@ def run_child(stage: str, matcher: str, path: str) -> dict[str, Any]:
     cases = runner.load_cases(path)
     gc.collect()
     before = _current_rss_mb()
-    m = matcher_from_name(matcher)
+    name, _, kernel = matcher.partition(":")  # "ngram:numba": the ngram matcher's kernel
+    m = matcher_from_name(name, **({"kernel": kernel} if kernel else {}))
     if stage == "similarity":
         batches = []
         for start in range(0, len(cases), 10_000):

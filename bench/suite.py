@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -85,9 +86,12 @@ MULTIRUN_MAX_RATIO = 1.5
 
 MATCHER_STAGES: tuple[tuple[str, str], ...] = (
     ("similarity", "substring"),
-    ("similarity", "ngram"),
-    ("evaluate", "ngram"),
+    ("similarity", "ngram:numpy"),
+    ("similarity", "ngram:numba"),
+    ("evaluate", "ngram:numpy"),
+    ("evaluate", "ngram:numba"),
 )
+"""Matcher rows; ``ngram:numba`` (the compiled kernel) only where numba is installed."""
 
 STAGE_LABELS: dict[str, str] = {
     "startup_s": "start-up: interpreter, imports, Hydra*",
@@ -419,7 +423,7 @@ class Suite:
                 rec["score_target"] = {"max_score_s": SCORE_MAX_S, "applies": applies,
                                        "passed": score_ok}
                 self.table.add("e2e", f"  {STAGE_LABELS[key]}", rec["n_cases"], seconds,
-                               target=f"< {SCORE_MAX_S:g} s at 100k (scoring, all cores)",
+                               target=f"< {SCORE_MAX_S:g} s at 100k (strict: with writing)",
                                result=_mark(score_ok))
             else:
                 self.table.add("e2e", f"  {STAGE_LABELS[key]}", rec["n_cases"], seconds)
@@ -431,6 +435,9 @@ class Suite:
         path = bench_scoring.data_file(n, self.args.seed)
         out = []
         for stage, matcher in MATCHER_STAGES:
+            if matcher.endswith(":numba") and importlib.util.find_spec("numba") is None:
+                _log(f"bench_scoring {stage} {matcher}: skipped (numba not installed)")
+                continue
             _log(f"bench_scoring {stage} {matcher}: {n:,} cases ...")
             raw = bench_scoring.measure(stage, matcher, path, self.args.repeat)
             seconds = float(raw["seconds"])
@@ -443,13 +450,18 @@ class Suite:
                 "peak_rss_mb": round(raw["peak_rss_mb"], 1)}
             rec["target"] = None
             target, ok = "", None
-            if stage == "evaluate":
-                applies = n == EVAL_TARGET_N
+            applies = n == EVAL_TARGET_N
+            if stage == "evaluate" and matcher == "ngram:numpy":  # issue 2, default install
                 ok = (seconds < EVAL_MAX_S and rec["peak_rss_mb"] < EVAL_MAX_RSS_MB
                       if applies else None)
                 rec["target"] = {"n_cases": EVAL_TARGET_N, "max_seconds": EVAL_MAX_S,
                                  "max_peak_rss_mb": EVAL_MAX_RSS_MB, "applies": applies}
                 target = f"< {EVAL_MAX_S:g} s, < {EVAL_MAX_RSS_MB / 1024:g} GB at 100k"
+            elif stage == "evaluate":  # issue 7: scoring alone, both cores (fast extra)
+                ok = seconds < SCORE_MAX_S if applies else None
+                rec["target"] = {"n_cases": EVAL_TARGET_N, "max_seconds": SCORE_MAX_S,
+                                 "applies": applies}
+                target = f"< {SCORE_MAX_S:g} s at 100k (scoring alone, both cores)"
             rec["passed"] = ok
             label = ("runner.evaluate" if stage == "evaluate" else "similarities") + f" {matcher}"
             self.table.add("matchers", label, rec["n_cases"], seconds, rec["cases_per_s"],
