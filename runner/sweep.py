@@ -11,6 +11,7 @@ Jobs never send state back to the main process: the summary is gathered from eac
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -91,6 +92,12 @@ def run_deferred() -> None:
             _deferred_failures.append(Path(job_dir).name)
 
 
+def _jobs_run_here(config: DictConfig) -> bool:
+    """True when the sweep's launcher runs its jobs in this process (Hydra's basic launcher)."""
+    target = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
+    return str(target).endswith(".BasicLauncher")
+
+
 def start_sweep(config: DictConfig) -> None:
     """Remember the sweep and open the tracking parent run (main process)."""
     sweep_dir = Path(str(config.hydra.sweep.dir))
@@ -101,9 +108,19 @@ def start_sweep(config: DictConfig) -> None:
     _deferred_failures.clear()
     cfg = _plain(config)
     if (cfg.get("tracking") or {}).get("backend") == "mlflow":
-        from runner.tracking.mlflow import start_sweep as start_tracking
+        from runner.tracking import mlflow as tracking
+        from runner.tracking.process import TrackerHost, use_helper
 
-        start_tracking(config, sweep_dir)
+        if use_helper() and _jobs_run_here(config) and tracking.sweep_is_local(config):
+            # Jobs in this process: MLflow in one helper for the whole sweep. It opens the
+            # parent run while Hydra prepares the jobs, and logs every job's results beside the
+            # next job's work. (Jobs in other processes would race it creating a new store.)
+            TrackerHost(functools.partial(tracking.start_sweep, config, sweep_dir),
+                        tracking.MlflowTracker,
+                        functools.partial(tracking.end_sweep, config, sweep_dir),
+                        tracking.close_open_sweep)
+        else:  # a server is checked before any job runs (exit 2 when it is unreachable)
+            tracking.start_sweep(config, sweep_dir)
 
 
 def last_summary() -> dict[str, Any] | None:
@@ -149,8 +166,13 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
             log.error("ragcite: could not write the sweep report: %s", exc)
     if (cfg.get("tracking") or {}).get("backend") == "mlflow":
         from runner.tracking.mlflow import end_sweep
+        from runner.tracking.process import active_host
 
-        end_sweep(config, sweep_dir, summary)
+        host = active_host()
+        if host is not None:
+            host.end_sweep(summary)
+        else:
+            end_sweep(config, sweep_dir, summary)
     _last[:] = [summary]
     return summary
 

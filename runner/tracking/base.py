@@ -88,8 +88,11 @@ def make_tracker(cfg: dict[str, Any]) -> Tracker:
         return NullTracker()
     if backend == "mlflow":
         from runner.tracking.mlflow import MlflowTracker
-        from runner.tracking.process import TrackerProcess, use_helper
+        from runner.tracking.process import TrackerProcess, active_host, use_helper
 
+        host = active_host()
+        if host is not None:  # a job of a sweep whose trackers live in one helper
+            return host.tracker(cfg)
         if use_helper():
             return TrackerProcess(lambda: MlflowTracker(cfg))
         return MlflowTracker(cfg)

@@ -708,6 +708,12 @@ def _write_parent_file(sweep_dir: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def sweep_is_local(config: Any) -> bool:
+    """True when a sweep-level config tracks to a local store (sqlite or files), not a server."""
+    tracking, output_root, _ = _sweep_settings(config)
+    return not is_remote(resolve_tracking_uri(tracking, output_root))
+
+
 def start_sweep(config: Any, sweep_dir: Path) -> None:
     """Open the sweep's parent run (main process) and leave its id for the jobs.
 
@@ -848,7 +854,7 @@ def _fail_stray_children(client: Any, parent_id: str) -> None:
 
 
 @atexit.register
-def _close_open_sweep() -> None:
+def close_open_sweep() -> None:
     """A sweep interrupted before end_sweep (e.g. Ctrl-C) leaves no parent RUNNING."""
     if _parent.get("run_id") and _parent.get("client") is not None:
         client, run_id = _parent["client"], _parent["run_id"]

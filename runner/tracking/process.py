@@ -19,9 +19,11 @@ without ending the run, the helper sees its end of the pipe close and ends the r
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -190,3 +192,263 @@ class TrackerProcess:
         if self._proc.is_alive():  # pragma: no cover - a hung store
             self._proc.kill()
             self._proc.join()
+
+
+# --- A sweep's trackers, all in one helper ------------------------------------------------------
+
+_HOST: list[TrackerHost] = []
+
+
+@atexit.register
+def _abandon_host() -> None:
+    """At exit without :meth:`TrackerHost.end_sweep` (Ctrl-C, a crash in Python): close the
+    pipe so the host ends the open runs ``KILLED``, and give it time to do so."""
+    host = active_host()
+    if host is not None:
+        _HOST.clear()
+        host._conn.close()
+        host._proc.join(timeout=30)
+
+
+def active_host() -> TrackerHost | None:
+    """The :class:`TrackerHost` of the sweep open in this very process, if any (a forked child
+    inherits the object, not the right to use it)."""
+    return _HOST[0] if _HOST and _HOST[0].owner == os.getpid() else None
+
+
+def _host_serve(open_sweep: Callable[[], None], build: Callable[[dict[str, Any]], Tracker],
+                close_sweep: Callable[[dict[str, Any]], None], on_orphan: Callable[[], None],
+                conn: Connection, main_end: Connection) -> None:
+    """The host's loop: open the sweep's parent run, then serve the jobs' trackers.
+
+    Requests: ``("new", tid, cfg)`` builds a job's tracker; ``("call", tid, method, args)``
+    calls it; ``("end_sweep", summary)`` closes the parent run; ``("close",)`` stops. Each gets
+    one reply, in order. When the main process is gone without closing, every open job run
+    ends ``KILLED`` and so does the parent run.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    main_end.close()
+    trackers: dict[int, Tracker] = {}
+    open_runs: set[int] = set()
+    reply: tuple[str, BaseException | None, str | None]
+    try:
+        open_sweep()
+        reply = (_OK, None, None)
+    except BaseException as exc:
+        reply = (_ERROR, _portable(exc), None)
+    while _reply(conn, reply):
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            break
+        kind = request[0]
+        if kind == "close":
+            return
+        try:
+            if kind == "new":
+                tid, cfg = request[1], request[2]
+                trackers[tid] = build(cfg)
+                reply = (_OK, None, trackers[tid].link)
+            elif kind == "call":
+                tid, method, args = request[1], request[2], request[3]
+                tracker = trackers.get(tid)
+                if tracker is None:  # its construction failed; the job raised that error
+                    reply = ((_OK, None, None) if method == "end" else
+                             (_ERROR, RuntimeError("the tracker could not be built"), None))
+                    continue
+                if method == "start":
+                    open_runs.add(tid)
+                getattr(tracker, method)(*args)
+                if method == "end":
+                    open_runs.discard(tid)
+                    del trackers[tid]
+                reply = (_OK, None, tracker.link)
+            elif kind == "end_sweep":
+                close_sweep(request[1])
+                reply = (_OK, None, None)
+            else:  # pragma: no cover - a programming error
+                reply = (_ERROR, RuntimeError(f"unknown request {kind!r}"), None)
+        except BaseException as exc:
+            reply = (_ERROR, _portable(exc), None)
+    for tid in open_runs:
+        with contextlib.suppress(Exception):
+            trackers[tid].end("KILLED")
+    on_orphan()
+
+
+class TrackerHost:
+    """One forked helper that opens a sweep's parent run and serves every job's tracker.
+
+    The sweep's own process (basic launcher) then never imports MLflow: the helper imports it,
+    opens the store and the parent run while Hydra prepares the jobs and the first job loads its
+    cases, and logs each job's results while the main process goes on. Replies come back in
+    request order; an error belongs to the tracker whose request raised it and is raised by
+    that tracker's next waiting call.
+
+    Args:
+        open_sweep: Opens the parent run (in the helper); its error is raised by the first
+            job's :meth:`HostedTracker.ready`.
+        build: Builds a job's tracker from the job's plain config (in the helper).
+        close_sweep: Closes the parent run with the sweep summary (in the helper).
+        on_orphan: Called in the helper when the main process died without closing.
+    """
+
+    def __init__(self, open_sweep: Callable[[], None],
+                 build: Callable[[dict[str, Any]], Tracker],
+                 close_sweep: Callable[[dict[str, Any]], None],
+                 on_orphan: Callable[[], None]) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_host_serve,
+                                 args=(open_sweep, build, close_sweep, on_orphan, child,
+                                       self._conn),
+                                 name="ragcite-tracker", daemon=True)
+        self._proc.start()
+        child.close()
+        self._pending: list[int] = [0]  # whose reply comes next; 0 is the host itself
+        self._errors: dict[int, BaseException] = {}
+        self._links: dict[int, str] = {}
+        self._next = 1
+        self._closed = False
+        self.owner = os.getpid()
+        _HOST[:] = [self]
+
+    def _send(self, tid: int, request: tuple[Any, ...]) -> None:
+        try:
+            self._conn.send(request)
+        except (BrokenPipeError, OSError):
+            self._dead()
+        self._pending.append(tid)
+
+    def _dead(self) -> None:
+        from runner.pipeline import RagciteError
+
+        self._proc.join(timeout=5)
+        raise RagciteError(f"tracking: the tracker process stopped (exit code "
+                           f"{self._proc.exitcode}; its error is printed above)")
+
+    def _collect(self) -> None:
+        """Receive every outstanding reply and file its outcome under its tracker."""
+        while self._pending:
+            try:
+                status, exc, link = self._conn.recv()
+            except (EOFError, OSError):
+                self._pending.clear()
+                self._dead()
+            tid = self._pending.pop(0)
+            if link is not None:
+                self._links[tid] = link
+            if status == _ERROR and exc is not None and tid not in self._errors:
+                self._errors[tid] = exc
+
+    def wait(self, tid: int) -> None:
+        """Wait for every outstanding reply; raise the first error of `tid`, if any."""
+        self._collect()
+        exc = self._errors.pop(tid, None)
+        if exc is not None:
+            raise exc
+
+    def link(self, tid: int) -> str | None:
+        """The link the helper last gave for `tid`."""
+        return self._links.get(tid)
+
+    def set_link(self, tid: int, value: str | None) -> None:
+        """Set the link of `tid` (as a tracker's ``link`` attribute may be set)."""
+        if value is None:
+            self._links.pop(tid, None)
+        else:
+            self._links[tid] = value
+
+    def opened(self) -> None:
+        """Wait until the parent run is open; raise its error (as a RagciteError) if any."""
+        from runner.pipeline import RagciteError
+
+        self._collect()
+        exc = self._errors.get(0)
+        if isinstance(exc, SystemExit):  # the helper already logged why
+            raise RagciteError("tracking: the sweep's parent run could not be opened (see "
+                               "the error above)")
+        if exc is not None:
+            raise exc
+
+    def tracker(self, cfg: dict[str, Any]) -> HostedTracker:
+        """A new job's tracker, built in the helper from the job's plain config."""
+        tid = self._next
+        self._next += 1
+        self._send(tid, ("new", tid, cfg))
+        return HostedTracker(self, tid)
+
+    def call(self, tid: int, method: str, *args: Any) -> None:
+        """Send one call of tracker `tid` (its reply is collected by the next wait)."""
+        self._send(tid, ("call", tid, method, args))
+
+    def end_sweep(self, summary: dict[str, Any]) -> None:
+        """Close the parent run with the summary, then stop the helper; never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        _HOST.clear()
+        try:
+            self._send(0, ("end_sweep", summary))
+            self._collect()
+            exc = self._errors.pop(0, None)
+            if exc is not None and not isinstance(exc, SystemExit):
+                log.error("ragcite: tracking: could not close the sweep run: %s", exc)
+        except BaseException as exc:
+            log.error("ragcite: tracking: could not close the sweep run: %s", exc)
+        with contextlib.suppress(OSError):
+            self._conn.send(("close",))
+        self._conn.close()
+        self._proc.join(timeout=60)
+        if self._proc.is_alive():  # pragma: no cover - a hung store
+            self._proc.kill()
+            self._proc.join()
+
+
+class HostedTracker:
+    """A job's :class:`~runner.tracking.base.Tracker`, served by the sweep's
+    :class:`TrackerHost`. Waiting calls raise this tracker's own errors only."""
+
+    def __init__(self, host: TrackerHost, tid: int) -> None:
+        self._host = host
+        self._tid = tid
+        self._closed = False
+
+    @property
+    def link(self) -> str | None:
+        """The run's link in the tracking UI, once known."""
+        return self._host.link(self._tid)
+
+    @link.setter
+    def link(self, value: str | None) -> None:
+        self._host.set_link(self._tid, value)
+
+    def start(self, names: dict[str, str], run_dir: Path) -> None:
+        """Ask the helper to open the run; returns at once (see :meth:`ready`)."""
+        self._host.call(self._tid, "start", names, run_dir)
+
+    def ready(self) -> None:
+        """Wait until the parent run and this run are open; raise their error, if any."""
+        self._host.opened()
+        self._host.wait(self._tid)
+
+    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+        """Log the results files (in the helper) and wait for it."""
+        self._host.call(self._tid, "log_results", run_dir, tuple(skip))
+        self._host.wait(self._tid)
+
+    def log_file(self, path: Path) -> None:
+        """Log one more file (in the helper) and wait for it."""
+        self._host.call(self._tid, "log_file", path)
+        self._host.wait(self._tid)
+
+    def end(self, status: str) -> None:
+        """Close the run; never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._host.call(self._tid, "end", status)
+            self._host.wait(self._tid)
+        except BaseException as exc:  # the tracker's own end() never raises
+            log.error("ragcite: tracking: could not close the run as %s: %s", status, exc)
