@@ -29,6 +29,11 @@ def _stage_labels() -> dict[str, str]:
 
 
 STAGES = _stage_labels()
+NUMBA = importlib.util.find_spec("numba") is not None
+# The matchers part's rows; the compiled `ngram` kernel's only where numba is installed.
+MATCHERS = [("similarity", "substring"), ("similarity", "ngram:numpy"),
+            *([("similarity", "ngram:numba")] if NUMBA else []),
+            ("evaluate", "ngram:numpy"), *([("evaluate", "ngram:numba")] if NUMBA else [])]
 
 E2E_KEYS = {"n_cases", "wall_s", "peak_rss_mb", "cases_per_s", "stages_s", "context_f1",
             "run_dir", "target", "passed", "score_target", "wall_s_all"}
@@ -71,9 +76,8 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
         ("setup", "new MLflow store: a 1-case run"),
         ("e2e", "ragcite run (ngram, MLflow, HTML report)"),
         *[("e2e", label) for label in STAGES.values()],
-        ("matchers", "similarities substring"),
-        ("matchers", "similarities ngram"),
-        ("matchers", "runner.evaluate ngram"),
+        *[("matchers", ("similarities " if stage == "similarity" else "runner.evaluate ")
+           + matcher) for stage, matcher in MATCHERS],
         ("multirun", "single run (= the e2e run)"),
         ("multirun", "5-threshold multirun (sweep=thresholds)"),
     ]
@@ -105,18 +109,24 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
     # The child's own peak RSS (it imports MLflow), not the suite's.
     assert e2e["peak_rss_mb"] > 100
 
-    assert [(m["stage"], m["matcher"]) for m in report["matchers"]] == [
-        ("similarity", "substring"), ("similarity", "ngram"), ("evaluate", "ngram")]
+    assert [(m["stage"], m["matcher"]) for m in report["matchers"]] == MATCHERS
+    by_row = {(m["stage"], m["matcher"]): m for m in report["matchers"]}
     for m in report["matchers"]:
         assert set(m) == MATCHER_KEYS
         assert m["n_cases"] == N
         assert m["seconds"] > 0
-    for m in report["matchers"][:2]:
-        assert m["pairs"] > N and m["pairs_per_s"] > 0
-    assert report["matchers"][2]["pairs"] is None
-    assert report["matchers"][0]["target"] is None
-    assert report["matchers"][2]["passed"] is None
-    assert report["matchers"][2]["target"]["applies"] is False
+        if m["stage"] == "similarity":
+            assert m["pairs"] > N and m["pairs_per_s"] > 0
+            assert m["target"] is None and m["passed"] is None
+        else:
+            assert m["pairs"] is None
+            assert m["target"]["applies"] is False and m["passed"] is None
+    # The default install carries issue 2's target; the compiled kernel issue 7's.
+    assert by_row[("evaluate", "ngram:numpy")]["target"] == {
+        "n_cases": 100_000, "max_seconds": 8.0, "max_peak_rss_mb": 1024.0, "applies": False}
+    if NUMBA:
+        assert by_row[("evaluate", "ngram:numba")]["target"] == {
+            "n_cases": 100_000, "max_seconds": 5.0, "applies": False}
 
     multirun = report["multirun"]
     assert set(multirun) == MULTIRUN_KEYS

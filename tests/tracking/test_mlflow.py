@@ -405,19 +405,28 @@ def test_sweep_with_a_failing_job_ends_failed_and_leaves_nothing_running(
     assert parent.data.metrics["n_failed_jobs"] == 1
 
 
+def _html_sweep(tmp_path: Path, override: str, n_jobs: int,
+                returncode: int) -> tuple[Any, str, Any, list[Any]]:
+    """A basic-launcher sweep with HTML reports into tmp_path/out: (process, store URI, parent
+    run, children), the exit status and the runs checked against the job folders."""
+    out = tmp_path / "out"
+    proc = run_cli(["-m", *BASE, "report=html", override, f"output_root={out}"],
+                   cwd=tmp_path, env=ENV, timeout=600)
+    assert proc.returncode == returncode, proc.stderr[-3000:]
+    uri = sqlite_uri(out)
+    parent, children = check_sweep(uri, out, n_jobs)
+    return proc, uri, parent, children
+
+
 @pytest.mark.slow
 def test_basic_sweep_jobs_hand_their_report_to_the_next_job(tmp_path: Path) -> None:
     # In the sweep's own process a job's report renders beside the next job; the next job (or
     # the sweep's end) uploads it and closes the job's run. Every run ends FINISHED with the
     # very report its folder holds.
-    out = tmp_path / "out"
-    proc = run_cli(["-m", *BASE, "report=html", "matcher.threshold=0.2,0.5,0.8",
-                    f"output_root={out}"], cwd=tmp_path, env=ENV, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    uri = sqlite_uri(out)
-    parent, children = check_sweep(uri, out, 3)
+    _, uri, parent, children = _html_sweep(tmp_path, "matcher.threshold=0.2,0.5,0.8",
+                                           n_jobs=3, returncode=0)
     assert parent.info.status == "FINISHED"
-    folder = sweep_dir(out)
+    folder = sweep_dir(tmp_path / "out")
     for child in children:
         assert child.info.status == "FINISHED"
         job = Path(child.data.tags["ragcite.run_dir"])
@@ -435,12 +444,8 @@ def test_a_job_whose_deferred_report_fails_fails_the_sweep_not_the_next_job(
     # report.page_size=0 is refused when the report renders: the first job's report fails
     # after its results were written, while the second job runs. That job's run must still
     # finish; the first job's run ends FAILED, the sweep fails (exit 1) and names the job.
-    out = tmp_path / "out"
-    proc = run_cli(["-m", *BASE, "report=html", "report.page_size=0,50",
-                    f"output_root={out}"], cwd=tmp_path, env=ENV, timeout=600)
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    uri = sqlite_uri(out)
-    parent, children = check_sweep(uri, out, 2)
+    proc, uri, parent, children = _html_sweep(tmp_path, "report.page_size=0,50", n_jobs=2,
+                                              returncode=1)
     assert parent.info.status == "FAILED"
     status = {c.data.params["report.page_size"]: c for c in children}
     bad, good = status["0"], status["50"]
@@ -451,7 +456,7 @@ def test_a_job_whose_deferred_report_fails_fails_the_sweep_not_the_next_job(
     assert "report.html" not in artifact_paths(uri, bad.info.run_id)
     assert "report.html" in artifact_paths(uri, good.info.run_id)
     assert (good_dir / "report.html").is_file()
-    summary = read_json(sweep_dir(out) / "sweep.json")
+    summary = read_json(sweep_dir(tmp_path / "out") / "sweep.json")
     assert summary["failed"] is True
     assert summary["failed_after_results"] == [bad_dir.name]
     assert summary["incomplete_jobs"] == []  # its results are whole; only the report failed
