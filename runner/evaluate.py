@@ -152,10 +152,12 @@ def evaluate(
         source_normalization=tuple(source_normalization),
         bands=dict(bands or DEFAULT_BANDS),
     )
+    pairs: Iterable[tuple[Case, Response | None]] = (
+        (c, responses.get(c.id) if responses is not None else c.response) for c in cases)
     if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
-        stored = [responses.get(c.id) if responses is not None else c.response for c in cases]
+        stored = [r for _, r in pairs]
         m = for_workload(m, count_pairs(cases, stored))
-    pairs = ((c, responses.get(c.id) if responses is not None else c.response) for c in cases)
+        pairs = zip(cases, stored)
     agg = Aggregator(zero_division, bootstrap_resamples, confidence, seed)
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which

@@ -205,9 +205,7 @@ def _abandon_host() -> None:
     pipe so the host ends the open runs ``KILLED``, and give it time to do so."""
     host = active_host()
     if host is not None:
-        _HOST.clear()
-        host._conn.close()
-        host._proc.join(timeout=30)
+        host.abandon()
 
 
 def active_host() -> TrackerHost | None:
@@ -381,6 +379,14 @@ class TrackerHost:
     def call(self, tid: int, method: str, *args: Any) -> None:
         """Send one call of tracker `tid` (its reply is collected by the next wait)."""
         self._send(tid, ("call", tid, method, args))
+
+    def abandon(self) -> None:
+        """Close the pipe without closing the sweep: the helper ends the open runs and the
+        parent ``KILLED``; wait (up to 30 s) for it to do so."""
+        self._closed = True
+        _HOST.clear()
+        self._conn.close()
+        self._proc.join(timeout=30)
 
     def end_sweep(self, summary: dict[str, Any]) -> None:
         """Close the parent run with the summary, then stop the helper; never raises."""
