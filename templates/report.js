@@ -183,9 +183,18 @@
     var self = this;
     if (!this.detailsPromise) {
       this.detailsPromise = Promise.resolve().then(function () {
-        return unpack(self.readDetails(), "details");
-      }).then(function (details) {
-        if (details.length !== self.cases.length) { throw new Error("the case details do not match the cases"); }
+        var blocks = self.readDetails();
+        return Promise.all([unpack(blocks[0], "details"), unpack(blocks[1], "texts")]);
+      }).then(function (parts) {
+        var details = parts[0], texts = parts[1];
+        if (details.length !== self.cases.length || texts.length !== self.cases.length) {
+          throw new Error("the case details do not match the cases");
+        }
+        /* A case's details: its scores (S, M, X) and its passages (R, C, E, a, md). */
+        for (var i = 0; i < details.length; i++) {
+          var d = details[i], t = texts[i];
+          for (var k in t) { if (Object.prototype.hasOwnProperty.call(t, k)) { d[k] = t[k]; } }
+        }
         self.details = details;
         window.__detailsReady = performance.now();
         document.documentElement.setAttribute("data-details", "1");
@@ -552,7 +561,9 @@
     if (!meta || !block) { return false; }
     timing.block = performance.now();
     unpack(block, "rows").then(function (cases) {
-      var table = new CaseTable(meta, cases, function () { return readJSON("ragcite-details"); });
+      var table = new CaseTable(meta, cases, function () {
+        return [readJSON("ragcite-details"), readJSON("ragcite-texts")];
+      });
       table.bind();
       table.render();
       window.__ragcite = table;

@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.resources import files
@@ -182,9 +183,29 @@ def embed_packed(text: str, encoding: str, level: int = 3) -> Markup:
         return Markup(_escape_script_json('{"encoding":"json","data":' + text + "}"))
     if encoding != "gzip-base64":
         raise ValueError(f"unknown encoding {encoding!r}")
+    return packed_block(*pack_text(text, level))
+
+
+def pack_text(text: str, level: int = 3) -> tuple[int, str]:
+    """`text` as UTF-8 bytes gzipped (no timestamp: the same text packs the same) in base64,
+    with its length in bytes."""
     raw = text.encode("utf-8")
-    packed = base64.b64encode(gzip.compress(raw, compresslevel=level, mtime=0)).decode("ascii")
-    return Markup(f'{{"encoding":"gzip-base64","bytes":{len(raw)},"data":"{packed}"}}')
+    return len(raw), base64.b64encode(gzip.compress(raw, compresslevel=level,
+                                                    mtime=0)).decode("ascii")
+
+
+def packed_block(n_bytes: int, data: str) -> Markup:
+    """The ``gzip-base64`` block of :func:`embed_packed` from :func:`pack_text`'s parts.
+
+    Raises:
+        ValueError: `data` is not base64 text (it could not be embedded safely).
+    """
+    if not _BASE64.fullmatch(data):
+        raise ValueError("packed data must be base64 text")
+    return Markup(f'{{"encoding":"gzip-base64","bytes":{int(n_bytes)},"data":"{data}"}}')
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 @cache

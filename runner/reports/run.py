@@ -12,13 +12,22 @@ Re-render a run folder by hand with ``python -m runner.reports.run RUN_DIR``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from runner._gc import gc_paused
+from runner.cache import REPORT_TEXTS_DIR
+from runner.reports.cases import (
+    EXPLANATION_KEYS,
+    ReportCases,
+    SplitCase,
+    TextsCache,
+    clip,
+    compact_case,
+)
 from runner.reports.common import (
     BAND_TEXT,
     CITATION_LABELS,
@@ -31,6 +40,8 @@ from runner.reports.common import (
     embed_json,
     embed_packed,
     histogram,
+    pack_text,
+    packed_block,
     render,
     safe_href,
     write_html,
@@ -40,16 +51,13 @@ from runner.results import (
     METRICS_FILE,
     CaseFigures,
     CaseResult,
-    figures_of_line,
-    parse_line,
     read_metrics,
 )
 
 REPORT_FILE = "report.html"
 HIST_BINS = 20
-EXPLANATION_KEYS = ("context_recall", "context_precision", "context",
-                    "source_recall", "source_precision", "source")
-_BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
+__all__ = ["EXPLANATION_KEYS", "HtmlOptions", "build_context", "render_run_report",
+           "report_cases"]
 
 
 @dataclass
@@ -90,68 +98,28 @@ class HtmlOptions:
         return opts
 
 
-def _report_config(run_dir: Path) -> dict[str, Any]:
-    """The ``report`` section of the run's own ``config.yaml`` (empty when absent)."""
+def _run_config(run_dir: Path) -> dict[str, Any]:
+    """The run's own ``config.yaml`` (empty when absent)."""
     path = run_dir / "config.yaml"
     if not path.is_file():
         return {}
     import yaml
 
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    report = data.get("report") if isinstance(data, dict) else None
-    return report if isinstance(report, dict) else {}
+    return data if isinstance(data, dict) else {}
 
 
-def _clip(text: Any, limit: int) -> str:
-    text = "" if text is None else str(text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" … [cut in the report: {len(text) - limit:,} more characters]"
+def _section(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    part = config.get(name)
+    return part if isinstance(part, dict) else {}
 
 
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(float(value), digits)
-
-
-def compact_case(case: CaseResult, opts: HtmlOptions) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two records of one case embedded in the page (short keys keep big reports small).
-
-    The row record is all the table needs to show, sort and filter: ``id``; ``q`` query; ``m``
-    the six metric values in METRIC_KEYS order; ``b`` their bands as one letter each (g/m/r,
-    ``-`` undefined); ``cl`` / ``rl`` the citation and reference labels; ``err`` the error.
-
-    The detail record is read when a case is expanded or searched: ``a`` answer; ``R`` and ``C``
-    references and citations as ``[source, content]``; ``S`` similarity matrix [ref][cit]; ``M``
-    match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order; ``E`` expected sources;
-    ``md`` metadata as JSON text (when any).
-    """
-    limit = opts.max_text_chars
-    response = case.response or {}
-    cits = response.get("citations") or []
-    row: dict[str, Any] = {
-        "id": case.id,
-        "q": _clip(case.query, limit),
-        "m": [_round(case.metrics.get(k), 6) for k in METRIC_KEYS],
-        "b": "".join(_BAND_CODE.get(case.bands.get(k) or "", "-") for k in METRIC_KEYS),
-        "cl": list(case.citation_labels),
-        "rl": list(case.reference_labels),
-    }
-    if case.error is not None:
-        row["err"] = _clip(case.error, limit)
-    detail: dict[str, Any] = {
-        "R": [[str(r.get("source", "")), _clip(r.get("content", ""), limit)]
-              for r in case.references or []],
-        "C": [[str(c.get("source", "")), _clip(c.get("content", ""), limit)] for c in cits],
-        "S": [[None if v is None else round(v, 4) for v in r] for r in case.similarity],
-        "M": [[1 if v else 0 for v in r] for r in case.matched],
-        "X": [case.explanations.get(k, "") for k in EXPLANATION_KEYS],
-        "E": [str(s) for s in case.expected_sources],
-    }
-    if response.get("answer"):
-        detail["a"] = _clip(response["answer"], limit)
-    if case.metadata:
-        detail["md"] = _clip(json.dumps(case.metadata, ensure_ascii=False, default=str), limit)
-    return row, detail
+def _texts_cache(config: Mapping[str, Any]) -> TextsCache | None:
+    """The passages cache under the run's ``cache.dir`` (None when the cache is off)."""
+    cache = _section(config, "cache")
+    if not cache.get("dir") or cache.get("enabled") is False:
+        return None
+    return TextsCache(Path(cache["dir"]) / REPORT_TEXTS_DIR)
 
 
 # --- figures -------------------------------------------------------------------------------------
@@ -317,19 +285,25 @@ def _identity(metrics: Mapping[str, Any], run_dir: Path,
     }
 
 
-def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult | CaseFigures],
-                  opts: HtmlOptions, run_dir: Path,
-                  tracking_link: str | None = None) -> dict[str, Any]:
+def build_context(metrics: Mapping[str, Any],
+                  cases: Iterable[CaseResult | CaseFigures | SplitCase],
+                  opts: HtmlOptions, run_dir: Path, tracking_link: str | None = None,
+                  texts_cache: TextsCache | None = None) -> dict[str, Any]:
     """Everything the run template shows, computed from the results files.
 
     Cases past ``opts.max_cases`` are only counted and binned, so they may come as
-    :class:`~runner.results.CaseFigures`.
+    :class:`~runner.results.CaseFigures`; embedded ones as whole records or, from
+    :func:`report_cases`, as :class:`~runner.reports.cases.SplitCase`. With a `texts_cache`
+    and cases from :func:`report_cases`, a passages block stored for the same lines is embedded
+    as it is (:mod:`runner.reports.cases`), and a new one is stored.
     """
     bands = dict((metrics.get("scoring") or {}).get("bands") or {"green": 0.75, "medium": 0.25})
     values: dict[str, list[float]] = {k: [] for k in METRIC_KEYS}
     undefined = dict.fromkeys(METRIC_KEYS, 0)
+    limit = opts.max_text_chars
     rows: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
+    texts: list[SplitCase | dict[str, Any]] = []  # a SplitCase parses its passages when needed
     failed: list[dict[str, str]] = []
     n_seen = n_failed = 0
     for case in cases:
@@ -337,8 +311,8 @@ def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult | CaseF
         if isinstance(case, CaseResult) and case.error is not None:
             n_failed += 1
             if len(failed) < opts.max_failed_listed:
-                failed.append({"id": case.id, "query": _clip(case.query, 300),
-                               "error": _clip(case.error, 2000)})
+                failed.append({"id": case.id, "query": clip(case.query, 300),
+                               "error": clip(case.error, 2000)})
         else:
             for k in METRIC_KEYS:
                 v = case.metrics.get(k)
@@ -346,18 +320,51 @@ def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult | CaseF
                     undefined[k] += 1
                 else:
                     values[k].append(float(v))
-        if isinstance(case, CaseResult) and (opts.max_cases is None
-                                             or len(rows) < opts.max_cases):
-            row, detail = compact_case(case, opts)
+        if opts.max_cases is not None and len(rows) >= opts.max_cases:
+            continue
+        if isinstance(case, SplitCase):
+            rows.append(case.row)
+            details.append(case.scores)
+            texts.append(case)
+        elif isinstance(case, CaseResult):
+            row, scores, text = compact_case(case, limit)
             rows.append(row)
-            details.append(detail)
+            details.append(scores)
+            texts.append(text)
 
     rows_text, details_text = dumps_compact(rows), dumps_compact(details)
     del details
+    key = getattr(cases, "texts_key", None) if texts_cache is not None else None
+    stored = texts_cache.get(key) if texts_cache is not None and key is not None else None
+    texts_text: str | None = None
+    if stored is None:
+        texts_text = dumps_compact([t.texts(limit) if isinstance(t, SplitCase) else t
+                                    for t in texts])
+        n_texts = len(texts_text.encode("utf-8"))
+    else:
+        n_texts = stored[0]
     encoding = "json"
     if opts.embed == "gzip" or (opts.embed == "auto" and len(rows_text) + len(details_text)
-                                > opts.gzip_above_mb * 1024 * 1024):
+                                + n_texts > opts.gzip_above_mb * 1024 * 1024):
         encoding = "gzip-base64"
+    texts_json = None
+    if encoding == "gzip-base64" and stored is not None:
+        try:
+            texts_json = packed_block(*stored)
+        except ValueError:  # a damaged cache file: built again below
+            texts_json = None
+    if texts_json is None:
+        if texts_text is None:
+            texts_text = dumps_compact([t.texts(limit) if isinstance(t, SplitCase) else t
+                                        for t in texts])
+        if encoding == "json":
+            texts_json = embed_packed(texts_text, encoding)
+        else:
+            packed = pack_text(texts_text)
+            if texts_cache is not None and key is not None:
+                texts_cache.put(key, *packed)
+            texts_json = packed_block(*packed)
+    del texts
     labels = metrics.get("labels") or {}
     identity = _identity(metrics, run_dir, tracking_link)
     meta = {
@@ -390,23 +397,18 @@ def build_context(metrics: Mapping[str, Any], cases: Iterable[CaseResult | CaseF
         "encoding": encoding,
         "cases_json": embed_packed(rows_text, encoding),
         "details_json": embed_packed(details_text, encoding),
+        "texts_json": texts_json,
         "meta_json": embed_json(meta),
         "opts": opts,
     }
 
 
-def report_cases(path: Path, embedded: int | None) -> Iterator[CaseResult | CaseFigures]:
-    """The records of ``cases.jsonl``: whole for the first `embedded` (all when None), then
-    only their figures (:func:`runner.results.figures_of_line`; whole when they failed)."""
-    whole = 0
-    with path.open("rb") as fh:
-        for line in fh:
-            if embedded is None or whole < embedded:
-                if line.strip():
-                    whole += 1
-                    yield CaseResult.from_dict(parse_line(line))
-            elif (record := figures_of_line(line)) is not None:
-                yield record
+def report_cases(path: Path, embedded: int | None,
+                 max_text_chars: int = HtmlOptions.max_text_chars) -> ReportCases:
+    """The records of ``cases.jsonl`` as a report reads them (:class:`ReportCases`): the first
+    `embedded` (all when None) whole or in parts, then only their figures
+    (:func:`runner.results.figures_of_line`; whole when they failed)."""
+    return ReportCases(path, embedded, max_text_chars)
 
 
 def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
@@ -426,14 +428,20 @@ def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
     """
     run_dir = Path(run_dir)
     metrics = read_metrics(run_dir / METRICS_FILE)
+    config = _run_config(run_dir)
     if isinstance(options, HtmlOptions):
         opts = options
     else:
         opts = HtmlOptions.from_config(options if options is not None
-                                       else _report_config(run_dir))
+                                       else _section(config, "report"))
     cases_path = run_dir / CASES_FILE
-    cases = report_cases(cases_path, opts.max_cases) if cases_path.is_file() else ()
-    context = build_context(metrics, cases, opts, run_dir, tracking_link)
+    cases: Iterable[Any] = (report_cases(cases_path, opts.max_cases, opts.max_text_chars)
+                            if cases_path.is_file() else ())
+    # The embedded case data are cycle-free: with the collector on, its collections walk the
+    # growing row and detail lists again and again (a third of a 10,000-case report's time).
+    with gc_paused():
+        context = build_context(metrics, cases, opts, run_dir, tracking_link,
+                                texts_cache=_texts_cache(config))
     return write_html(Path(output) if output else run_dir / REPORT_FILE,
                       render("report_run.html.j2", **context))
 

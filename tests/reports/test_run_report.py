@@ -80,13 +80,17 @@ def test_report_numbers_equal_metrics_json(tmp_path: Path) -> None:
 def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", xss_cases())
     page = parse(render_run_report(run, options={"embed": "json"}))
-    blocks = [page.script("ragcite-cases"), page.script("ragcite-details")]
+    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "details", "texts")]
     for text in blocks:
         assert "<" not in text and ">" not in text and "&" not in text
-    rows, details = (_decode(json.loads(text)) for text in blocks)
+    rows, scores, texts = (_decode(json.loads(text)) for text in blocks)
     originals = {c.id: c for c in _read(run)}
     assert [c["id"] for c in rows] == list(originals)
-    for row, detail in zip(rows, details):
+    assert len(scores) == len(texts) == len(rows)
+    for row, score, passages in zip(rows, scores, texts):
+        assert set(score) == {"S", "M", "X"} and {"R", "C", "E"} <= set(passages) <= {
+            "R", "C", "E", "a", "md"}
+        detail = {**score, **passages}
         case = originals[row["id"]]
         assert row["q"] == case.query
         assert row["m"] == pytest.approx([case.metrics[k] for k in METRIC_KEYS], abs=1e-6)
@@ -97,8 +101,8 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
         assert detail["X"] == [case.explanations.get(k, "") for k in EXPLANATION_KEYS]
         assert detail["S"] == [[None if v is None else round(v, 4) for v in r]
                                for r in case.similarity]
-    # Exactly the report's own four script elements; the payloads are text.
-    assert page.html.count("<script") == 4
+    # Exactly the report's own five script elements; the payloads are text.
+    assert page.html.count("<script") == 5
     assert SCRIPT not in page.html and IMG not in page.html
     assert page.texts(data_count="failed") == ["1"]
     failed_ids = [t for t in page.texts(**{"class": "id"})]
@@ -111,7 +115,7 @@ def test_gzip_embedding_round_trips(tmp_path: Path) -> None:
                                         output=tmp_path / "a.html"))
     gzip_page = parse(render_run_report(run, options={"embed": "gzip"},
                                         output=tmp_path / "b.html"))
-    for block in ("ragcite-cases", "ragcite-details"):
+    for block in ("ragcite-cases", "ragcite-details", "ragcite-texts"):
         plain = json.loads(json_page.script(block))
         packed = json.loads(gzip_page.script(block))
         assert plain["encoding"] == "json" and packed["encoding"] == "gzip-base64"
@@ -334,6 +338,7 @@ def test_cases_past_the_embedded_ones_count_exactly_as_all(tmp_path: Path) -> No
     # Past max_cases only metrics and errors are used: the distributions, the failed list and
     # the counts equal those of a report embedding all.
     # The report reads those past the embedded ones by their metrics alone (CaseFigures).
+    from runner.reports.cases import SplitCase
     from runner.reports.run import build_context, report_cases
     from runner.results import CaseFigures, CaseResult, read_metrics
 
@@ -342,9 +347,9 @@ def test_cases_past_the_embedded_ones_count_exactly_as_all(tmp_path: Path) -> No
     few = HtmlOptions.from_config({"format": "html", "max_cases": 1})
     every = HtmlOptions.from_config({"format": "html", "max_cases": None})
     records = list(report_cases(run / "cases.jsonl", 1))
-    # seed-1 embedded whole; seed-2, seed-3, empty-ref, no-cits by figures; "broken" failed,
-    # so whole (the failed list shows its id, query and error).
-    assert [type(r) for r in records] == [CaseResult, *[CaseFigures] * 4, CaseResult]
+    # seed-1 embedded (read in parts); seed-2, seed-3, empty-ref, no-cits by figures; "broken"
+    # failed, so whole (the failed list shows its id, query and error).
+    assert [type(r) for r in records] == [SplitCase, *[CaseFigures] * 4, CaseResult]
     last = records[-1]
     assert isinstance(last, CaseResult) and last.id == "broken"
     a = build_context(metrics, records, few, run)

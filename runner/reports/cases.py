@@ -1,0 +1,254 @@
+"""The case data a run report embeds: read from ``cases.jsonl`` in parts, with a passages cache.
+
+A report embeds three blocks per case (short keys keep big reports small):
+
+* the **row** (``ragcite-cases``), all the table needs to show, sort and filter: ``id``; ``q``
+  query; ``m`` the six metric values in METRIC_KEYS order; ``b`` their bands as one letter each
+  (g/m/r, ``-`` undefined); ``cl`` / ``rl`` the citation and reference labels; ``err`` the error;
+* the **scores** (``ragcite-details``), read when a case is expanded: ``S`` similarity matrix
+  [ref][cit]; ``M`` match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order;
+* the **passages** (``ragcite-texts``), read with the scores: ``R`` and ``C`` references and
+  citations as ``[source, content]``; ``E`` expected sources; ``a`` answer; ``md`` metadata as
+  JSON text (the last two when present).
+
+The passages are most of a report's bytes and of its rendering time, and they are the same in
+every job of a threshold sweep (and in a report rendered again). A line written by
+:meth:`CaseResult.to_dict <runner.results.CaseResult.to_dict>` holds them between its
+``"references"`` and ``"similarity"`` keys, so :class:`ReportCases` reads each line in three
+parts and hashes the bytes the passages come from. :class:`TextsCache` keeps the packed
+passages block of earlier reports under that digest: a report whose lines hash the same embeds
+the stored block instead of parsing, building and compressing the passages again. Being keyed by
+the exact bytes (and the options that shape the block), a hit is always the block those bytes
+give.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runner.reports.common import METRIC_KEYS
+from runner.results import CaseFigures, CaseResult, figures_of_line, parse_line
+
+EXPLANATION_KEYS = ("context_recall", "context_precision", "context",
+                    "source_recall", "source_precision", "source")
+BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
+
+TEXTS_FORMAT = 1
+"""Version of the passages block; part of every cache key."""
+
+# A line as CaseResult.to_dict writes it: {"id","query","references",...,"metadata",
+# "similarity",...,"error":null}. The bytes `,"references":` first occur as the record's own key
+# (inside a JSON string every quote is escaped, and id and query come before it); `,"similarity":`
+# last occurs as the record's own key (every key after it has a fixed name).
+_REFS_KEY = b',"references":'
+_SIM_KEY = b',"similarity":'
+_NO_ERROR_END = b'"error":null}'
+_TAIL_KEYS = frozenset(("similarity", "matched", "labels", "metrics", "bands", "explanations",
+                        "error"))
+
+
+def clip(text: Any, limit: int) -> str:
+    """`text` as a string, cut after `limit` characters with a note of how much was cut."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … [cut in the report: {len(text) - limit:,} more characters]"
+
+
+def _round(value: Any, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def row_record(case_id: Any, query: Any, metrics: dict[str, Any], bands: dict[str, Any],
+               labels: dict[str, Any], error: Any, limit: int) -> dict[str, Any]:
+    """The table row of one case (see the module docstring)."""
+    row: dict[str, Any] = {
+        "id": case_id,
+        "q": clip(query, limit),
+        "m": [_round(metrics.get(k), 6) for k in METRIC_KEYS],
+        "b": "".join(BAND_CODE.get(bands.get(k) or "", "-") for k in METRIC_KEYS),
+        "cl": list(labels.get("citations") or []),
+        "rl": list(labels.get("references") or []),
+    }
+    if error is not None:
+        row["err"] = clip(error, limit)
+    return row
+
+
+def scores_record(similarity: list[list[Any]], matched: list[list[Any]],
+                  explanations: dict[str, str]) -> dict[str, Any]:
+    """The similarity and match matrices and explanations of one case."""
+    return {
+        "S": [[None if v is None else round(v, 4) for v in r] for r in similarity],
+        "M": [[1 if v else 0 for v in r] for r in matched],
+        "X": [explanations.get(k, "") for k in EXPLANATION_KEYS],
+    }
+
+
+def texts_record(references: list[dict[str, Any]], expected_sources: list[Any],
+                 response: dict[str, Any] | None, metadata: dict[str, Any] | None,
+                 limit: int) -> dict[str, Any]:
+    """The passages, expected sources, answer and metadata of one case."""
+    response = response or {}
+    record: dict[str, Any] = {
+        "R": [[str(r.get("source", "")), clip(r.get("content", ""), limit)]
+              for r in references or []],
+        "C": [[str(c.get("source", "")), clip(c.get("content", ""), limit)]
+              for c in response.get("citations") or []],
+        "E": [str(s) for s in expected_sources or []],
+    }
+    if response.get("answer"):
+        record["a"] = clip(response["answer"], limit)
+    if metadata:
+        record["md"] = clip(json.dumps(metadata, ensure_ascii=False, default=str), limit)
+    return record
+
+
+def compact_case(case: CaseResult, limit: int) -> tuple[dict[str, Any], dict[str, Any],
+                                                         dict[str, Any]]:
+    """The row, scores and passages records of a whole :class:`CaseResult`."""
+    return (row_record(case.id, case.query, case.metrics, case.bands,
+                       {"citations": case.citation_labels, "references": case.reference_labels},
+                       case.error, limit),
+            scores_record(case.similarity, case.matched, case.explanations),
+            texts_record(case.references, case.expected_sources, case.response, case.metadata,
+                         limit))
+
+
+class SplitCase:
+    """An embedded case without error read in parts: its row and scores at once, its passages
+    from their bytes when needed (:meth:`texts`)."""
+
+    __slots__ = ("_texts_bytes", "metrics", "row", "scores")
+    error = None
+
+    def __init__(self, row: dict[str, Any], scores: dict[str, Any], metrics: dict[str, Any],
+                 texts_bytes: bytes) -> None:
+        self.row, self.scores, self.metrics = row, scores, metrics
+        self._texts_bytes = texts_bytes
+
+    def texts(self, limit: int) -> dict[str, Any]:
+        """The passages record, parsed from the line."""
+        data = parse_line(b"{" + self._texts_bytes + b"}")
+        return texts_record(data.get("references") or [], data.get("expected_sources") or [],
+                            data.get("response"), data.get("metadata"), limit)
+
+
+def split_line(body: bytes, limit: int) -> SplitCase | None:
+    """`body` (a line without its newline) read in parts; None unless it has no error and
+    :meth:`CaseResult.to_dict`'s layout."""
+    if not body.endswith(_NO_ERROR_END):
+        return None
+    refs_at = body.find(_REFS_KEY)
+    sim_at = body.rfind(_SIM_KEY)
+    if refs_at < 0 or sim_at < refs_at:
+        return None
+    try:
+        head = parse_line(body[:refs_at] + b"}")
+        tail = parse_line(b"{" + body[sim_at + 1:])
+    except ValueError:
+        return None
+    if (not isinstance(head, dict) or head.keys() != {"id", "query"}
+            or not isinstance(tail, dict) or not tail.keys() >= _TAIL_KEYS
+            or tail["error"] is not None):
+        return None
+    metrics = tail["metrics"] or {}
+    row = row_record(head["id"], head["query"], metrics, tail["bands"] or {},
+                     tail["labels"] or {}, None, limit)
+    scores = scores_record(tail["similarity"] or [], tail["matched"] or [],
+                           tail["explanations"] or {})
+    return SplitCase(row, scores, metrics, body[refs_at + 1:sim_at])
+
+
+class ReportCases:
+    """The records of ``cases.jsonl`` as a report reads them.
+
+    Iterating yields, for the first `embedded` lines (all when None), a :class:`SplitCase`
+    (a line without error in the standard layout) or the whole :class:`CaseResult`; past them,
+    only the figures (:func:`runner.results.figures_of_line`; a whole record when it failed).
+    Blank lines are skipped. After iterating, :attr:`texts_key` is the digest of the bytes the
+    embedded cases' passages come from.
+    """
+
+    def __init__(self, path: Path, embedded: int | None, limit: int) -> None:
+        self.path, self.embedded, self.limit = path, embedded, limit
+        self._hash = hashlib.blake2b(digest_size=20)
+        self._hash.update(f"ragcite-texts/{TEXTS_FORMAT}/{limit}\n".encode())
+        self._done = False
+
+    def __iter__(self) -> Iterator[SplitCase | CaseResult | CaseFigures]:
+        whole = 0
+        update = self._hash.update
+        with self.path.open("rb") as fh:
+            for line in fh:
+                if self.embedded is None or whole < self.embedded:
+                    body = line.rstrip()
+                    if not body.strip():
+                        continue
+                    whole += 1
+                    split = split_line(body, self.limit)
+                    # What the passages come from, each part named by its kind and length.
+                    part = body[:body.rfind(_SIM_KEY)] if split is not None else body
+                    update(b"S" if split is not None else b"W")
+                    update(len(part).to_bytes(8, "little"))
+                    update(part)
+                    yield (split if split is not None
+                           else CaseResult.from_dict(parse_line(body)))
+                elif (record := figures_of_line(line)) is not None:
+                    yield record
+        self._done = True
+
+    @property
+    def texts_key(self) -> str | None:
+        """The cache key of the embedded passages (None before the file is read through)."""
+        return self._hash.hexdigest() if self._done else None
+
+
+class TextsCache:
+    """Packed passages blocks of earlier reports, one file each under `directory`.
+
+    Args:
+        directory: Where the blocks live (``<cache.dir>/report-texts``).
+        keep: The most blocks kept; the least recently used leave first.
+    """
+
+    def __init__(self, directory: str | Path, keep: int = 8) -> None:
+        self.dir = Path(directory)
+        self.keep = keep
+
+    def _path(self, key: str) -> Path:
+        return self.dir / f"{key}.json"
+
+    def get(self, key: str) -> tuple[int, str] | None:
+        """``(bytes of the JSON text, packed data)`` stored under `key`, or None."""
+        path = self._path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            n_bytes, data = int(entry["bytes"]), str(entry["data"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used
+        return n_bytes, data
+
+    def put(self, key: str, n_bytes: int, data: str) -> None:
+        """Store a packed block (atomically), then drop the oldest past `keep`."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"bytes": n_bytes, "data": data}, fh)
+            os.replace(tmp, self._path(key))
+            entries = sorted(self.dir.glob("*.json"), key=lambda p: p.stat().st_mtime,
+                             reverse=True)
+            for old in entries[self.keep:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
