@@ -163,7 +163,9 @@ def _app(cfg: DictConfig) -> None:
                 run_deferred()
                 proc = _start_report(output_dir, tracker.link)
                 try:
-                    tracker.log_results(output_dir, skip=(REPORT_FILE,))
+                    # In the background where the tracker can (the sweep's helper process):
+                    # its error is raised when the report is uploaded, by _finish_job.
+                    tracker.log_results(output_dir, skip=(REPORT_FILE,), wait=False)
                 except BaseException:
                     proc.join()
                     raise

@@ -34,12 +34,15 @@ class Tracker(Protocol):
         """Return once the run is open; raise what went wrong opening it."""
         ...
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
         """Log the job's results files (metrics.json, cases.jsonl, reports, config).
 
         Args:
             run_dir: The job's folder.
             skip: File names not to log now (a report still being written).
+            wait: False lets a tracker that logs in a helper process return at once; its error
+                is then raised by the next call that waits (:meth:`log_file`), and
+                :meth:`end` waits for it.
         """
         ...
 
@@ -63,7 +66,7 @@ class NullTracker:
     def ready(self) -> None:
         """Nothing to wait for."""
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
         """Nothing to log."""
 
     def log_file(self, path: Path) -> None:

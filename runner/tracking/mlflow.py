@@ -544,10 +544,11 @@ class MlflowTracker:
     def ready(self) -> None:
         """Nothing to wait for: :meth:`start` opened the run (or failed) in this process."""
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
         """Log metrics, artifacts, the per-case table and the dataset from the results files.
 
-        Files named in `skip` are left for :meth:`log_file`.
+        Files named in `skip` are left for :meth:`log_file`. Always done before returning
+        (`wait` is for trackers that log in a helper process).
         """
         if self.disabled or self.run_id is None:
             return

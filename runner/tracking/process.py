@@ -165,10 +165,11 @@ class TrackerProcess:
         """Wait until the tracker is built and its run open; raise their error, if any."""
         self._collect()
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
-        """Log the results files (in the helper) and wait for it."""
+    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
+        """Log the results files (in the helper); wait for it unless `wait` is False."""
         self._send("log_results", run_dir, tuple(skip))
-        self._collect()
+        if wait:
+            self._collect()
 
     def log_file(self, path: Path) -> None:
         """Log one more file (in the helper) and wait for it."""
@@ -438,10 +439,12 @@ class HostedTracker:
         self._host.opened()
         self._host.wait(self._tid)
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
-        """Log the results files (in the helper) and wait for it."""
+    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
+        """Log the results files (in the helper); wait for it unless `wait` is False (its
+        error is then raised by this tracker's next waiting call)."""
         self._host.call(self._tid, "log_results", run_dir, tuple(skip))
-        self._host.wait(self._tid)
+        if wait:
+            self._host.wait(self._tid)
 
     def log_file(self, path: Path) -> None:
         """Log one more file (in the helper) and wait for it."""

@@ -48,7 +48,7 @@ class Recorder:
     def ready(self) -> None:
         self._call("ready")
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = ()) -> None:
+    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
         self._call("log_results", run_dir.name, ",".join(skip))
 
     def log_file(self, path: Path) -> None:

@@ -96,6 +96,35 @@ def test_an_error_is_raised_by_the_tracker_it_belongs_to(tmp_path: Path) -> None
     host.end_sweep({})
 
 
+def test_results_logged_in_the_background_raise_at_the_upload(tmp_path: Path) -> None:
+    # A deferred sweep job logs its results without waiting (wait=False): the call returns
+    # while the helper logs; a failure is raised by that job's next waiting call, the report's
+    # upload (runner.cli._finish_job), and not by the next job's.
+    log = tmp_path / "calls.jsonl"
+    host = _host(log)
+    bad = host.tracker({"fail": "log_results"})
+    bad.start({"matcher": "a"}, tmp_path / "bad")
+    bad.ready()
+    bad.log_results(tmp_path / "bad", skip=("report.html",), wait=False)  # returns at once
+    after = host.tracker({})
+    after.start({"matcher": "b"}, tmp_path / "after")
+    after.ready()  # its reply comes after bad's failed one, which is not its error
+    with pytest.raises(RagciteError, match=r"^tracking: log_results failed$"):
+        bad.log_file(tmp_path / "bad" / "report.html")
+    bad.end("FAILED")
+    after.log_results(tmp_path / "after", wait=False)
+    after.end("FINISHED")  # waits for the logging before closing
+    host.end_sweep({})
+    assert [call[1:] for call in calls(log)] == [
+        ["open_sweep"],
+        ["built"], ["start", "a", "bad"], ["log_results", "bad", "report.html"],
+        ["built"], ["start", "b", "after"],
+        ["log_file", "report.html"], ["end", "FAILED"],
+        ["log_results", "after", ""], ["end", "FINISHED"],
+        ["end_sweep", "{}"],
+    ]
+
+
 def test_a_failed_parent_run_is_raised_by_every_job(tmp_path: Path,
                                                     capfd: pytest.CaptureFixture[str]) -> None:
     # The helper's start_sweep exits 2 after logging why (a required store that fails).
