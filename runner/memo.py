@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -92,3 +93,75 @@ class SimilarityMemo:
 
 MEMO = SimilarityMemo()
 """This process's memo, shared by its jobs and inherited by its worker processes."""
+
+
+DEFAULT_MAX_LINE_BYTES = 128 * 1024 * 1024
+"""The line memo's bound: the lines of about 35,000 cases of 3 references and 3 citations."""
+
+
+class LineMemo:
+    """The ``cases.jsonl`` lines of the previous job, by case position, for the next job.
+
+    A case's line is computed from the case, its response, its similarities and match
+    decisions, and the scoring options. The jobs of a threshold sweep share the cases, the
+    responses and the similarities, and most cases keep their decisions from one threshold to
+    the next, so most lines come out byte for byte the same: building a record (its lists,
+    dicts and explanations) and writing it as JSON is most of a job's scoring time once the
+    similarities come from the :class:`SimilarityMemo`. A line is reused only for an equal
+    case, response and decisions under the same options (the `namespace` of :meth:`begin`).
+
+    Args:
+        max_bytes: The most bytes of lines kept (the first cases of a bigger run).
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.namespace: str | None = None
+        self._entries: dict[int, tuple[Any, Any, bytes, bytes]] = {}
+        self._bytes = 0
+
+    def begin(self, namespace: str) -> None:
+        """Start a job scored under `namespace` (its dataset and options); a job under
+        another namespace starts empty."""
+        if namespace != self.namespace:
+            self.clear()
+            self.namespace = namespace
+
+    def line(self, pos: int, case: Any, response: Any, decisions: bytes) -> bytes | None:
+        """The stored line of case `pos` if it was built from equal inputs, else None."""
+        entry = self._entries.get(pos)
+        if entry is None or entry[2] != decisions:
+            return None
+        if not (entry[0] is case or entry[0] == case):
+            return None
+        if not (entry[1] is response or entry[1] == response):
+            return None
+        return entry[3]
+
+    def store(self, start: int, cases: Sequence[Any], responses: Sequence[Any],
+              decisions: Sequence[bytes | None], lines: Sequence[bytes]) -> None:
+        """Keep the lines of cases ``start, start + 1, ...`` (failed cases, whose decisions are
+        None, are not kept) while within `max_bytes`."""
+        for i, (case, response, dec, line) in enumerate(zip(cases, responses, decisions,
+                                                            lines)):
+            pos = start + i
+            old = self._entries.pop(pos, None)
+            if old is not None:
+                self._bytes -= len(old[3])
+            if dec is None or self._bytes + len(line) > self.max_bytes:
+                continue
+            self._entries[pos] = (case, response, dec, line)
+            self._bytes += len(line)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop everything."""
+        self._entries.clear()
+        self._bytes = 0
+        self.namespace = None
+
+
+LINES = LineMemo()
+"""This process's line memo, shared by its jobs and inherited by its worker processes."""

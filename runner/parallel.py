@@ -27,8 +27,7 @@ from runner._gc import gc_paused
 from runner.cache import CacheStats
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, for_workload
-from runner.memo import SimilarityMemo
-from runner.results import json_line
+from runner.memo import LineMemo, SimilarityMemo
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 
@@ -86,8 +85,30 @@ class SimilarityCounts:
     computed: int
 
 
-def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, SimilarityCounts,
-                                            dict[bytes, np.ndarray]]:
+@dataclasses.dataclass
+class ChunkResult:
+    """What a worker returns for one chunk of cases.
+
+    Attributes:
+        lines: Each case's ``cases.jsonl`` line, in order.
+        decisions: Each case's decisions (:meth:`BatchResults.json_lines
+            <runner.scoring.batch.BatchResults.json_lines>`; None for a failed case), for the
+            job's :class:`~runner.memo.LineMemo`.
+        aggregator: The chunk's cases aggregated.
+        similarities: Similarities read from the memo and computed.
+        computed: The computed similarity arrays by memo key (for the caller's memo).
+        reused: Lines taken from the line memo.
+    """
+
+    lines: list[bytes]
+    decisions: list[bytes | None]
+    aggregator: Aggregator
+    similarities: SimilarityCounts
+    computed: dict[bytes, np.ndarray]
+    reused: int = 0
+
+
+def _work(bounds: tuple[int, int]) -> ChunkResult:
     from runner.evaluate import score_batches
     from runner.pipeline import CachedMatcher
 
@@ -95,21 +116,39 @@ def _work(bounds: tuple[int, int]) -> tuple[bytes, Aggregator, SimilarityCounts,
     cases: Sequence[Case] = _JOB["cases"]
     responses: Sequence[Response | None] = _JOB["responses"]
     memo: SimilarityMemo | None = _JOB["memo"]
+    line_memo: LineMemo | None = _JOB["lines"]
     known = memo.keys() if memo is not None else set()  # what this chunk adds goes back
     lines: list[bytes] = []
+    decisions: list[bytes | None] = []
+    reused = 0
     agg: Aggregator = _JOB["aggregator"].empty()
     stats = CacheStats()
     matcher = CachedMatcher(_JOB["matcher"], None, stats, memo)  # counts what it computes
+
+    def reuse(pos: int, decided: bytes) -> bytes | None:
+        nonlocal reused
+        if line_memo is None:
+            return None
+        i = offset + pos
+        line = line_memo.line(i, cases[i], responses[i], decided)
+        reused += line is not None
+        return line
+
     # A worker runs a local matcher and makes no reference cycles: the collector stays off for
     # the whole chunk (with it on, its collections cost a quarter of the scoring time).
+    offset = start
     with gc_paused():
         for batch in score_batches(zip(cases[start:end], responses[start:end]), matcher,
                                    _JOB["options"], batch_size=end - start):
             agg.add_batch(batch)
-            lines.extend(json_line(result.to_dict()) for result in batch)
+            batch_lines, batch_decisions = batch.json_lines(reuse)
+            lines.extend(batch_lines)
+            decisions.extend(batch_decisions)
+            offset += len(batch)
     counts = SimilarityCounts(stats.hits.get("similarities", 0),
                               stats.computed.get("similarities", 0))
-    return b"".join(lines), agg, counts, memo.entries_except(known) if memo is not None else {}
+    return ChunkResult(lines, decisions, agg, counts,
+                       memo.entries_except(known) if memo is not None else {}, reused)
 
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
@@ -117,8 +156,7 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    aggregator: Aggregator, chunk: int = 2_500,
                    on_chunk: Callable[[int], None] | None = None,
                    memo: SimilarityMemo | None = None,
-                   ) -> Iterator[tuple[bytes, Aggregator, SimilarityCounts,
-                                       dict[bytes, np.ndarray]]]:
+                   lines: LineMemo | None = None) -> Iterator[ChunkResult]:
     """Score every case in `workers` forked processes, in order.
 
     Args:
@@ -132,16 +170,17 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         on_chunk: Called with the number of cases of each finished chunk (a progress bar).
         memo: Similarities of earlier jobs (:mod:`runner.memo`), read by the workers; None
             reads and keeps nothing.
+        lines: The previous job's lines (:class:`~runner.memo.LineMemo`, begun with this
+            job's namespace), read by the workers; the caller stores this job's. None reads
+            none.
 
     Yields:
-        Per chunk, in case order: its ``cases.jsonl`` lines, its cases aggregated, its
-        similarities read from the memo and computed, and the computed ones by memo key (for
-        the caller to add to its memo).
+        Per chunk, in case order, its :class:`ChunkResult`.
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
     _JOB.update(cases=cases, responses=responses,
                 matcher=_for_workers(matcher, cases, responses, workers), options=options,
-                aggregator=aggregator, memo=memo)
+                aggregator=aggregator, memo=memo, lines=lines)
     try:
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:

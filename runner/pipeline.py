@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -27,7 +28,7 @@ from runner.data.dataset import Dataset
 from runner.data.errors import DataError
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError, Similarity, TextPair, for_workload
-from runner.memo import MEMO, SimilarityMemo
+from runner.memo import LINES, MEMO, SimilarityMemo
 from runner.parallel import count_pairs, resolve_workers, score_parallel
 from runner.redact import env_secrets, redact, scrub_files, secret_values
 from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
@@ -364,15 +365,29 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
 
     workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
     if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
+        lines = LINES if memo is not None else None  # the previous job's lines, if the same
+        if lines is not None:
+            lines.begin(digest({"dataset": dataset.digest, "n": len(cases),
+                                "options": dataclasses.asdict(options) | {"threshold": None}}))
+        start = reused = 0
         with partial.open("wb") as fh:
-            for lines, chunk_agg, sims, computed in score_parallel(
+            for chunk in score_parallel(
                     cases, responses, matcher, options, workers, agg.empty(),
-                    chunk=min(batch_size, 2_500), on_chunk=bar.update, memo=memo):
-                fh.write(lines)
-                agg.merge(chunk_agg)
-                stats.add("similarities", sims.hits, sims.computed)
+                    chunk=min(batch_size, 2_500), on_chunk=bar.update, memo=memo,
+                    lines=lines):
+                fh.write(b"".join(chunk.lines))
+                agg.merge(chunk.aggregator)
+                stats.add("similarities", chunk.similarities.hits,
+                          chunk.similarities.computed)
                 if memo is not None:
-                    memo.update(computed)
+                    memo.update(chunk.computed)
+                end = start + len(chunk.lines)
+                if lines is not None:
+                    lines.store(start, cases[start:end], responses[start:end],
+                                chunk.decisions, chunk.lines)
+                start, reused = end, reused + chunk.reused
+        if lines is not None:  # cases.jsonl lines taken from the previous job / built
+            stats.add("lines", reused, len(cases) - reused)
     else:
         cached.inner = for_workload(cached.inner, count_pairs(cases, responses))
         write_cases(partial, scored(zip(cases, responses)))

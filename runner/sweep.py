@@ -143,9 +143,11 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     sweep_dir: Path = _active["dir"]
     config: DictConfig = _active["config"]
     _active.clear()
+    from runner.memo import LINES
     from runner.pipeline import LOADED
 
     LOADED.clear()  # the cases the jobs shared
+    LINES.clear()  # the last job's cases.jsonl lines
     jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
     incomplete = [j["dir"] for j in jobs if not j["complete"]]
     report_failed = list(_deferred_failures)

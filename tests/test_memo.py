@@ -9,7 +9,7 @@ import pytest
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers import NgramMatcher
-from runner.memo import SimilarityMemo
+from runner.memo import LineMemo, SimilarityMemo
 from runner.parallel import score_parallel
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
@@ -86,12 +86,12 @@ def test_workers_send_what_they_computed_and_a_second_run_reads_it() -> None:
 
     def run() -> tuple[bytes, list[tuple[int, int]]]:
         lines, counts = b"", []
-        for chunk_lines, _, sims, computed in score_parallel(
+        for chunk in score_parallel(
                 cases, responses, NgramMatcher(), options, 2, agg.empty(), chunk=2,
                 memo=memo):
-            lines += chunk_lines
-            counts.append((sims.hits, sims.computed))
-            memo.update(computed)
+            lines += b"".join(chunk.lines)
+            counts.append((chunk.similarities.hits, chunk.similarities.computed))
+            memo.update(chunk.computed)
         return lines, counts
 
     first, first_counts = run()
@@ -103,3 +103,70 @@ def test_workers_send_what_they_computed_and_a_second_run_reads_it() -> None:
     second, second_counts = run()
     assert second_counts == [(4, 0), (4, 0), (4, 0)]
     assert second == first
+
+
+def _options(threshold: float) -> ScoringOptions:
+    return ScoringOptions(threshold=threshold, zero_division="auto", require_same_source=False,
+                          source_normalization=("casefold",),
+                          bands={"green": 0.75, "medium": 0.25})
+
+
+def _score(cases: list[Case], threshold: float,
+           lines: LineMemo | None) -> tuple[bytes, list[int]]:
+    """Score like a sweep job: the lines written, and each chunk's lines taken from `lines`."""
+    responses = [c.response for c in cases]
+    out, reused, start = b"", [], 0
+    for chunk in score_parallel(cases, responses, NgramMatcher(), _options(threshold), 2,
+                                Aggregator("auto", 10, 0.95, 0, keep_cases=False), chunk=2,
+                                lines=lines):
+        out += b"".join(chunk.lines)
+        reused.append(chunk.reused)
+        end = start + len(chunk.lines)
+        if lines is not None:
+            lines.store(start, cases[start:end], responses[start:end], chunk.decisions,
+                        chunk.lines)
+        start = end
+    return out, reused
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork workers: Linux only")
+def test_a_line_is_reused_only_for_the_same_case_response_and_decisions() -> None:
+    # Each case: one reference, two citations of similarity 1.0 and 0.25 (see _case). At
+    # 0.5 and 0.6 the decisions are [[True, False]]; at 0.2 [[True, True]].
+    cases = [_case(i) for i in range(6)]
+    memo = LineMemo()
+    memo.begin("job")
+    first, reused = _score(cases, 0.5, memo)
+    assert reused == [0, 0, 0] and len(memo) == 6
+    same, reused = _score(cases, 0.6, memo)  # the same decisions: every line reused
+    assert reused == [2, 2, 2]
+    assert same == first == _score(cases, 0.6, None)[0]
+    lower, reused = _score(cases, 0.2, memo)  # every decision changed: every line built
+    assert reused == [0, 0, 0]
+    assert lower == _score(cases, 0.2, None)[0] != first
+    # An equal case is as good as the same object; another answer is another line.
+    copies = [c.model_copy(deep=True) for c in cases]
+    copies[3] = copies[3].model_copy(update={"response": copies[3].response.model_copy(  # type: ignore[union-attr]
+        update={"answer": "another answer"})})
+    again, reused = _score(copies, 0.2, memo)
+    assert reused == [2, 1, 2]
+    assert again == _score(copies, 0.2, None)[0]
+    assert b'"answer":"another answer"' in again.splitlines()[3]
+
+
+def test_the_line_memo_starts_over_for_another_namespace_and_keeps_within_its_bound() -> None:
+    memo = LineMemo(max_bytes=10)
+    memo.begin("a")
+    memo.store(0, ["c0", "c1", "c2"], ["r0", "r1", "r2"], [b"d", None, b"d"],
+               [b"12345\n", b"67890\n", b"abcde\n"])
+    # c1 failed (no decisions): not kept; c2 would pass the 10 bytes: not kept.
+    assert len(memo) == 1
+    assert memo.line(0, "c0", "r0", b"d") == b"12345\n"
+    assert memo.line(0, "c0", "r0", b"e") is None  # other decisions
+    assert memo.line(0, "cX", "r0", b"d") is None  # another case
+    assert memo.line(0, "c0", "rX", b"d") is None  # another response
+    assert memo.line(2, "c2", "r2", b"d") is None
+    memo.begin("a")  # the same namespace: kept
+    assert len(memo) == 1
+    memo.begin("b")
+    assert len(memo) == 0

@@ -90,3 +90,35 @@ def test_basic_launcher_second_job_reads_responses_from_the_cache(tmp_path: Path
     assert (own["metrics"], own["ci"], own["labels"]) == (m1["metrics"], m1["ci"], m1["labels"])
     assert (jobs[1] / "cases.jsonl").read_bytes() == (
         only_run_dir(tmp_path / "alone") / "cases.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_job_reuses_the_lines_of_cases_whose_decisions_did_not_change(tmp_path: Path) -> None:
+    # Scored by two worker processes (scoring.workers=2), the jobs of a basic-launcher sweep
+    # take a case's cases.jsonl line from the previous job when the case, its response and its
+    # decisions are the same (runner/memo.py LineMemo): exactly the lines the two jobs share.
+    # The demo's similarities are 0, 1, or 0.04, 0.06 and 0.07 (three pairs): 0.05 and 0.065
+    # each change the decisions of the case with one of them.
+    args = ["-m", "matcher=ngram", "matcher.threshold=0.03,0.05,0.065", "scoring.workers=2",
+            "tracking=none", "report=none", "progress=false", f"output_root={tmp_path}"]
+    proc = run_cli(args, cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _jobs(tmp_path)
+    metrics = [read_json(j / "metrics.json") for j in jobs]
+    lines = [(j / "cases.jsonl").read_bytes().splitlines() for j in jobs]
+    n_cases = metrics[0]["n_cases"]
+    shared = [sum(a == b for a, b in zip(lines[k - 1], lines[k])) for k in (1, 2)]
+    assert 0 < shared[0] < n_cases and 0 < shared[1] < n_cases
+    assert [m["cache"]["hits"]["lines"] for m in metrics] == [0, *shared]
+    assert [m["cache"]["computed"]["lines"] for m in metrics] == [
+        n_cases, n_cases - shared[0], n_cases - shared[1]]
+    # Each job's file is byte for byte that of a run of its own, built line by line.
+    for job, threshold in zip(jobs, ("0.03", "0.05", "0.065")):
+        root = tmp_path / f"alone-{threshold}"
+        alone = run_cli(["matcher=ngram", f"matcher.threshold={threshold}",
+                         "scoring.workers=2", "cache.enabled=false", "tracking=none",
+                         "report=none", "progress=false", f"output_root={root}"],
+                        cwd=tmp_path, env=ENV)
+        assert alone.returncode == 0, alone.stderr[-3000:]
+        assert (job / "cases.jsonl").read_bytes() == (
+            only_run_dir(root) / "cases.jsonl").read_bytes()

@@ -30,7 +30,7 @@ import numpy as np
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError
-from runner.results import CaseResult, CaseSequence
+from runner.results import CaseResult, CaseSequence, json_line
 from runner.scoring.case import ExplainedLater, ScoringOptions, error_case, figures_of
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS
@@ -217,6 +217,43 @@ class BatchResults(CaseSequence):
         return self._records[k]
 
 
+    def json_lines(self, reuse: Callable[[int, bytes], bytes | None] | None = None,
+                   ) -> tuple[list[bytes], list[bytes | None]]:
+        """Each case's ``cases.jsonl`` line, in order, and its decisions.
+
+        Args:
+            reuse: Called with a scored case's position and decisions
+                (:meth:`_Scored.decisions`); the line it returns is used as that case's line
+                instead of building its record (the caller answers only for a line built from
+                an equal case, response, decisions and scoring options).
+
+        Returns:
+            The lines, and each position's decisions (None for a failed case).
+        """
+        scored = self._scored
+        if scored is None or self._records is not None:  # nothing scored, or built already
+            return ([json_line(case.to_dict()) for case in self],
+                    [None] * len(self))
+        decisions = scored.decisions()
+        lines: list[bytes | None] = [None] * len(self._where)
+        out_decisions: list[bytes | None] = [None] * len(self._where)
+        build: list[int] = []
+        for pos, k in enumerate(self._where):
+            if k < 0 or k in scored.failed:
+                continue
+            out_decisions[pos] = decisions[k]
+            if reuse is not None:
+                lines[pos] = reuse(pos, decisions[k])
+            if lines[pos] is None:
+                build.append(k)
+        built = scored.some_records(build + [k for k in scored.failed])
+        for pos, k in enumerate(self._where):
+            if lines[pos] is None:
+                record = self._errors[pos] if k < 0 else built[k]
+                lines[pos] = json_line(record.to_dict())
+        return [line for line in lines if line is not None], out_decisions
+
+
 def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshold: float,
                 same_source: bool, zero_division: str, bands: Any) -> _Scored:
     case_fields, resp_fields = f.case_fields, f.resp_fields
@@ -363,6 +400,66 @@ class _Scored:
                         [CITATION_LABELS[i] for i in self.cit_label.tolist()],
                         [REFERENCE_LABELS[i] for i in self.ref_label.tolist()],
                         self.failed, self.norm)
+
+    def decisions(self) -> list[bytes]:
+        """Each case's similarities and match decisions as bytes: with the case, its response
+        and the scoring options, all its record is computed from (equal bytes, equal record)."""
+        slots = self.sim.tobytes() + b"|" + self.needs_sim.tobytes() + self.matched.tobytes()
+        n_sim = 8 * len(self.sim)
+        out = []
+        s0 = 0
+        for nr, nc in zip(self.n_ref, self.n_cit):
+            s1 = s0 + nr * nc
+            out.append(slots[8 * s0:8 * s1] + slots[n_sim + 1 + s0:n_sim + 1 + s1]
+                       + slots[n_sim + 1 + len(self.sim) + s0:n_sim + 1 + len(self.sim) + s1])
+            s0 = s1
+        return out
+
+    def some_records(self, select: Sequence[int]) -> dict[int, CaseResult]:
+        """The records of the scored cases `select` only (failed ones as their error records)."""
+        out: dict[int, CaseResult] = {}
+        if not select:
+            return out
+        ref_first = [0, *accumulate(self.n_ref)]
+        cit_first = [0, *accumulate(self.n_cit)]
+        slot_first = [0, *accumulate(nr * nc for nr, nc in zip(self.n_ref, self.n_cit))]
+        new = ExplainedLater.from_fields
+        for k in select:
+            if k in self.failed:
+                out[k] = self.failed[k]
+                continue
+            r0, r1, c0, c1 = ref_first[k], ref_first[k + 1], cit_first[k], cit_first[k + 1]
+            s0, s1 = slot_first[k], slot_first[k + 1]
+            nc = c1 - c0
+            sims: list[Any] = self.sim[s0:s1].tolist()
+            for s in np.flatnonzero(~self.needs_sim[s0:s1]).tolist():
+                sims[s] = None
+            decided = self.matched[s0:s1].tolist()
+            case_id, query, expected, metadata, answer, usage, latency = self.fields[k]
+            fig = self.figures[k]
+            if fig is None:  # pragma: no cover - only failed cases have none
+                raise RuntimeError(f"scored case {k} has no figures")
+            out[k] = new({
+                "id": case_id, "query": query,
+                "references": [{"source": s, "content": t}
+                               for s, t in zip(self.ref_src[r0:r1], self.ref_text[r0:r1])],
+                "expected_sources": list(expected),
+                "response": {"answer": answer,
+                             "citations": [{"source": s, "content": t} for s, t in
+                                           zip(self.cit_src[c0:c1], self.cit_text[c0:c1])],
+                             "usage": usage, "latency_s": latency, "error": None},
+                "metadata": dict(metadata),
+                "similarity": [sims[i:i + nc] for i in range(0, len(sims), nc)] if nc else
+                              [[] for _ in range(r1 - r0)],
+                "matched": [decided[i:i + nc] for i in range(0, len(decided), nc)] if nc else
+                           [[] for _ in range(r1 - r0)],
+                "citation_labels": [CITATION_LABELS[i] for i in self.cit_label[c0:c1].tolist()],
+                "reference_labels": [REFERENCE_LABELS[i]
+                                     for i in self.ref_label[r0:r1].tolist()],
+                "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, self.counts_rows[k])),
+                "bands": dict(fig[1]), "error": None,
+            }, self.norm)
+        return out
 
 
 def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: list[str],
