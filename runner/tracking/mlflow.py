@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -299,21 +300,65 @@ def case_rows(cases_path: Path) -> Iterator[list[Any]]:
     """The per-case table's rows (:data:`TABLE_COLUMNS`), one per line of ``cases.jsonl``."""
     with cases_path.open("rb") as fh:
         for line in fh:
-            if not line.strip():
-                continue
-            rec = parse_line(line)
-            response = rec.get("response") or {}
-            metrics = rec.get("metrics") or {}
-            labels = rec.get("labels") or {}
-            yield [str(rec.get("id")), rec.get("query"), response.get("answer"),
-                   len(rec.get("references") or []), len(response.get("citations") or []),
-                   *(metrics.get(key) for key in METRIC_KEYS),
-                   ", ".join(labels.get("citations") or []),
-                   ", ".join(labels.get("references") or []),
-                   rec.get("error")]
+            if line.strip():
+                yield _case_row(parse_line(line))
 
 
-def log_case_table(client: Any, run_id: str, cases_path: Path) -> None:
+def _case_row(rec: dict[str, Any]) -> list[Any]:
+    response = rec.get("response") or {}
+    metrics = rec.get("metrics") or {}
+    labels = rec.get("labels") or {}
+    return [str(rec.get("id")), rec.get("query"), response.get("answer"),
+            len(rec.get("references") or []), len(response.get("citations") or []),
+            *(metrics.get(key) for key in METRIC_KEYS),
+            ", ".join(labels.get("citations") or []),
+            ", ".join(labels.get("references") or []),
+            rec.get("error")]
+
+
+class RowMemo:
+    """Table rows (:func:`case_rows`) as JSON by the digest of the line they come from.
+
+    The jobs of a threshold sweep write mostly the same ``cases.jsonl`` lines (the cases whose
+    decisions the threshold did not change); the helper process that logs every job of a sweep
+    keeps each row it wrote, so a line seen before is not parsed again. Bounded: past
+    `max_rows` it starts over.
+    """
+
+    def __init__(self, max_rows: int = 200_000) -> None:
+        self.max_rows = max_rows
+        self._rows: dict[bytes, bytes] = {}
+        self.built = 0  # rows built (not found)
+
+    def row(self, line: bytes) -> bytes | None:
+        """The row of `line` as JSON, or None for a blank line."""
+        key = hashlib.blake2b(line, digest_size=16).digest()
+        found = self._rows.get(key)
+        if found is not None:
+            return found
+        body = line.strip()
+        if not body:
+            return None
+        made = _row_json(_case_row(parse_line(body)))
+        self.built += 1
+        if len(self._rows) >= self.max_rows:
+            self._rows.clear()
+        self._rows[key] = made
+        return made
+
+
+_ROWS = RowMemo()
+
+
+def _row_json(row: list[Any]) -> bytes:
+    try:
+        return orjson.dumps(row)
+    except TypeError:  # a lone surrogate in a text: the standard library escapes it
+        return json.dumps(row, separators=(",", ":")).encode("utf-8")
+
+
+def log_case_table(client: Any, run_id: str, cases_path: Path,
+                   rows: RowMemo | None = None) -> None:
     """Log the per-case table as ``mlflow.log_table`` does, without its per-cell pandas work.
 
     The artifact is the JSON MLflow writes for a table (pandas' ``split`` orientation without
@@ -321,20 +366,27 @@ def log_case_table(client: Any, run_id: str, cases_path: Path) -> None:
     ``mlflow.loggedArtifacts`` tag lists it as a table, so the MLflow UI and
     ``mlflow.load_table`` read it as one. ``log_table`` itself spent 4 s of a 100,000-case run
     checking every cell for images and converting through pandas.
+
+    `rows` (default: this process's) keeps the rows built, for the next job's table.
     """
+    memo = rows if rows is not None else _ROWS
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
         path = Path(tmp) / TABLE_FILE
-        with path.open("wb") as fh:  # row by row: memory stays flat at any number of cases
+        with path.open("wb") as fh, cases_path.open("rb") as lines:
+            # Row by row (memory stays flat at any number of cases); rows of lines logged
+            # before by this process (an earlier job of the sweep) are not built again.
             fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-            for i, row in enumerate(case_rows(cases_path)):
-                if i:
+            first = True
+            for line in lines:
+                row = memo.row(line)
+                if row is None:
+                    continue
+                if not first:
                     fh.write(b",")
-                try:
-                    fh.write(orjson.dumps(row))
-                except TypeError:  # a lone surrogate in a text: the standard library escapes it
-                    fh.write(json.dumps(row, separators=(",", ":")).encode("utf-8"))
+                fh.write(row)
+                first = False
             fh.write(b"]}")
         client.log_artifact(run_id, str(path))
     tag = "mlflow.loggedArtifacts"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.tracking.mlflow import TABLE_COLUMNS, TABLE_FILE, log_case_table
+from runner.tracking.mlflow import TABLE_COLUMNS, TABLE_FILE, RowMemo, log_case_table
 from tests.tracking.conftest import client, download_text
 
 
@@ -53,3 +53,31 @@ def test_a_run_without_cases_logs_an_empty_table(tmp_path: Path) -> None:
     log_case_table(c, run_id, cases)
     assert json.loads(download_text(uri, run_id, TABLE_FILE, tmp_path / "dl")) == {
         "columns": list(TABLE_COLUMNS), "data": []}
+
+
+def test_rows_of_lines_logged_before_are_not_built_again(tmp_path: Path) -> None:
+    # The next job of a sweep: two lines as before, one changed (another error), one new.
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = client(uri)
+    exp = c.create_experiment("t", str(tmp_path / "art"))
+    memo = RowMemo()
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n".join([_line("a", "first"), _line("b", "second"),
+                                _line("c", "third")]) + "\n", encoding="utf-8")
+    log_case_table(c, c.create_run(exp).info.run_id, cases, memo)
+    assert memo.built == 3
+    cases.write_text("\n".join([_line("a", "first"), _line("b", "second"),
+                                _line("c", "third", error="ValueError: x"),
+                                _line("d", "fourth")]) + "\n", encoding="utf-8")
+    run_id = c.create_run(exp).info.run_id
+    log_case_table(c, run_id, cases, memo)
+    assert memo.built == 5  # "a" and "b" found
+    table = json.loads(download_text(uri, run_id, TABLE_FILE, tmp_path / "dl"))
+    assert [(row[0], row[1], row[-1]) for row in table["data"]] == [
+        ("a", "first", None), ("b", "second", None), ("c", "third", "ValueError: x"),
+        ("d", "fourth", None)]
+    # Past its bound the memo starts over.
+    small = RowMemo(max_rows=2)
+    for line in (b"1", b"2", b"3"):
+        small.row(_line(line.decode(), "q").encode())
+    assert small.built == 3 and len(small._rows) == 1
