@@ -10,7 +10,10 @@ import functools
 import gc
 import logging
 import multiprocessing
+import os
+import pickle
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,23 +67,50 @@ def _scrub_one(path: Path, secrets: set[str]) -> None:
         path.write_text(clean, encoding="utf-8")
 
 
-def _render_report(run_dir: Path, link: str | None, forked: bool = False) -> None:
-    from runner.reports import render_run_report
+def _render_report(run_dir: Path, link: str | None, forked: bool = False,
+                   fragments_out: Path | None = None) -> None:
+    from runner.reports.cases import FRAGMENTS
+    from runner.reports.run import render_run_report
 
     if forked:
         # The parent's heap (its loaded cases, in a sweep every job's kept data) came with the
         # fork: frozen, the collector never walks it, and never writes to its pages, which
         # would copy them one by one.
         gc.freeze()
-    render_run_report(run_dir, tracking_link=link)
+    if fragments_out is None:
+        render_run_report(run_dir, tracking_link=link)
+        return
+    # A sweep job's report: the rows of lines the sweep's earlier reports read are reused,
+    # and the ones built here go back to the sweep's process for the next job's report.
+    render_run_report(run_dir, tracking_link=link, fragments=FRAGMENTS)
+    with fragments_out.open("wb") as fh:
+        pickle.dump(FRAGMENTS.take_new(), fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _start_report(run_dir: Path, link: str | None) -> multiprocessing.process.BaseProcess:
-    """Fork a process that renders ``report.html`` of `run_dir` (Linux)."""
+def _start_report(run_dir: Path, link: str | None,
+                  fragments_out: Path | None = None) -> multiprocessing.process.BaseProcess:
+    """Fork a process that renders ``report.html`` of `run_dir` (Linux); with
+    `fragments_out`, it writes there what :func:`_take_fragments` reads back."""
     proc = multiprocessing.get_context("fork").Process(
-        target=_render_report, args=(run_dir, link, True), name="ragcite-report")
+        target=_render_report, args=(run_dir, link, True, fragments_out),
+        name="ragcite-report")
     proc.start()
     return proc
+
+
+def _take_fragments(path: Path) -> None:
+    """Keep the rows a finished report process built (:class:`FragmentMemo
+    <runner.reports.cases.FragmentMemo>`) for the next job's report; remove the file."""
+    from runner.reports.cases import FRAGMENTS
+
+    try:
+        if path.stat().st_size:
+            with path.open("rb") as fh:
+                FRAGMENTS.update(pickle.load(fh))
+    except (OSError, EOFError, pickle.UnpicklingError):
+        pass  # a report that failed wrote nothing to keep
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _wait_report(proc: multiprocessing.process.BaseProcess, run_dir: Path) -> None:
@@ -115,12 +145,16 @@ def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
 
 
 def _finish_job(proc: multiprocessing.process.BaseProcess, run_dir: Path, tracker: Tracker,
-                secrets: set[str]) -> None:
+                secrets: set[str], fragments: Path | None = None) -> None:
     """The deferred end of a sweep job: its report, uploaded, then its tracked run closed."""
     from runner.reports.run import REPORT_FILE
 
     try:
-        _wait_report(proc, run_dir)
+        try:
+            _wait_report(proc, run_dir)
+        finally:
+            if fragments is not None:
+                _take_fragments(fragments)
         scrub_files(run_dir, secrets)
         tracker.log_file(run_dir / REPORT_FILE)
     except BaseException:
@@ -161,16 +195,20 @@ def _app(cfg: DictConfig) -> None:
                 # rendering beside this job's scoring; wait for it, upload it and close its run.
                 # This job's report renders beside the next job in turn (or the sweep's end).
                 run_deferred()
-                proc = _start_report(output_dir, tracker.link)
+                fd, name = tempfile.mkstemp(prefix="ragcite-report-rows-", suffix=".pickle")
+                os.close(fd)
+                fragments = Path(name)
+                proc = _start_report(output_dir, tracker.link, fragments)
                 try:
                     # In the background where the tracker can (the sweep's helper process):
                     # its error is raised when the report is uploaded, by _finish_job.
                     tracker.log_results(output_dir, skip=(REPORT_FILE,), wait=False)
                 except BaseException:
                     proc.join()
+                    fragments.unlink(missing_ok=True)
                     raise
                 defer(output_dir, functools.partial(_finish_job, proc, output_dir, tracker,
-                                                    secrets))
+                                                    secrets, fragments))
                 deferred = True
             else:
                 # The report and the tracker each read cases.jsonl: side by side on two cores.

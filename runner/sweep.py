@@ -145,9 +145,11 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     _active.clear()
     from runner.memo import LINES
     from runner.pipeline import LOADED
+    from runner.reports.cases import FRAGMENTS
 
     LOADED.clear()  # the cases the jobs shared
     LINES.clear()  # the last job's cases.jsonl lines
+    FRAGMENTS.clear()  # the rows its reports read
     jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
     incomplete = [j["dir"] for j in jobs if not j["complete"]]
     report_failed = list(_deferred_failures)

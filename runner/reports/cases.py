@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runner.reports.common import METRIC_KEYS
+from runner.reports.common import METRIC_KEYS, dumps_compact
 from runner.results import CaseFigures, CaseResult, figures_of_line, parse_line
 
 EXPLANATION_KEYS = ("context_recall", "context_precision", "context",
@@ -123,15 +123,15 @@ def compact_case(case: CaseResult, limit: int) -> tuple[dict[str, Any], dict[str
 
 
 class SplitCase:
-    """An embedded case without error read in parts: its row and scores at once, its passages
-    from their bytes when needed (:meth:`texts`)."""
+    """An embedded case without error read in parts: its row and scores as JSON at once, its
+    passages from their bytes when needed (:meth:`texts`)."""
 
-    __slots__ = ("_texts_bytes", "metrics", "row", "scores")
+    __slots__ = ("_texts_bytes", "metrics", "row_json", "scores_json")
     error = None
 
-    def __init__(self, row: dict[str, Any], scores: dict[str, Any], metrics: dict[str, Any],
+    def __init__(self, row_json: str, scores_json: str, metrics: dict[str, Any],
                  texts_bytes: bytes) -> None:
-        self.row, self.scores, self.metrics = row, scores, metrics
+        self.row_json, self.scores_json, self.metrics = row_json, scores_json, metrics
         self._texts_bytes = texts_bytes
 
     def texts(self, limit: int) -> dict[str, Any]:
@@ -164,7 +164,68 @@ def split_line(body: bytes, limit: int) -> SplitCase | None:
                      tail["labels"] or {}, None, limit)
     scores = scores_record(tail["similarity"] or [], tail["matched"] or [],
                            tail["explanations"] or {})
-    return SplitCase(row, scores, metrics, body[refs_at + 1:sim_at])
+    return SplitCase(dumps_compact(row), dumps_compact(scores), metrics,
+                     body[refs_at + 1:sim_at])
+
+
+class FragmentMemo:
+    """The row and scores JSON of embedded lines (:class:`SplitCase`), by line digest.
+
+    The reports of a threshold sweep's jobs read mostly the same ``cases.jsonl`` lines (the
+    cases whose decisions the threshold did not change). A report process adds what it built
+    (:meth:`take_new`, sent back to the sweep's process) and the next job's report, forked from
+    it, finds those lines without parsing them. The digest covers the line and the option that
+    shapes its row (``max_text_chars``). Bounded: past `max_bytes` nothing more is added.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._entries: dict[bytes, tuple[str, str, dict[str, Any]]] = {}
+        self._new: dict[bytes, tuple[str, str, dict[str, Any]]] = {}
+        self._bytes = 0
+
+    @staticmethod
+    def key(body: bytes, limit: int) -> bytes:
+        """The digest of one line (without its newline) under `limit`."""
+        h = hashlib.blake2b(body, digest_size=16)
+        h.update(limit.to_bytes(8, "little", signed=True))
+        return h.digest()
+
+    def get(self, key: bytes) -> tuple[str, str, dict[str, Any]] | None:
+        """The stored row JSON, scores JSON and metrics under `key`, or None."""
+        return self._entries.get(key)
+
+    def put(self, key: bytes, value: tuple[str, str, dict[str, Any]]) -> None:
+        """Store one line's parts (and note them for :meth:`take_new`)."""
+        size = len(value[0]) + len(value[1]) + 200
+        if key in self._entries or self._bytes + size > self.max_bytes:
+            return
+        self._entries[key] = self._new[key] = value
+        self._bytes += size
+
+    def take_new(self) -> dict[bytes, tuple[str, str, dict[str, Any]]]:
+        """What :meth:`put` stored since the last call."""
+        new, self._new = self._new, {}
+        return new
+
+    def update(self, entries: dict[bytes, tuple[str, str, dict[str, Any]]]) -> None:
+        """Store the entries another process built."""
+        for key, value in entries.items():
+            self.put(key, value)
+        self._new.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop everything."""
+        self._entries.clear()
+        self._new.clear()
+        self._bytes = 0
+
+
+FRAGMENTS = FragmentMemo()
+"""The row and scores JSON of the lines this process's reports read (a sweep's, see cli)."""
 
 
 class ReportCases:
@@ -177,11 +238,26 @@ class ReportCases:
     embedded cases' passages come from.
     """
 
-    def __init__(self, path: Path, embedded: int | None, limit: int) -> None:
+    def __init__(self, path: Path, embedded: int | None, limit: int,
+                 fragments: FragmentMemo | None = None) -> None:
         self.path, self.embedded, self.limit = path, embedded, limit
+        self.fragments = fragments
         self._hash = hashlib.blake2b(digest_size=20)
         self._hash.update(f"ragcite-texts/{TEXTS_FORMAT}/{limit}\n".encode())
         self._done = False
+
+    def _split(self, body: bytes) -> SplitCase | None:
+        memo = self.fragments
+        if memo is None:
+            return split_line(body, self.limit)
+        key = memo.key(body, self.limit)
+        found = memo.get(key)
+        if found is not None:  # a line read before: its passages' bytes only
+            return SplitCase(*found, body[body.find(_REFS_KEY) + 1:body.rfind(_SIM_KEY)])
+        split = split_line(body, self.limit)
+        if split is not None:
+            memo.put(key, (split.row_json, split.scores_json, split.metrics))
+        return split
 
     def __iter__(self) -> Iterator[SplitCase | CaseResult | CaseFigures]:
         whole = 0
@@ -193,7 +269,7 @@ class ReportCases:
                     if not body.strip():
                         continue
                     whole += 1
-                    split = split_line(body, self.limit)
+                    split = self._split(body)
                     # What the passages come from, each part named by its kind and length.
                     part = body[:body.rfind(_SIM_KEY)] if split is not None else body
                     update(b"S" if split is not None else b"W")

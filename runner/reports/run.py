@@ -22,6 +22,7 @@ from runner._gc import gc_paused
 from runner.cache import REPORT_TEXTS_DIR
 from runner.reports.cases import (
     EXPLANATION_KEYS,
+    FragmentMemo,
     ReportCases,
     SplitCase,
     TextsCache,
@@ -301,8 +302,8 @@ def build_context(metrics: Mapping[str, Any],
     values: dict[str, list[float]] = {k: [] for k in METRIC_KEYS}
     undefined = dict.fromkeys(METRIC_KEYS, 0)
     limit = opts.max_text_chars
-    rows: list[dict[str, Any]] = []
-    details: list[dict[str, Any]] = []
+    rows: list[str] = []  # each embedded case's row as JSON
+    details: list[str] = []  # ... and its scores
     texts: list[SplitCase | dict[str, Any]] = []  # a SplitCase parses its passages when needed
     failed: list[dict[str, str]] = []
     n_seen = n_failed = 0
@@ -323,16 +324,17 @@ def build_context(metrics: Mapping[str, Any],
         if opts.max_cases is not None and len(rows) >= opts.max_cases:
             continue
         if isinstance(case, SplitCase):
-            rows.append(case.row)
-            details.append(case.scores)
+            rows.append(case.row_json)
+            details.append(case.scores_json)
             texts.append(case)
         elif isinstance(case, CaseResult):
             row, scores, text = compact_case(case, limit)
-            rows.append(row)
-            details.append(scores)
+            rows.append(dumps_compact(row))
+            details.append(dumps_compact(scores))
             texts.append(text)
 
-    rows_text, details_text = dumps_compact(rows), dumps_compact(details)
+    # Each case's records are JSON already: the arrays are joined as dumps_compact writes them.
+    rows_text, details_text = "[" + ",".join(rows) + "]", "[" + ",".join(details) + "]"
     del details
     key = getattr(cases, "texts_key", None) if texts_cache is not None else None
     stored = texts_cache.get(key) if texts_cache is not None and key is not None else None
@@ -404,16 +406,19 @@ def build_context(metrics: Mapping[str, Any],
 
 
 def report_cases(path: Path, embedded: int | None,
-                 max_text_chars: int = HtmlOptions.max_text_chars) -> ReportCases:
+                 max_text_chars: int = HtmlOptions.max_text_chars,
+                 fragments: FragmentMemo | None = None) -> ReportCases:
     """The records of ``cases.jsonl`` as a report reads them (:class:`ReportCases`): the first
     `embedded` (all when None) whole or in parts, then only their figures
-    (:func:`runner.results.figures_of_line`; whole when they failed)."""
-    return ReportCases(path, embedded, max_text_chars)
+    (:func:`runner.results.figures_of_line`; whole when they failed). With `fragments`, lines
+    read before by this process's reports are not parsed again."""
+    return ReportCases(path, embedded, max_text_chars, fragments)
 
 
 def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
                       options: Mapping[str, Any] | HtmlOptions | None = None,
-                      output: str | Path | None = None) -> Path:
+                      output: str | Path | None = None,
+                      fragments: FragmentMemo | None = None) -> Path:
     """Render ``report.html`` into a run folder from its ``metrics.json`` and ``cases.jsonl``.
 
     Args:
@@ -422,6 +427,8 @@ def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
         options: :class:`HtmlOptions` or a ``report`` config section; by default the ``report``
             section of the run's ``config.yaml``.
         output: Where to write (default ``run_dir/report.html``).
+        fragments: Rows and scores of lines read before (a sweep's earlier reports); what
+            this report builds is added.
 
     Returns:
         The path of the report.
@@ -435,8 +442,8 @@ def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
         opts = HtmlOptions.from_config(options if options is not None
                                        else _section(config, "report"))
     cases_path = run_dir / CASES_FILE
-    cases: Iterable[Any] = (report_cases(cases_path, opts.max_cases, opts.max_text_chars)
-                            if cases_path.is_file() else ())
+    cases: Iterable[Any] = (report_cases(cases_path, opts.max_cases, opts.max_text_chars,
+                                         fragments) if cases_path.is_file() else ())
     # The embedded case data are cycle-free: with the collector on, its collections walk the
     # growing row and detail lists again and again (a third of a 10,000-case report's time).
     with gc_paused():

@@ -48,8 +48,9 @@ def test_lines_are_read_in_parts_unless_failed(tmp_path: Path) -> None:
     first = split[0]
     assert isinstance(first, SplitCase)
     record = json.loads(lines[0])
-    assert first.row["id"] == "seed-1" and first.row["q"] == record["query"]
-    assert first.scores["M"] == [[1]]  # one reference, one citation of the same passage
+    row, scores = json.loads(first.row_json), json.loads(first.scores_json)
+    assert row["id"] == "seed-1" and row["q"] == record["query"]
+    assert scores["M"] == [[1]]  # one reference, one citation of the same passage
     assert first.texts(10_000)["R"] == [[r["source"], r["content"]]
                                         for r in record["references"]]
     assert first.texts(10_000)["a"] == "Five business days ahead."
@@ -161,3 +162,32 @@ def test_clearing_the_cache_drops_the_stored_passages(tmp_path: Path) -> None:
     disk.clear()
     disk.close()
     assert not (tmp_path / REPORT_TEXTS_DIR).exists()
+
+
+def test_rows_of_lines_read_before_come_from_the_fragment_memo(tmp_path: Path) -> None:
+    # A sweep's next report (forked from the sweep's process) finds the rows and scores its
+    # predecessors built; the report is byte for byte the one built without them.
+    from runner.reports.cases import FragmentMemo
+
+    partial = _case("partial", "Which steps?",
+                    [("A.pdf", "alpha beta gamma delta epsilon zeta eta theta")],
+                    [("A.pdf", "alpha beta gamma delta iota kappa lambda mu")])
+    low = build_run(tmp_path / "low", [*plain_cases(), partial], threshold=0.2)
+    high = build_run(tmp_path / "high", [*plain_cases(), partial], threshold=0.9)
+    memo = FragmentMemo()
+    render_run_report(low, output=low / "memo.html", fragments=memo)
+    assert len(memo.take_new()) == 6  # the scored cases; "broken" failed, read whole
+    render_run_report(high, output=high / "memo.html", fragments=memo)
+    # Only "partial" changed its decisions (it matches at 0.2, not at 0.9).
+    new = memo.take_new()
+    assert len(new) == 1
+    ((row, _, metrics),) = new.values()
+    assert json.loads(row)["id"] == "partial" and metrics["context_recall"] == 0.0
+    for run in (low, high):
+        render_run_report(run, output=run / "plain.html")
+        assert (run / "memo.html").read_bytes() == (run / "plain.html").read_bytes()
+    # Another max_text_chars is another key: nothing found.
+    render_run_report(high, options={"max_text_chars": 5}, output=high / "cut.html",
+                      fragments=memo)
+    assert len(memo.take_new()) == 6
+    assert _block(high / "cut.html", "cases")[0]["q"].startswith("How e … [cut in the report")
