@@ -241,11 +241,27 @@ def _app(cfg: DictConfig) -> None:
         _exit_status = max(_exit_status, 1)
 
 
+def _register_sweeper() -> None:
+    """Make ``hydra/sweeper=ragcite`` known to Hydra however ragcite is installed.
+
+    Hydra finds plugins by listing the ``hydra_plugins`` namespace, which an editable install
+    does not show; the class is registered by hand as Hydra documents
+    (``Plugins.instance().register``).
+    """
+    from hydra.core.plugins import Plugins
+
+    plugins = Plugins.instance()  # first: its scan executes the core plugin modules again
+    from hydra_plugins.ragcite_sweeper.ragcite_sweeper import RagciteSweeper
+
+    plugins.register(RagciteSweeper)
+
+
 def main() -> None:
     """Entry point of the `ragcite` console script."""
     from runner.sweep import finish_sweep, last_summary
 
     register_configs()
+    _register_sweeper()
     try:
         _app()
     except SystemExit as exc:

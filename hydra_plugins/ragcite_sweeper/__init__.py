@@ -1,0 +1,1 @@
+"""ragcite's Hydra sweeper plugin (``hydra/sweeper=ragcite``, the default of ragcite's config)."""
