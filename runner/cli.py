@@ -83,8 +83,12 @@ def _render_report(run_dir: Path, link: str | None, forked: bool = False,
     # A sweep job's report: the rows of lines the sweep's earlier reports read are reused,
     # and the ones built here go back to the sweep's process for the next job's report.
     render_run_report(run_dir, tracking_link=link, fragments=FRAGMENTS)
-    with fragments_out.open("wb") as fh:
-        pickle.dump(FRAGMENTS.take_new(), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        with fragments_out.open("wb") as fh:
+            pickle.dump(FRAGMENTS.take_new(), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    except OSError:  # a full temporary folder only costs the next report time
+        with contextlib.suppress(OSError):
+            fragments_out.write_bytes(b"")
 
 
 def _start_report(run_dir: Path, link: str | None,
@@ -96,6 +100,17 @@ def _start_report(run_dir: Path, link: str | None,
         name="ragcite-report")
     proc.start()
     return proc
+
+
+def _fragments_file() -> Path | None:
+    """A new temporary file for a report process's rows (None when none can be made: the
+    report then runs without them)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix="ragcite-report-rows-", suffix=".pickle")
+    except OSError:
+        return None
+    os.close(fd)
+    return Path(name)
 
 
 def _take_fragments(path: Path) -> None:
@@ -195,9 +210,7 @@ def _app(cfg: DictConfig) -> None:
                 # rendering beside this job's scoring; wait for it, upload it and close its run.
                 # This job's report renders beside the next job in turn (or the sweep's end).
                 run_deferred()
-                fd, name = tempfile.mkstemp(prefix="ragcite-report-rows-", suffix=".pickle")
-                os.close(fd)
-                fragments = Path(name)
+                fragments = _fragments_file()
                 proc = _start_report(output_dir, tracker.link, fragments)
                 try:
                     # In the background where the tracker can (the sweep's helper process):
@@ -205,7 +218,8 @@ def _app(cfg: DictConfig) -> None:
                     tracker.log_results(output_dir, skip=(REPORT_FILE,), wait=False)
                 except BaseException:
                     proc.join()
-                    fragments.unlink(missing_ok=True)
+                    if fragments is not None:
+                        fragments.unlink(missing_ok=True)
                     raise
                 defer(output_dir, functools.partial(_finish_job, proc, output_dir, tracker,
                                                     secrets, fragments))

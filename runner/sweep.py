@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,9 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     LOADED.clear()  # the cases the jobs shared
     LINES.clear()  # the last job's cases.jsonl lines
     FRAGMENTS.clear()  # the rows its reports read
+    tracking = sys.modules.get("runner.tracking.mlflow")
+    if tracking is not None:  # the per-case table rows, when this process logged them
+        tracking.clear_rows()
     jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
     incomplete = [j["dir"] for j in jobs if not j["complete"]]
     report_failed = list(_deferred_failures)

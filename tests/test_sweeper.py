@@ -8,10 +8,21 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.ragcite_sweeper.ragcite_sweeper import ComposedOnce
 from tests.conftest import REPO, read_json, run_cli
 
 ENV = {"PYTHONPATH": str(REPO)}
+
+
+def _composed_once(inner: Any) -> Any:
+    """A ComposedOnce around `inner`, from the module as Hydra's plugin scan left it (the scan
+    executes the plugin modules it finds again, so it goes first, as in runner.cli.main)."""
+    import importlib
+
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance()
+    module = importlib.import_module("hydra_plugins.ragcite_sweeper.ragcite_sweeper")
+    return module.ComposedOnce(inner)
 
 
 class _Loader:
@@ -31,7 +42,7 @@ class _Loader:
 
 def test_the_config_composed_for_the_check_is_the_one_launched() -> None:
     inner = _Loader()
-    loader = ComposedOnce(inner)  # type: ignore[arg-type]
+    loader = _composed_once(inner)
     master = OmegaConf.create({"m": 1})
     batch = [["matcher.threshold=0.3"], ["matcher.threshold=0.5"]]
     checked = [loader.load_sweep_config(master, job) for job in batch]  # the batch check
@@ -45,11 +56,20 @@ def test_the_config_composed_for_the_check_is_the_one_launched() -> None:
     other = loader.load_sweep_config(OmegaConf.create({"m": 1}), batch[1])
     assert other.n == 4 and len(inner.calls) == 4
     assert loader.get_search_path() == "search path"  # everything else is the inner loader's
+    # Not keeping (a launcher that composes elsewhere): nothing is held.
+    loader.forget()
+    loader.keep = False
+    loader.load_sweep_config(master, ["x=1"])
+    assert loader._kept == {}
+    loader.keep = True
+    loader.load_sweep_config(master, ["x=2"])
+    loader.forget()
+    assert loader._kept == {}
 
 
 def test_a_pickled_loader_carries_no_kept_configs() -> None:
     inner = _Loader()
-    loader = ComposedOnce(inner)  # type: ignore[arg-type]
+    loader = _composed_once(inner)
     loader.load_sweep_config(OmegaConf.create({}), ["a=1"])
     copy = pickle.loads(pickle.dumps(loader))
     assert copy._kept == {} and loader._kept != {}

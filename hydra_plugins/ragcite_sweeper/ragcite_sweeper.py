@@ -11,8 +11,10 @@ namespace, where Hydra looks for plugin classes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
 from hydra.types import HydraContext, TaskFunction
@@ -24,13 +26,19 @@ class ComposedOnce(ConfigLoader):
     request for the same config (the launcher's), instead of composing it again.
 
     Only a config composed here and not handed out yet is reused, once; any other request is
-    the wrapped loader's.
+    the wrapped loader's. Configs are kept only while `keep` is true (a launcher that composes
+    in this process), and :meth:`forget` drops those not handed out.
     """
 
     def __init__(self, inner: ConfigLoader) -> None:
         self.inner = inner
+        self.keep = True
         self._kept: dict[tuple[int, tuple[str, ...]], tuple[DictConfig, DictConfig]] = {}
         self.reused = 0
+
+    def forget(self) -> None:
+        """Drop the kept configs."""
+        self._kept.clear()
 
     def load_sweep_config(self, master_config: DictConfig,
                           sweep_overrides: list[str]) -> DictConfig:
@@ -40,7 +48,8 @@ class ComposedOnce(ConfigLoader):
             self.reused += 1
             return kept[1]
         config = self.inner.load_sweep_config(master_config, sweep_overrides)
-        self._kept[key] = (master_config, config)
+        if self.keep:
+            self._kept[key] = (master_config, config)
         return config
 
     def __getstate__(self) -> dict[str, Any]:
@@ -71,6 +80,14 @@ class RagciteSweeper(BasicSweeper):
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction,
               config: DictConfig) -> None:
-        context = HydraContext(config_loader=ComposedOnce(hydra_context.config_loader),
-                               callbacks=hydra_context.callbacks)
+        self.loader = ComposedOnce(hydra_context.config_loader)
+        context = HydraContext(config_loader=self.loader, callbacks=hydra_context.callbacks)
         super().setup(hydra_context=context, task_function=task_function, config=config)
+        # Only Hydra's basic launcher composes the jobs' configs here; the others (joblib, Ray,
+        # Submitit) compose them in their workers, and would leave the kept ones unused.
+        self.loader.keep = isinstance(self.launcher, BasicLauncher)
+
+    def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+        """Hydra's check of a batch; only this batch's configs are kept for the launcher."""
+        self.loader.forget()
+        super().validate_batch_is_legal(batch)

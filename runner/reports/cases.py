@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,8 @@ TEXTS_FORMAT = 1
 _REFS_KEY = b',"references":'
 _SIM_KEY = b',"similarity":'
 _NO_ERROR_END = b'"error":null}'
-_TAIL_KEYS = frozenset(("similarity", "matched", "labels", "metrics", "bands", "explanations",
-                        "error"))
+_TAIL_KEYS = frozenset(("similarity", "matched", "labels", "metrics", "counts", "bands",
+                        "explanations", "error"))  # CaseResult.to_dict: the keys from "similarity"
 
 
 def clip(text: Any, limit: int) -> str:
@@ -156,7 +157,7 @@ def split_line(body: bytes, limit: int) -> SplitCase | None:
     except ValueError:
         return None
     if (not isinstance(head, dict) or head.keys() != {"id", "query"}
-            or not isinstance(tail, dict) or not tail.keys() >= _TAIL_KEYS
+            or not isinstance(tail, dict) or tail.keys() != _TAIL_KEYS
             or tail["error"] is not None):
         return None
     metrics = tail["metrics"] or {}
@@ -243,7 +244,9 @@ class ReportCases:
         self.path, self.embedded, self.limit = path, embedded, limit
         self.fragments = fragments
         self._hash = hashlib.blake2b(digest_size=20)
-        self._hash.update(f"ragcite-texts/{TEXTS_FORMAT}/{limit}\n".encode())
+        # The stored block is gzip output: another zlib could pack the same text otherwise.
+        self._hash.update(f"ragcite-texts/{TEXTS_FORMAT}/{limit}/"
+                          f"{zlib.ZLIB_RUNTIME_VERSION}\n".encode())
         self._done = False
 
     def _split(self, body: bytes) -> SplitCase | None:
@@ -316,15 +319,28 @@ class TextsCache:
 
     def put(self, key: str, n_bytes: int, data: str) -> None:
         """Store a packed block (atomically), then drop the oldest past `keep`."""
+        tmp: str | None = None
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".json")
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".part")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"bytes": n_bytes, "data": data}, fh)
             os.replace(tmp, self._path(key))
-            entries = sorted(self.dir.glob("*.json"), key=lambda p: p.stat().st_mtime,
-                             reverse=True)
-            for old in entries[self.keep:]:
-                old.unlink(missing_ok=True)
+            tmp = None
+            self._prune()
         except OSError:
             pass  # a cache that cannot be written only costs time
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+    def _prune(self) -> None:
+        """Drop the least recently used blocks past `keep` (another process may prune too)."""
+        entries = []
+        for path in self.dir.glob("*.json"):
+            with contextlib.suppress(OSError):
+                entries.append((path.stat().st_mtime, path))
+        entries.sort(reverse=True)
+        for _, old in entries[self.keep:]:
+            old.unlink(missing_ok=True)

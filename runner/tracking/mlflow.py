@@ -322,12 +322,13 @@ class RowMemo:
     The jobs of a threshold sweep write mostly the same ``cases.jsonl`` lines (the cases whose
     decisions the threshold did not change); the helper process that logs every job of a sweep
     keeps each row it wrote, so a line seen before is not parsed again. Bounded: past
-    `max_rows` it starts over.
+    `max_bytes` of rows no more are kept.
     """
 
-    def __init__(self, max_rows: int = 200_000) -> None:
-        self.max_rows = max_rows
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
         self._rows: dict[bytes, bytes] = {}
+        self._bytes = 0
         self.built = 0  # rows built (not found)
 
     def row(self, line: bytes) -> bytes | None:
@@ -341,13 +342,23 @@ class RowMemo:
             return None
         made = _row_json(_case_row(parse_line(body)))
         self.built += 1
-        if len(self._rows) >= self.max_rows:
-            self._rows.clear()
-        self._rows[key] = made
+        if self._bytes + len(made) + 64 <= self.max_bytes:
+            self._rows[key] = made
+            self._bytes += len(made) + 64
         return made
+
+    def clear(self) -> None:
+        """Drop every row."""
+        self._rows.clear()
+        self._bytes = 0
 
 
 _ROWS = RowMemo()
+
+
+def clear_rows() -> None:
+    """Forget this process's table rows (a sweep that logged in this process has ended)."""
+    _ROWS.clear()
 
 
 def _row_json(row: list[Any]) -> bytes:

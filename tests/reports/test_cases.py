@@ -54,9 +54,15 @@ def test_lines_are_read_in_parts_unless_failed(tmp_path: Path) -> None:
     assert first.texts(10_000)["R"] == [[r["source"], r["content"]]
                                         for r in record["references"]]
     assert first.texts(10_000)["a"] == "Five business days ahead."
-    # Another key order is read whole.
+    # Another key order is read whole: reversed, or the passages' keys after the scores' (their
+    # bytes would not be where the passages are read from).
     reordered = json.dumps(dict(reversed(list(record.items()))), separators=(",", ":"))
     assert split_line(reordered.encode(), 10_000) is None
+    keys = list(record)
+    moved = [*keys[:3], *keys[6:13], *keys[3:6], keys[13]]  # expected_sources..metadata last
+    assert moved[-4:] == ["expected_sources", "response", "metadata", "error"]
+    late = json.dumps({k: record[k] for k in moved}, separators=(",", ":")).encode()
+    assert late.endswith(b'"error":null}') and split_line(late, 10_000) is None
     # Past the embedded ones only the figures; the failed case whole.
     kinds = [type(r) for r in ReportCases(run / "cases.jsonl", 2, 10_000)]
     assert kinds == [SplitCase, SplitCase, CaseFigures, CaseFigures, CaseFigures, CaseResult]
@@ -154,6 +160,15 @@ def test_the_cache_keeps_the_most_recently_used(tmp_path: Path) -> None:
     cache.put("d", 2, pack_text("[]")[1])
     assert sorted(p.stem for p in (tmp_path / "texts").glob("*.json")) == ["b", "d"]
     assert cache.get("a") is None
+
+
+def test_pruning_leaves_files_being_written(tmp_path: Path) -> None:
+    cache = TextsCache(tmp_path, keep=1)
+    partial = tmp_path / ".tmp-writer.part"  # another process's block, not yet in place
+    partial.write_text("{", encoding="utf-8")
+    cache.put("a", 2, pack_text("[]")[1])
+    cache.put("b", 2, pack_text("[]")[1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-writer.part", "b.json"]
 
 
 def test_clearing_the_cache_drops_the_stored_passages(tmp_path: Path) -> None:

@@ -76,8 +76,12 @@ def test_rows_of_lines_logged_before_are_not_built_again(tmp_path: Path) -> None
     assert [(row[0], row[1], row[-1]) for row in table["data"]] == [
         ("a", "first", None), ("b", "second", None), ("c", "third", "ValueError: x"),
         ("d", "fourth", None)]
-    # Past its bound the memo starts over.
-    small = RowMemo(max_rows=2)
+    # Past its bound the memo keeps no more rows. Each row here is 88 bytes,
+    # ["1","q","ans",2,1,0.5,1.0,null,null,null,null,"supported","cited, passage_missed",null],
+    # counted with 64 bytes of overhead: two fit in 400 bytes.
+    small = RowMemo(max_bytes=400)
     for line in (b"1", b"2", b"3"):
-        small.row(_line(line.decode(), "q").encode())
-    assert small.built == 3 and len(small._rows) == 1
+        assert len(small.row(_line(line.decode(), "q").encode()) or b"") == 88
+    assert small.built == 3 and len(small._rows) == 2
+    small.row(_line("3", "q").encode())
+    assert small.built == 4  # the third was not kept
