@@ -125,14 +125,16 @@ def _work(bounds: tuple[int, int]) -> ChunkResult:
     stats = CacheStats()
     matcher = CachedMatcher(_JOB["matcher"], None, stats, memo)  # counts what it computes
 
-    def reuse(pos: int, decided: bytes) -> bytes | None:
-        nonlocal reused
-        if line_memo is None:
-            return None
-        i = offset + pos
-        line = line_memo.line(i, cases[i], responses[i], decided)
-        reused += line is not None
-        return line
+    def reuse_from(memo: LineMemo) -> Callable[[int, bytes], bytes | None]:
+        def reuse(pos: int, decided: bytes) -> bytes | None:
+            nonlocal reused
+            i = offset + pos
+            line = memo.line(i, cases[i], responses[i], decided)
+            reused += line is not None
+            return line
+        return reuse
+
+    reuse = reuse_from(line_memo) if line_memo is not None else None
 
     # A worker runs a local matcher and makes no reference cycles: the collector stays off for
     # the whole chunk (with it on, its collections cost a quarter of the scoring time).

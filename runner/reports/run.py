@@ -338,10 +338,13 @@ def build_context(metrics: Mapping[str, Any],
     del details
     key = getattr(cases, "texts_key", None) if texts_cache is not None else None
     stored = texts_cache.get(key) if texts_cache is not None and key is not None else None
+
+    def dump_texts() -> str:
+        return dumps_compact([t.texts(limit) if isinstance(t, SplitCase) else t for t in texts])
+
     texts_text: str | None = None
     if stored is None:
-        texts_text = dumps_compact([t.texts(limit) if isinstance(t, SplitCase) else t
-                                    for t in texts])
+        texts_text = dump_texts()
         n_texts = len(texts_text.encode("utf-8"))
     else:
         n_texts = stored[0]
@@ -357,8 +360,7 @@ def build_context(metrics: Mapping[str, Any],
             texts_json = None
     if texts_json is None:
         if texts_text is None:
-            texts_text = dumps_compact([t.texts(limit) if isinstance(t, SplitCase) else t
-                                        for t in texts])
+            texts_text = dump_texts()
         if encoding == "json":
             texts_json = embed_packed(texts_text, encoding)
         else:
@@ -366,7 +368,7 @@ def build_context(metrics: Mapping[str, Any],
             if texts_cache is not None and key is not None:
                 texts_cache.put(key, *packed)
             texts_json = packed_block(*packed)
-    del texts
+    texts.clear()  # the passages are packed: free their records
     labels = metrics.get("labels") or {}
     identity = _identity(metrics, run_dir, tracking_link)
     meta = {

@@ -20,10 +20,10 @@ loop, from lists converted once per batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -211,11 +211,10 @@ class BatchResults(CaseSequence):
         if self._records is None:
             if self._scored is None:  # a scored position implies scored cases
                 raise RuntimeError("BatchResults: scored position without scored cases")
-            with gc_paused():
-                self._records = self._scored.records()
+            with gc_paused():  # without `select` every record is built
+                self._records = cast(list[CaseResult], self._scored.records())
             self._scored = None  # the flat data are no longer needed
         return self._records[k]
-
 
     def json_lines(self, reuse: Callable[[int, bytes], bytes | None] | None = None,
                    ) -> tuple[list[bytes], list[bytes | None]]:
@@ -228,28 +227,31 @@ class BatchResults(CaseSequence):
                 an equal case, response, decisions and scoring options).
 
         Returns:
-            The lines, and each position's decisions (None for a failed case).
+            The lines, and each position's decisions (None for a failed case, and for every
+            case without `reuse`).
         """
         scored = self._scored
         if scored is None or self._records is not None:  # nothing scored, or built already
             return ([json_line(case.to_dict()) for case in self],
                     [None] * len(self))
-        decisions = scored.decisions()
+        decisions = scored.decisions() if reuse is not None else None
         lines: list[bytes | None] = [None] * len(self._where)
         out_decisions: list[bytes | None] = [None] * len(self._where)
         build: list[int] = []
         for pos, k in enumerate(self._where):
             if k < 0 or k in scored.failed:
                 continue
-            out_decisions[pos] = decisions[k]
-            if reuse is not None:
+            if reuse is not None and decisions is not None:
+                out_decisions[pos] = decisions[k]
                 lines[pos] = reuse(pos, decisions[k])
             if lines[pos] is None:
                 build.append(k)
-        built = scored.some_records(build + [k for k in scored.failed])
+        built = scored.records({*build, *scored.failed})
         for pos, k in enumerate(self._where):
             if lines[pos] is None:
                 record = self._errors[pos] if k < 0 else built[k]
+                if record is None:  # pragma: no cover - every line left is built above
+                    raise RuntimeError(f"case {pos} was not built")
                 lines[pos] = json_line(record.to_dict())
         return [line for line in lines if line is not None], out_decisions
 
@@ -389,8 +391,9 @@ class _Scored:
         self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
                        **{f"reference_{k}": v for k, v in zip(REFERENCE_LABELS, ref_counts)}}
 
-    def records(self) -> list[CaseResult]:
-        """Every case's record (failed ones as their error records), in case order."""
+    def records(self, select: Collection[int] | None = None) -> list[CaseResult | None]:
+        """Every case's record (failed ones as their error records), in case order; with
+        `select`, only those cases' (None in the others' places)."""
         sim_list: list[Any] = self.sim.tolist()
         for s in np.flatnonzero(~self.needs_sim).tolist():
             sim_list[s] = None
@@ -399,7 +402,7 @@ class _Scored:
                         self.matched.tolist(),
                         [CITATION_LABELS[i] for i in self.cit_label.tolist()],
                         [REFERENCE_LABELS[i] for i in self.ref_label.tolist()],
-                        self.failed, self.norm)
+                        self.failed, self.norm, select)
 
     def decisions(self) -> list[bytes]:
         """Each case's similarities and match decisions as bytes: with the case, its response
@@ -415,51 +418,6 @@ class _Scored:
             s0 = s1
         return out
 
-    def some_records(self, select: Sequence[int]) -> dict[int, CaseResult]:
-        """The records of the scored cases `select` only (failed ones as their error records)."""
-        out: dict[int, CaseResult] = {}
-        if not select:
-            return out
-        ref_first = [0, *accumulate(self.n_ref)]
-        cit_first = [0, *accumulate(self.n_cit)]
-        slot_first = [0, *accumulate(nr * nc for nr, nc in zip(self.n_ref, self.n_cit))]
-        new = ExplainedLater.from_fields
-        for k in select:
-            if k in self.failed:
-                out[k] = self.failed[k]
-                continue
-            r0, r1, c0, c1 = ref_first[k], ref_first[k + 1], cit_first[k], cit_first[k + 1]
-            s0, s1 = slot_first[k], slot_first[k + 1]
-            nc = c1 - c0
-            sims: list[Any] = self.sim[s0:s1].tolist()
-            for s in np.flatnonzero(~self.needs_sim[s0:s1]).tolist():
-                sims[s] = None
-            decided = self.matched[s0:s1].tolist()
-            case_id, query, expected, metadata, answer, usage, latency = self.fields[k]
-            fig = self.figures[k]
-            if fig is None:  # pragma: no cover - only failed cases have none
-                raise RuntimeError(f"scored case {k} has no figures")
-            out[k] = new({
-                "id": case_id, "query": query,
-                "references": [{"source": s, "content": t}
-                               for s, t in zip(self.ref_src[r0:r1], self.ref_text[r0:r1])],
-                "expected_sources": list(expected),
-                "response": {"answer": answer,
-                             "citations": [{"source": s, "content": t} for s, t in
-                                           zip(self.cit_src[c0:c1], self.cit_text[c0:c1])],
-                             "usage": usage, "latency_s": latency, "error": None},
-                "metadata": dict(metadata),
-                "similarity": [sims[i:i + nc] for i in range(0, len(sims), nc)] if nc else
-                              [[] for _ in range(r1 - r0)],
-                "matched": [decided[i:i + nc] for i in range(0, len(decided), nc)] if nc else
-                           [[] for _ in range(r1 - r0)],
-                "citation_labels": [CITATION_LABELS[i] for i in self.cit_label[c0:c1].tolist()],
-                "reference_labels": [REFERENCE_LABELS[i]
-                                     for i in self.ref_label[r0:r1].tolist()],
-                "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, self.counts_rows[k])),
-                "bands": dict(fig[1]), "error": None,
-            }, self.norm)
-        return out
 
 
 def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: list[str],
@@ -467,8 +425,10 @@ def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: li
              n_cit_l: list[int], counts_rows: list[tuple[int, ...]], figures: list[Any],
              sim_list: list[Any], matched_list: list[bool], cit_labels: list[str],
              ref_labels: list[str], failed: dict[int, CaseResult],
-             norm: Callable[[str], str]) -> list[CaseResult]:
-    """The per-case records of a batch, from lists converted once (the only per-case loop).
+             norm: Callable[[str], str],
+             select: Collection[int] | None = None) -> list[CaseResult | None]:
+    """The per-case records of a batch, from lists converted once (the only per-case loop);
+    with `select`, only those cases' (None in the others' places).
 
     Everything that is per reference or per citation (its dict, its similarity row) is built
     for the whole batch in one comprehension and sliced per case.
@@ -481,12 +441,14 @@ def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: li
     sim_rows = [sim_list[e - n:e] for n, e in zip(row_len, row_end)]
     matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
     new = ExplainedLater.from_fields
-    out: list[CaseResult] = []
+    out: list[CaseResult | None] = []
     r0 = c0 = 0
     for k, (f, counts_t, fig) in enumerate(zip(fields, counts_rows, figures)):
         nr, nc = counts_t[0], counts_t[2]
         r1, c1 = r0 + nr, c0 + nc
-        if fig is None:
+        if select is not None and k not in select:
+            out.append(None)
+        elif fig is None:
             out.append(failed[k])
         else:
             case_id, query, expected, metadata, answer, usage, latency = f
