@@ -119,13 +119,29 @@ class LineMemo:
         self.namespace: str | None = None
         self._entries: dict[int, tuple[Any, Any, bytes, bytes]] = {}
         self._bytes = 0
+        self._dropped = 0  # lines of this job not kept (over max_bytes)
+        self._finished = False  # this job offered every line (finish)
 
-    def begin(self, namespace: str) -> None:
-        """Start a job scored under `namespace` (its dataset and options); a job under
-        another namespace starts empty."""
+    def begin(self, namespace: str) -> bool:
+        """Start a job scored under `namespace` (its dataset, matcher and options); a job
+        under another namespace starts empty.
+
+        Returns:
+            True when the previous job under the same namespace offered every case's line
+            (:meth:`finish`) and all were kept: its similarities and lines are all here for
+            this job to read (the caller then scores in its own process).
+        """
+        warm = namespace == self.namespace and self._finished and not self._dropped
         if namespace != self.namespace:
             self.clear()
             self.namespace = namespace
+        self._dropped = 0
+        self._finished = False
+        return warm
+
+    def finish(self) -> None:
+        """Mark the job begun last as scored to the end (every case's line offered)."""
+        self._finished = True
 
     def line(self, pos: int, case: Any, response: Any, decisions: bytes) -> bytes | None:
         """The stored line of case `pos` if it was built from equal inputs, else None."""
@@ -148,7 +164,10 @@ class LineMemo:
             old = self._entries.pop(pos, None)
             if old is not None:
                 self._bytes -= len(old[3])
-            if dec is None or self._bytes + len(line) > self.max_bytes:
+            if dec is None:
+                continue
+            if self._bytes + len(line) > self.max_bytes:
+                self._dropped += 1
                 continue
             self._entries[pos] = (case, response, dec, line)
             self._bytes += len(line)
@@ -160,6 +179,8 @@ class LineMemo:
         """Drop everything."""
         self._entries.clear()
         self._bytes = 0
+        self._dropped = 0
+        self._finished = False
         self.namespace = None
 
 

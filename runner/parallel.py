@@ -67,12 +67,12 @@ def _for_workers(matcher: Matcher, cases: Sequence[Case],
                  responses: Sequence[Response | None], workers: int) -> Matcher:
     """`matcher` as each worker process runs it.
 
-    ``threads=1`` when it has that setting (the worker processes already use every core;
-    threads on top would only contend for them), set up for one worker's share of the pairs
-    (:func:`~runner.matchers.base.for_workload`).
+    ``threads=1`` when it has that setting and there are several workers (the worker processes
+    already use every core; threads on top would only contend for them), set up for one
+    worker's share of the pairs (:func:`~runner.matchers.base.for_workload`).
     """
-    if dataclasses.is_dataclass(matcher) and any(f.name == "threads"
-                                                 for f in dataclasses.fields(matcher)):
+    if workers > 1 and dataclasses.is_dataclass(matcher) and any(
+            f.name == "threads" for f in dataclasses.fields(matcher)):
         matcher = dataclasses.replace(matcher, threads=1)
     return for_workload(matcher, count_pairs(cases, responses) // max(workers, 1))
 
@@ -159,13 +159,18 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    on_chunk: Callable[[int], None] | None = None,
                    memo: SimilarityMemo | None = None,
                    lines: LineMemo | None = None) -> Iterator[ChunkResult]:
-    """Score every case in `workers` forked processes, in order.
+    """Score every case in `workers` forked processes (in this one for 1), in order.
+
+    The chunks are the same either way, so a chunk's similarities are memoised under the same
+    key (:meth:`SimilarityMemo.key <runner.memo.SimilarityMemo.key>`) and the lines come out
+    byte for byte the same: a sweep job whose similarities the memo holds already is scored
+    here, without forking workers and sending every line back through a pipe.
 
     Args:
         cases, responses: The run's cases and their responses (same length).
         matcher: A local matcher (see :func:`resolve_workers`).
         options: Scoring options.
-        workers: Number of processes (>= 2).
+        workers: Number of processes; 1 scores in this process (same chunks, same output).
         aggregator: An empty aggregator with the run's settings; each chunk's cases are
             added to a copy of it (:meth:`Aggregator.merge` combines them).
         chunk: Cases per task.
@@ -184,6 +189,13 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                 matcher=_for_workers(matcher, cases, responses, workers), options=options,
                 aggregator=aggregator, memo=memo, lines=lines)
     try:
+        if workers <= 1:
+            for bounds in ranges:
+                out = _work(bounds)
+                yield out
+                if on_chunk is not None:
+                    on_chunk(bounds[1] - bounds[0])
+            return
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:
             for (start, end), out in zip(ranges, pool.imap(_work, ranges)):

@@ -366,13 +366,18 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
     workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
     if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
         lines = LINES if memo is not None else None  # the previous job's lines, if the same
+        here = False
         if lines is not None:
-            lines.begin(digest({"dataset": dataset.digest, "n": len(cases),
-                                "options": dataclasses.asdict(options) | {"threshold": None}}))
+            # The previous job of this process scored these cases with this matcher: the
+            # memo holds every similarity and line it needs, and reading them in this process
+            # costs less than forking workers and sending every line back through a pipe.
+            here = lines.begin(digest({
+                "dataset": dataset.digest, "n": len(cases), "matcher": cached.namespace,
+                "options": dataclasses.asdict(options) | {"threshold": None}}))
         start = reused = 0
         with partial.open("wb") as fh:
             for chunk in score_parallel(
-                    cases, responses, matcher, options, workers, agg.empty(),
+                    cases, responses, matcher, options, 1 if here else workers, agg.empty(),
                     chunk=min(batch_size, 2_500), on_chunk=bar.update, memo=memo,
                     lines=lines):
                 fh.write(b"".join(chunk.lines))
@@ -387,7 +392,10 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
                                 chunk.decisions, chunk.lines)
                 start, reused = end, reused + chunk.reused
         if lines is not None:  # cases.jsonl lines taken from the previous job / built
+            lines.finish()
             stats.add("lines", reused, len(cases) - reused)
+        if here:
+            workers = 1
     else:
         cached.inner = for_workload(cached.inner, count_pairs(cases, responses))
         write_cases(partial, scored(zip(cases, responses)))

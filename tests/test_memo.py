@@ -170,3 +170,24 @@ def test_the_line_memo_starts_over_for_another_namespace_and_keeps_within_its_bo
     assert len(memo) == 1
     memo.begin("b")
     assert len(memo) == 0
+
+
+def test_a_job_is_warm_only_after_a_whole_job_under_its_namespace_kept_every_line() -> None:
+    # begin() is True when the job before, under the same namespace, offered every case's line
+    # (finish) and none was dropped for the bound: then every similarity and line is memoised.
+    memo = LineMemo(max_bytes=10)
+    assert memo.begin("a") is False  # nothing before
+    memo.store(0, ["c0"], ["r0"], [b"d"], [b"12345\n"])
+    assert memo.begin("a") is False  # the job before did not finish
+    memo.store(0, ["c0", "c1"], ["r0", "r1"], [b"d", None], [b"12345\n", b"x\n"])
+    memo.finish()
+    assert memo.begin("a") is True  # finished; the failed case is not a dropped line
+    memo.finish()
+    assert memo.begin("b") is False  # another namespace
+    memo.store(0, ["c0", "c1"], ["r0", "r1"], [b"d", b"d"], [b"12345\n", b"67890\n"])
+    memo.finish()
+    assert memo.begin("b") is False  # the second line passed the bound: dropped
+    memo.finish()
+    assert memo.begin("b") is True  # this job stored nothing new and dropped nothing
+    memo.clear()
+    assert memo.begin("b") is False

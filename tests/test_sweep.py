@@ -112,6 +112,11 @@ def test_a_job_reuses_the_lines_of_cases_whose_decisions_did_not_change(tmp_path
     assert [m["cache"]["hits"]["lines"] for m in metrics] == [0, *shared]
     assert [m["cache"]["computed"]["lines"] for m in metrics] == [
         n_cases, n_cases - shared[0], n_cases - shared[1]]
+    # The first job computed every similarity in two workers; the later ones read them and
+    # the lines from the memos, in the sweep's own process.
+    assert [m["scoring"]["workers"] for m in metrics] == [2, 1, 1]
+    assert [m["cache"]["hits"]["similarities"] > 0 for m in metrics] == [False, True, True]
+    assert [m["cache"]["computed"]["similarities"] for m in metrics][1:] == [0, 0]
     # Each job's file is byte for byte that of a run of its own, built line by line.
     for job, threshold in zip(jobs, ("0.03", "0.05", "0.065")):
         root = tmp_path / f"alone-{threshold}"

@@ -304,7 +304,9 @@ class TrackerHost:
                                  name="ragcite-tracker", daemon=True)
         self._proc.start()
         child.close()
-        self._pending: list[int] = [0]  # whose reply comes next; 0 is the host itself
+        # Whose reply comes next, and to what: tracker id (0 is the host itself) and method.
+        self._pending: list[tuple[int, str]] = [(0, "open")]
+        self._proven = False  # a job's run opened: the store takes the sweep's runs
         self._errors: dict[int, BaseException] = {}
         self._links: dict[int, str] = {}
         self._next = 1
@@ -317,7 +319,7 @@ class TrackerHost:
             self._conn.send(request)
         except (BrokenPipeError, OSError):
             self._dead()
-        self._pending.append(tid)
+        self._pending.append((tid, str(request[2]) if request[0] == "call" else request[0]))
 
     def _dead(self) -> None:
         from runner.pipeline import RagciteError
@@ -329,16 +331,33 @@ class TrackerHost:
     def _collect(self) -> None:
         """Receive every outstanding reply and file its outcome under its tracker."""
         while self._pending:
-            try:
-                status, exc, link = self._conn.recv()
-            except (EOFError, OSError):
-                self._pending.clear()
-                self._dead()
-            tid = self._pending.pop(0)
-            if link is not None:
-                self._links[tid] = link
-            if status == _ERROR and exc is not None and tid not in self._errors:
-                self._errors[tid] = exc
+            self._receive()
+
+    def _receive(self) -> None:
+        """Receive the next reply and file its outcome under its tracker."""
+        try:
+            status, exc, link = self._conn.recv()
+        except (EOFError, OSError):
+            self._pending.clear()
+            self._dead()
+        tid, method = self._pending.pop(0)
+        if link is not None:
+            self._links[tid] = link
+        if status == _ERROR and exc is not None and tid not in self._errors:
+            self._errors[tid] = exc
+        if method == "start" and status == _OK and 0 not in self._errors:
+            self._proven = True  # the parent run and a job's run are open
+
+    def started(self, tid: int) -> None:
+        """Receive replies until tracker `tid`'s run is open (or failed to open); the outcome
+        is filed, not raised."""
+        while (tid, "start") in self._pending:
+            self._receive()
+
+    @property
+    def proven(self) -> bool:
+        """True once a job's run of this sweep has been opened: the store takes runs."""
+        return self._proven
 
     def wait(self, tid: int) -> None:
         """Wait for every outstanding reply; raise the first error of `tid`, if any."""
@@ -423,7 +442,8 @@ class HostedTracker:
 
     @property
     def link(self) -> str | None:
-        """The run's link in the tracking UI, once known."""
+        """The run's link in the tracking UI (waits for the run to be opened)."""
+        self._host.started(self._tid)
         return self._host.link(self._tid)
 
     @link.setter
@@ -435,7 +455,14 @@ class HostedTracker:
         self._host.call(self._tid, "start", names, run_dir)
 
     def ready(self) -> None:
-        """Wait until the parent run and this run are open; raise their error, if any."""
+        """Wait until the parent run and this run are open; raise their error, if any.
+
+        Once an earlier job's run of the sweep has opened, the store is known to take runs and
+        this returns at once: the helper may still be logging that job's results, and this
+        run's opening error, if any, is raised by this tracker's next waiting call.
+        """
+        if self._host.proven:
+            return
         self._host.opened()
         self._host.wait(self._tid)
 

@@ -90,7 +90,7 @@ def test_an_error_is_raised_by_the_tracker_it_belongs_to(tmp_path: Path) -> None
     good.ready()  # collects the failed reply too, but it is not good's error
     good.log_results(tmp_path / "good")
     with pytest.raises(RagciteError, match=r"^tracking: log_results failed$"):
-        bad.ready()
+        bad.log_file(tmp_path / "bad" / "report.html")
     bad.end("FAILED")
     good.end("FINISHED")
     host.end_sweep({})
@@ -121,6 +121,43 @@ def test_results_logged_in_the_background_raise_at_the_upload(tmp_path: Path) ->
         ["built"], ["start", "b", "after"],
         ["log_file", "report.html"], ["end", "FAILED"],
         ["log_results", "after", ""], ["end", "FINISHED"],
+        ["end_sweep", "{}"],
+    ]
+
+
+def test_once_a_run_opened_a_later_job_starts_without_waiting(tmp_path: Path) -> None:
+    # The first job waits for its run (the store is checked before any model call). Later
+    # jobs go on while the helper may still be logging the job before: an error opening their
+    # own run is raised by their next waiting call, and the link waits for the run.
+    log = tmp_path / "calls.jsonl"
+    host = _host(log)
+    first = host.tracker({})
+    first.start({"matcher": "a"}, tmp_path / "job0")
+    assert not host.proven
+    first.ready()
+    assert host.proven
+    first.log_results(tmp_path / "job0", wait=False)
+    bad = host.tracker({"fail": "start"})
+    bad.start({"matcher": "b"}, tmp_path / "job1")
+    bad.ready()  # returns at once: nothing received yet
+    assert host._pending == [(1, "log_results"), (2, "new"), (2, "start")]
+    assert bad.link is None  # waited for its start, which failed: no link
+    assert host._pending == []
+    with pytest.raises(RagciteError, match=r"^tracking: start failed$"):
+        bad.log_file(tmp_path / "job1" / "report.html")
+    bad.end("FAILED")
+    good = host.tracker({})
+    good.start({"matcher": "c"}, tmp_path / "job2")
+    good.ready()
+    assert good.link == "http://127.0.0.1:5000/#/runs/abc"
+    first.end("FINISHED")
+    good.end("FINISHED")
+    host.end_sweep({})
+    assert [call[1:] for call in calls(log)] == [
+        ["open_sweep"],
+        ["built"], ["start", "a", "job0"], ["log_results", "job0", ""],
+        ["built"], ["start", "b", "job1"], ["log_file", "report.html"], ["end", "FAILED"],
+        ["built"], ["start", "c", "job2"], ["end", "FINISHED"], ["end", "FINISHED"],
         ["end_sweep", "{}"],
     ]
 
@@ -167,7 +204,8 @@ def test_a_sweep_gone_without_closing_ends_open_runs_killed(tmp_path: Path) -> N
     done.end("FINISHED")
     left = host.tracker({})
     left.start({"matcher": "b"}, tmp_path / "job1")
-    left.ready()
+    left.ready()  # returns at once (a run opened before); the link waits for this run
+    assert left.link == "http://127.0.0.1:5000/#/runs/abc"
     host._conn.close()  # what the main process's death does to its end of the pipe
     host._proc.join(timeout=30)
     got = [call[1:] for call in calls(log)]
