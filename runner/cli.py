@@ -203,13 +203,14 @@ def _app(cfg: DictConfig) -> None:
             sweep_job=multirun))
         scrub_files(output_dir, secrets)
         if (plain.get("report") or {}).get("format") == "html":
-            from runner.reports.run import REPORT_FILE
+            from runner.reports.run import REPORT_FILE, prepare_templates
 
             if multirun and sweep_open_here() and sys.platform.startswith("linux"):
                 # A sweep job in the sweep's own process: the previous job's report has been
                 # rendering beside this job's scoring; wait for it, upload it and close its run.
                 # This job's report renders beside the next job in turn (or the sweep's end).
                 run_deferred()
+                prepare_templates()  # once, for every job's report process
                 fragments = _fragments_file()
                 proc = _start_report(output_dir, tracker.link, fragments)
                 try:

@@ -40,9 +40,11 @@ from runner.reports.common import (
     dumps_compact,
     embed_json,
     embed_packed,
+    environment,
     histogram,
     pack_text,
     packed_block,
+    page_assets,
     render,
     safe_href,
     write_html,
@@ -453,6 +455,13 @@ def render_run_report(run_dir: str | Path, tracking_link: str | None = None,
                                 texts_cache=_texts_cache(config))
     return write_html(Path(output) if output else run_dir / REPORT_FILE,
                       render("report_run.html.j2", **context))
+
+
+def prepare_templates() -> None:
+    """Compile the run report's templates and load its assets now (kept by this process), so
+    that report processes forked from it later, one per job of a sweep, do not each do it."""
+    environment().get_template("report_run.html.j2")
+    page_assets()
 
 
 def main(argv: list[str] | None = None) -> int:
