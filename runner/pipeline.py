@@ -118,15 +118,22 @@ class CachedMatcher:
 
 def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: str,
                   cache: DiskCache | None, stats: CacheStats, batch_size: int,
-                  progress: bool) -> list[Response]:
+                  progress: bool, kept: KeptResponses | None = None) -> list[Response]:
     """Responses for every case, from the cache when possible, else from the adapter in batches.
 
-    Error responses are not cached, so a rerun retries the failed cases.
+    Error responses are not cached, so a rerun retries the failed cases. With `kept` (a
+    sweep's jobs in one process, sharing their loaded cases), the previous job's responses to
+    the very same cases from the same adapter are taken as they are (counted as cache hits).
     """
     use_cache = cache is not None and getattr(adapter, "cacheable", True)
-    keys = [text_key(c.id, c.query) for c in cases]
     ns = "resp-" + digest({"v": CACHE_VERSION, "a": adapter.identity(),
                            "d": dataset_digest})[:32]
+    if kept is not None:
+        again = kept.get(ns, cases)
+        if again is not None:
+            stats.add("responses", len(cases), 0)
+            return again
+    keys = [text_key(c.id, c.query) for c in cases] if use_cache else []
     found: dict[str, Any] = {}
     out: list[Response | None] = [None] * len(cases)
     lock = cache.lock(ns) if use_cache and cache is not None else _null()
@@ -160,7 +167,44 @@ def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: 
             bar.update(len(idx))
         bar.close()
     stats.add("responses", len(cases) - len(missing), len(missing))
-    return [r if r is not None else Response(error="no response") for r in out]
+    responses = [r if r is not None else Response(error="no response") for r in out]
+    if kept is not None:
+        kept.keep(ns, cases, responses)
+    return responses
+
+
+class KeptResponses:
+    """The responses the last job of this process got, for the next job of the same sweep.
+
+    Kept only when none failed (a failed response is asked for again, as the cache does) and
+    handed out only for the very same list of cases (:data:`LOADED`) and the same adapter
+    identity and dataset (`ns`, the response cache's namespace).
+    """
+
+    def __init__(self) -> None:
+        self._ns: str | None = None
+        self._cases: Sequence[Case] | None = None
+        self._responses: list[Response] | None = None
+
+    def get(self, ns: str, cases: Sequence[Case]) -> list[Response] | None:
+        """The kept responses to `cases` under `ns`, or None."""
+        if self._responses is None or ns != self._ns or cases is not self._cases:
+            return None
+        return self._responses
+
+    def keep(self, ns: str, cases: Sequence[Case], responses: list[Response]) -> None:
+        """Keep `responses` to `cases` (nothing when one of them failed)."""
+        self.clear()
+        if not any(r.error is not None for r in responses):
+            self._ns, self._cases, self._responses = ns, cases, responses
+
+    def clear(self) -> None:
+        """Drop the kept responses."""
+        self._ns = self._cases = self._responses = None
+
+
+RESPONSES = KeptResponses()
+"""This process's kept responses (used by sweep jobs that reuse their loaded cases)."""
 
 
 class _null:
@@ -331,8 +375,11 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
                                 cache_dir=Path(cache_cfg["dir"]) if cache else None))
     scoring = cfg["scoring"]
     batch_size = int(scoring.get("batch_size", 10_000))
+    # A sweep job in the sweep's process, on the cases the job before it loaded: its responses
+    # too (cache.enabled=false: asked for again).
+    kept = RESPONSES if cache is not None and exp.reuse_cases else None
     responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
-                              progress)
+                              progress, kept)
     timings["model_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

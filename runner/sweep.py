@@ -145,10 +145,11 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     config: DictConfig = _active["config"]
     _active.clear()
     from runner.memo import LINES
-    from runner.pipeline import LOADED
+    from runner.pipeline import LOADED, RESPONSES
     from runner.reports.cases import FRAGMENTS
 
     LOADED.clear()  # the cases the jobs shared
+    RESPONSES.clear()  # and their responses
     LINES.clear()  # the last job's cases.jsonl lines
     FRAGMENTS.clear()  # the rows its reports read
     tracking = sys.modules.get("runner.tracking.mlflow")
