@@ -78,13 +78,13 @@ def defer(job_dir: Path, finish: Callable[[], None]) -> None:
     _deferred.append((str(job_dir), finish))
 
 
-def run_deferred() -> None:
-    """Run the steps earlier jobs deferred, in order.
+def run_deferred(keep: int = 0) -> None:
+    """Run the steps earlier jobs deferred, in order, but the last `keep`.
 
     A step that raises is logged with its job's folder and makes the sweep fail; it is not
     raised into the job that happens to call this.
     """
-    while _deferred:
+    while len(_deferred) > keep:
         job_dir, finish = _deferred.pop(0)
         try:
             finish()
