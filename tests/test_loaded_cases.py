@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,12 @@ class _Counting:
 
 def _responses(adapter: _Counting, cases: list[Case], kept: KeptResponses | None,
                digest: str = "d1") -> tuple[list[Response], dict[str, Any]]:
+    # In a thread of its own: get_responses runs the adapter with asyncio.run, which refuses
+    # to run where a loop is running (a session's browser fixture keeps one in this thread).
     stats = CacheStats()
-    out = get_responses(adapter, cases, digest, None, stats, 10, False, kept)
+    with ThreadPoolExecutor(1) as pool:
+        out = pool.submit(get_responses, adapter, cases, digest, None, stats, 10, False,
+                          kept).result()
     return out, stats.to_dict()
 
 
