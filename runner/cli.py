@@ -10,10 +10,7 @@ import functools
 import gc
 import logging
 import multiprocessing
-import os
-import pickle
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from runner.data.errors import DataError
 from runner.pipeline import Experiment, RagciteError, run_experiment, summary_line
 from runner.redact import env_secrets, scrub_files, secret_values
+from runner.reports.host import ReportHost
+from runner.reports.host import active_host as active_report_host
 from runner.schema import register_configs
 from runner.sweep import defer, run_deferred, sweep_open_here
 from runner.tracking.base import Tracker, make_tracker
@@ -67,136 +66,22 @@ def _scrub_one(path: Path, secrets: set[str]) -> None:
         path.write_text(clean, encoding="utf-8")
 
 
-def _render_report(run_dir: Path, link: str | None, forked: bool = False,
-                   fragments_out: Path | None = None,
-                   after: tuple[int, Path | None] | None = None) -> None:
-    from runner.reports.cases import FRAGMENTS
+def _render_report(run_dir: Path, link: str | None, forked: bool = False) -> None:
     from runner.reports.run import render_run_report
 
     if forked:
-        # The parent's heap (its loaded cases, in a sweep every job's kept data) came with the
-        # fork: frozen, the collector never walks it, and never writes to its pages, which
-        # would copy them one by one.
+        # The parent's heap (its loaded cases) came with the fork: frozen, the collector never
+        # walks it, and never writes to its pages, which would copy them one by one.
         gc.freeze()
-    if after is not None:
-        _after_previous(*after)
-    if fragments_out is None:
-        render_run_report(run_dir, tracking_link=link)
-        return
-    # A sweep job's report: the rows of lines the sweep's earlier reports read are reused,
-    # and the ones built here go back to the sweep's process for the next job's report.
-    render_run_report(run_dir, tracking_link=link, fragments=FRAGMENTS)
-    try:
-        with fragments_out.open("wb") as fh:
-            pickle.dump(FRAGMENTS.take_new(), fh, protocol=pickle.HIGHEST_PROTOCOL)
-    except OSError:  # a full temporary folder only costs the next report time
-        with contextlib.suppress(OSError):
-            fragments_out.write_bytes(b"")
+    render_run_report(run_dir, tracking_link=link)
 
 
-def _after_previous(done: int, fragments: Path | None) -> None:
-    """In a sweep job's report process: wait until the previous job's report process has
-    exited (`done`, the read end of a pipe only it held open, is at its end), then take the
-    rows it built (its `fragments` file) and whatever it left in the passages cache."""
-    from runner.reports.cases import FRAGMENTS
-
-    try:
-        while os.read(done, 4096):
-            pass
-    finally:
-        os.close(done)
-    if fragments is not None:
-        _read_fragments(fragments, FRAGMENTS)
-
-
-def _start_report(run_dir: Path, link: str | None,
-                  fragments_out: Path | None = None,
-                  after: tuple[int, Path | None] | None = None,
-                  ) -> tuple[multiprocessing.process.BaseProcess, int]:
-    """Fork a process that renders ``report.html`` of `run_dir` (Linux); with
-    `fragments_out`, it writes there what :func:`_take_fragments` reads back; with `after`
-    (the previous report's ``done`` end and rows file), it waits for that report first.
-
-    Returns:
-        The process, and the read end of a pipe that reaches its end when the process exits
-        (the caller closes it, or hands it to the next report as ``after``).
-    """
-    done, held = os.pipe()  # `held` stays open in the child alone, until it exits
-    try:
-        proc = multiprocessing.get_context("fork").Process(
-            target=_render_report, args=(run_dir, link, True, fragments_out, after),
-            name="ragcite-report")
-        proc.start()
-    except BaseException:
-        os.close(done)
-        raise
-    finally:
-        os.close(held)
-    return proc, done
-
-
-def _fragments_file() -> Path | None:
-    """A new temporary file for a report process's rows (None when none can be made: the
-    report then runs without them)."""
-    try:
-        fd, name = tempfile.mkstemp(prefix="ragcite-report-rows-", suffix=".pickle")
-    except OSError:
-        return None
-    os.close(fd)
-    return Path(name)
-
-
-def _read_fragments(path: Path, into: Any) -> None:
-    """Add the rows of a report process's `path` (:func:`_render_report`) to `into`."""
-    try:
-        if path.stat().st_size:
-            with path.open("rb") as fh:
-                into.update(pickle.load(fh))
-    except (OSError, EOFError, pickle.UnpicklingError):
-        pass  # a report that failed wrote nothing to keep
-
-
-class _ReportChain:
-    """The report processes of a sweep's jobs, one after another.
-
-    Each job's report process is forked as the job ends and waits for the previous job's to
-    exit before it renders (it then reads that one's rows and passages), so the jobs never
-    wait for a report but to upload it, a job later. A rows file is removed once the report
-    after it has exited.
-    """
-
-    def __init__(self) -> None:
-        self.last: tuple[int, Path | None] | None = None  # the newest report's done end, rows
-        self.read: list[Path] = []  # rows files taken, for the report after them to read
-
-    def follow(self) -> tuple[int, Path | None] | None:
-        """What the next report waits for (its ``after``); the caller owns it now."""
-        last, self.last = self.last, None
-        return last
-
-    def close(self) -> None:
-        """Forget the chain: close the pipe end, remove the rows files."""
-        if self.last is not None:
-            os.close(self.last[0])
-            self.last = None
-        for path in self.read:
-            path.unlink(missing_ok=True)
-        self.read.clear()
-
-
-_REPORTS = _ReportChain()
-
-
-def _take_fragments(path: Path) -> None:
-    """Keep the rows a finished report process built (:class:`FragmentMemo
-    <runner.reports.cases.FragmentMemo>`) for the next job's report; remove the rows files of
-    the reports before it (the report after each has read it, or never will)."""
-    from runner.reports.cases import FRAGMENTS
-
-    for old in _REPORTS.read:
-        old.unlink(missing_ok=True)
-    _REPORTS.read[:] = [path]
-    _read_fragments(path, FRAGMENTS)
+def _start_report(run_dir: Path, link: str | None) -> multiprocessing.process.BaseProcess:
+    """Fork a process that renders ``report.html`` of `run_dir` (Linux)."""
+    proc = multiprocessing.get_context("fork").Process(
+        target=_render_report, args=(run_dir, link, True), name="ragcite-report")
+    proc.start()
+    return proc
 
 
 def _wait_report(proc: multiprocessing.process.BaseProcess, run_dir: Path) -> None:
@@ -222,8 +107,7 @@ def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
         _render_report(run_dir, link)
         yield
         return
-    proc, done = _start_report(run_dir, link)
-    os.close(done)
+    proc = _start_report(run_dir, link)
     try:
         yield
     finally:
@@ -231,17 +115,13 @@ def report_beside(run_dir: Path, link: str | None) -> Iterator[None]:
     _wait_report(proc, run_dir)
 
 
-def _finish_job(proc: multiprocessing.process.BaseProcess, run_dir: Path, tracker: Tracker,
-                secrets: set[str], fragments: Path | None = None) -> None:
+def _finish_job(reports: ReportHost, run_dir: Path, tracker: Tracker,
+                secrets: set[str]) -> None:
     """The deferred end of a sweep job: its report, uploaded, then its tracked run closed."""
     from runner.reports.run import REPORT_FILE
 
     try:
-        try:
-            _wait_report(proc, run_dir)
-        finally:
-            if fragments is not None:
-                _take_fragments(fragments)
+        reports.wait(run_dir)
         scrub_files(run_dir, secrets)
         tracker.log_file(run_dir / REPORT_FILE)
     except BaseException:
@@ -275,35 +155,20 @@ def _app(cfg: DictConfig) -> None:
             sweep_job=multirun))
         scrub_files(output_dir, secrets)
         if (plain.get("report") or {}).get("format") == "html":
-            from runner.reports.run import REPORT_FILE, prepare_templates
+            from runner.reports.run import REPORT_FILE
 
-            if multirun and sweep_open_here() and sys.platform.startswith("linux"):
-                # A sweep job in the sweep's own process: the previous job's report has been
-                # rendering beside this job's scoring; wait for it, upload it and close its run.
-                # This job's report renders beside the next job in turn (or the sweep's end).
-                # The job before this one stays open: its report renders beside this job's
-                # (which waits for it); the one before that is waited for and uploaded.
+            reports = active_report_host() if multirun else None
+            if reports is not None:
+                # A sweep job in the sweep's own process: its report is rendered by the
+                # sweep's report helper beside the next job; the job after next uploads it and
+                # closes this job's run (the one before that is done here).
                 run_deferred(keep=1)
-                prepare_templates()  # once, for every job's report process
-                fragments = _fragments_file()
-                after = _REPORTS.follow()
-                try:
-                    proc, done = _start_report(output_dir, tracker.link, fragments, after)
-                    _REPORTS.last = (done, fragments)
-                finally:
-                    if after is not None:
-                        os.close(after[0])
-                try:
-                    # In the background where the tracker can (the sweep's helper process):
-                    # its error is raised when the report is uploaded, by _finish_job.
-                    tracker.log_results(output_dir, skip=(REPORT_FILE,), wait=False)
-                except BaseException:
-                    proc.join()
-                    if fragments is not None:
-                        fragments.unlink(missing_ok=True)
-                    raise
-                defer(output_dir, functools.partial(_finish_job, proc, output_dir, tracker,
-                                                    secrets, fragments))
+                reports.render(output_dir, tracker.link)
+                # In the background where the tracker can (the sweep's helper process): its
+                # error is raised when the report is uploaded, by _finish_job.
+                tracker.log_results(output_dir, skip=(REPORT_FILE,), wait=False)
+                defer(output_dir, functools.partial(_finish_job, reports, output_dir, tracker,
+                                                    secrets))
                 deferred = True
             else:
                 # The report and the tracker each read cases.jsonl: side by side on two cores.
@@ -358,17 +223,14 @@ def main() -> None:
     register_configs()
     _register_sweeper()
     try:
-        try:
-            _app()
-        except SystemExit as exc:
-            # Hydra exits here when a job raised; it skips on_multirun_end, so close the sweep.
-            if exc.code not in (0, None):
-                finish_sweep(failed=True)
-            raise
-        # A sweep still open is closed here; one closed by Hydra's callback left its summary.
-        summary = finish_sweep(failed=False) or last_summary()
-    finally:
-        _REPORTS.close()
+        _app()
+    except SystemExit as exc:
+        # Hydra exits here when a job raised; it skips on_multirun_end, so close the sweep.
+        if exc.code not in (0, None):
+            finish_sweep(failed=True)
+        raise
+    # A sweep still open is closed here; one closed by Hydra's callback left its summary.
+    summary = finish_sweep(failed=False) or last_summary()
     if summary is not None and summary["failed"]:
         sys.exit(1)
     sys.exit(_exit_status)

@@ -108,6 +108,11 @@ def start_sweep(config: DictConfig) -> None:
     _deferred.clear()
     _deferred_failures.clear()
     cfg = _plain(config)
+    if ((cfg.get("report") or {}).get("format") == "html" and _jobs_run_here(config)
+            and sys.platform.startswith("linux")):
+        from runner.reports.host import ReportHost
+
+        ReportHost()  # renders every job's report, forked now, before any case is loaded
     if (cfg.get("tracking") or {}).get("backend") == "mlflow":
         from runner.tracking import mlflow as tracking
         from runner.tracking.process import TrackerHost, use_helper
@@ -140,18 +145,21 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     """
     if not _active:
         return None
-    run_deferred()  # the last job's report and tracked run
+    run_deferred()  # the last jobs' reports and tracked runs
+    from runner.reports.host import active_host as active_report_host
+
+    reports = active_report_host()
+    if reports is not None:
+        reports.close()
     sweep_dir: Path = _active["dir"]
     config: DictConfig = _active["config"]
     _active.clear()
     from runner.memo import LINES
     from runner.pipeline import LOADED, RESPONSES
-    from runner.reports.cases import FRAGMENTS
 
     LOADED.clear()  # the cases the jobs shared
     RESPONSES.clear()  # and their responses
     LINES.clear()  # the last job's cases.jsonl lines
-    FRAGMENTS.clear()  # the rows its reports read
     tracking = sys.modules.get("runner.tracking.mlflow")
     if tracking is not None:  # the per-case table rows, when this process logged them
         tracking.clear_rows()
