@@ -173,10 +173,11 @@ class FragmentMemo:
     """The row and scores JSON of embedded lines (:class:`SplitCase`), by line digest.
 
     The reports of a threshold sweep's jobs read mostly the same ``cases.jsonl`` lines (the
-    cases whose decisions the threshold did not change). A report process adds what it built
-    (:meth:`take_new`, sent back to the sweep's process) and the next job's report, forked from
-    it, finds those lines without parsing them. The digest covers the line and the option that
-    shapes its row (``max_text_chars``). Bounded: past `max_bytes` nothing more is added.
+    cases whose decisions the threshold did not change). The sweep's report helper
+    (:mod:`runner.reports.host`) renders them one after another with one memo: each report
+    finds the lines its predecessors read without parsing them. The digest covers the line and
+    the option that shapes its row (``max_text_chars``). Bounded: past `max_bytes` nothing more
+    is added.
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
@@ -209,12 +210,6 @@ class FragmentMemo:
         new, self._new = self._new, {}
         return new
 
-    def update(self, entries: dict[bytes, tuple[str, str, dict[str, Any]]]) -> None:
-        """Store the entries another process built."""
-        for key, value in entries.items():
-            self.put(key, value)
-        self._new.clear()
-
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -226,7 +221,7 @@ class FragmentMemo:
 
 
 FRAGMENTS = FragmentMemo()
-"""The row and scores JSON of the lines this process's reports read (a sweep's, see cli)."""
+"""The row and scores JSON of the lines this process's reports read (a sweep's report helper)."""
 
 
 class ReportCases:

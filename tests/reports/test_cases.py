@@ -180,8 +180,8 @@ def test_clearing_the_cache_drops_the_stored_passages(tmp_path: Path) -> None:
 
 
 def test_rows_of_lines_read_before_come_from_the_fragment_memo(tmp_path: Path) -> None:
-    # A sweep's next report (forked from the sweep's process) finds the rows and scores its
-    # predecessors built; the report is byte for byte the one built without them.
+    # A sweep's next report (the same report helper, runner/reports/host.py) finds the rows and
+    # scores its predecessors built; the report is byte for byte the one built without them.
     from runner.reports.cases import FragmentMemo
 
     partial = _case("partial", "Which steps?",
