@@ -15,7 +15,7 @@ from runner.parallel import count_pairs
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.batch import BatchResults, score_batch_lazy
+from runner.scoring.batch import BatchResults, PreparedBatches, score_batch_lazy
 from runner.scoring.case import ScoringOptions
 from runner.scoring.sources import DEFAULT_STEPS
 
@@ -63,6 +63,7 @@ def score_batches(
     options: ScoringOptions,
     batch_size: int = 10_000,
     on_batch: Callable[[int], None] | None = None,
+    prepared: PreparedBatches | None = None,
 ) -> Iterator[BatchResults]:
     """Score (case, response) pairs batch by batch, each distinct pair's similarity once.
 
@@ -76,12 +77,14 @@ def score_batches(
         options: Scoring options (its threshold is used, not the matcher's).
         batch_size: Cases per batch; bounds memory on large runs.
         on_batch: Called with the number of cases after each batch is consumed (progress bars).
+        prepared: Threshold-free parts of batches scored before
+            (:class:`~runner.scoring.batch.PreparedBatches`), read and added to.
 
     Yields:
         The scored batches, in input order.
     """
     for batch in _batches(items, batch_size):
-        yield score_batch_lazy(batch, matcher, options)
+        yield score_batch_lazy(batch, matcher, options, prepared)
         if on_batch is not None:
             on_batch(len(batch))
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from runner.scoring.batch import PreparedBatches
+
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 """The memo's bound: arrays of about 32 million similarities (100,000 cases take 7 MB)."""
 
@@ -186,3 +188,8 @@ class LineMemo:
 
 LINES = LineMemo()
 """This process's line memo, shared by its jobs and inherited by its worker processes."""
+
+
+PREPARED = PreparedBatches()
+"""This process's threshold-free parts of batches scored here (see :class:`PreparedBatches
+<runner.scoring.batch.PreparedBatches>`), for its next job scored here."""

@@ -29,6 +29,7 @@ from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, for_workload
 from runner.memo import LineMemo, SimilarityMemo
 from runner.scoring.aggregate import Aggregator
+from runner.scoring.batch import PreparedBatches
 from runner.scoring.case import ScoringOptions
 
 # Set in the parent just before the workers are forked; read by the workers only.
@@ -117,6 +118,8 @@ def _work(bounds: tuple[int, int]) -> ChunkResult:
     responses: Sequence[Response | None] = _JOB["responses"]
     memo: SimilarityMemo | None = _JOB["memo"]
     line_memo: LineMemo | None = _JOB["lines"]
+    prepared: PreparedBatches | None = _JOB["prepared"]
+    found_before = prepared.hit_pairs if prepared is not None else 0
     known = memo.keys() if memo is not None else set()  # what this chunk adds goes back
     lines: list[bytes] = []
     decisions: list[bytes | None] = []
@@ -141,12 +144,14 @@ def _work(bounds: tuple[int, int]) -> ChunkResult:
     offset = start
     with gc_paused():
         for batch in score_batches(zip(cases[start:end], responses[start:end]), matcher,
-                                   _JOB["options"], batch_size=end - start):
+                                   _JOB["options"], batch_size=end - start, prepared=prepared):
             agg.add_batch(batch)
             batch_lines, batch_decisions = batch.json_lines(reuse)
             lines.extend(batch_lines)
             decisions.extend(batch_decisions)
             offset += len(batch)
+    if prepared is not None:  # similarities taken with the batches found prepared
+        stats.add("similarities", prepared.hit_pairs - found_before, 0)
     counts = SimilarityCounts(stats.hits.get("similarities", 0),
                               stats.computed.get("similarities", 0))
     return ChunkResult(lines, decisions, agg, counts,
@@ -158,7 +163,8 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    aggregator: Aggregator, chunk: int = 2_500,
                    on_chunk: Callable[[int], None] | None = None,
                    memo: SimilarityMemo | None = None,
-                   lines: LineMemo | None = None) -> Iterator[ChunkResult]:
+                   lines: LineMemo | None = None,
+                   prepared: PreparedBatches | None = None) -> Iterator[ChunkResult]:
     """Score every case in `workers` forked processes (in this one for 1), in order.
 
     The chunks are the same either way, so a chunk's similarities are memoised under the same
@@ -180,6 +186,8 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         lines: The previous job's lines (:class:`~runner.memo.LineMemo`, begun with this
             job's namespace), read by the workers; the caller stores this job's. None reads
             none.
+        prepared: The threshold-free parts of the chunks scored before in this process, read
+            and added to when scoring here (``workers`` 1); None keeps none.
 
     Yields:
         Per chunk, in case order, its :class:`ChunkResult`.
@@ -187,7 +195,8 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
     _JOB.update(cases=cases, responses=responses,
                 matcher=_for_workers(matcher, cases, responses, workers), options=options,
-                aggregator=aggregator, memo=memo, lines=lines)
+                aggregator=aggregator, memo=memo, lines=lines,
+                prepared=prepared if workers <= 1 else None)
     try:
         if workers <= 1:
             for bounds in ranges:

@@ -28,7 +28,7 @@ from runner.data.dataset import Dataset
 from runner.data.errors import DataError
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError, Similarity, TextPair, for_workload
-from runner.memo import LINES, MEMO, SimilarityMemo
+from runner.memo import LINES, MEMO, PREPARED, SimilarityMemo
 from runner.parallel import count_pairs, resolve_workers, score_parallel
 from runner.redact import env_secrets, redact, scrub_files, secret_values
 from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
@@ -426,7 +426,7 @@ def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
             for chunk in score_parallel(
                     cases, responses, matcher, options, 1 if here else workers, agg.empty(),
                     chunk=min(batch_size, 2_500), on_chunk=bar.update, memo=memo,
-                    lines=lines):
+                    lines=lines, prepared=PREPARED if lines is not None else None):
                 fh.write(b"".join(chunk.lines))
                 agg.merge(chunk.aggregator)
                 stats.add("similarities", chunk.similarities.hits,

@@ -154,12 +154,13 @@ def finish_sweep(failed: bool) -> dict[str, Any] | None:
     sweep_dir: Path = _active["dir"]
     config: DictConfig = _active["config"]
     _active.clear()
-    from runner.memo import LINES
+    from runner.memo import LINES, PREPARED
     from runner.pipeline import LOADED, RESPONSES
 
     LOADED.clear()  # the cases the jobs shared
     RESPONSES.clear()  # and their responses
     LINES.clear()  # the last job's cases.jsonl lines
+    PREPARED.clear()  # and its batches' threshold-free parts
     tracking = sys.modules.get("runner.tracking.mlflow")
     if tracking is not None:  # the per-case table rows, when this process logged them
         tracking.clear_rows()

@@ -127,17 +127,23 @@ class SplitCase:
     """An embedded case without error read in parts: its row and scores as JSON at once, its
     passages from their bytes when needed (:meth:`texts`)."""
 
-    __slots__ = ("_texts_bytes", "metrics", "row_json", "scores_json")
+    __slots__ = ("_body", "_texts_at", "metrics", "row_json", "scores_json")
     error = None
 
     def __init__(self, row_json: str, scores_json: str, metrics: dict[str, Any],
-                 texts_bytes: bytes) -> None:
+                 body: bytes, texts_at: tuple[int, int]) -> None:
         self.row_json, self.scores_json, self.metrics = row_json, scores_json, metrics
-        self._texts_bytes = texts_bytes
+        self._body, self._texts_at = body, texts_at  # the line; where its passages' keys are
+
+    @property
+    def similarity_at(self) -> int:
+        """Where the line's similarities begin: its bytes before are its head and passages."""
+        return self._texts_at[1]
 
     def texts(self, limit: int) -> dict[str, Any]:
         """The passages record, parsed from the line."""
-        data = parse_line(b"{" + self._texts_bytes + b"}")
+        start, end = self._texts_at
+        data = parse_line(b"{" + self._body[start:end] + b"}")
         return texts_record(data.get("references") or [], data.get("expected_sources") or [],
                             data.get("response"), data.get("metadata"), limit)
 
@@ -165,8 +171,8 @@ def split_line(body: bytes, limit: int) -> SplitCase | None:
                      tail["labels"] or {}, None, limit)
     scores = scores_record(tail["similarity"] or [], tail["matched"] or [],
                            tail["explanations"] or {})
-    return SplitCase(dumps_compact(row), dumps_compact(scores), metrics,
-                     body[refs_at + 1:sim_at])
+    return SplitCase(dumps_compact(row), dumps_compact(scores), metrics, body,
+                     (refs_at + 1, sim_at))
 
 
 class FragmentMemo:
@@ -175,9 +181,10 @@ class FragmentMemo:
     The reports of a threshold sweep's jobs read mostly the same ``cases.jsonl`` lines (the
     cases whose decisions the threshold did not change). The sweep's report helper
     (:mod:`runner.reports.host`) renders them one after another with one memo: each report
-    finds the lines its predecessors read without parsing them. The digest covers the line and
-    the option that shapes its row (``max_text_chars``). Bounded: past `max_bytes` nothing more
-    is added.
+    finds the lines its predecessors read without parsing them. The digest covers what a row
+    and its scores are made of, the line's bytes before its references (id, query) and from its
+    similarities on, and the option that shapes the row (``max_text_chars``); the passages
+    between them do not enter the row. Bounded: past `max_bytes` nothing more is added.
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
@@ -187,9 +194,13 @@ class FragmentMemo:
         self._bytes = 0
 
     @staticmethod
-    def key(body: bytes, limit: int) -> bytes:
-        """The digest of one line (without its newline) under `limit`."""
-        h = hashlib.blake2b(body, digest_size=16)
+    def key(body: bytes, refs_at: int, sim_at: int, limit: int) -> bytes:
+        """The digest of one line (without its newline) split at `refs_at` (its references'
+        key) and `sim_at` (its similarities' key), under `limit`: of its head and its tail."""
+        view = memoryview(body)
+        h = hashlib.blake2b(refs_at.to_bytes(8, "little"), digest_size=16)
+        h.update(view[:refs_at])
+        h.update(view[sim_at:])
         h.update(limit.to_bytes(8, "little", signed=True))
         return h.digest()
 
@@ -248,10 +259,13 @@ class ReportCases:
         memo = self.fragments
         if memo is None:
             return split_line(body, self.limit)
-        key = memo.key(body, self.limit)
+        refs_at, sim_at = body.find(_REFS_KEY), body.rfind(_SIM_KEY)
+        if refs_at < 0 or sim_at < refs_at:
+            return None  # not the standard layout: read whole
+        key = memo.key(body, refs_at, sim_at, self.limit)
         found = memo.get(key)
-        if found is not None:  # a line read before: its passages' bytes only
-            return SplitCase(*found, body[body.find(_REFS_KEY) + 1:body.rfind(_SIM_KEY)])
+        if found is not None:  # the same head and tail as a line read before: its row
+            return SplitCase(*found, body, (refs_at + 1, sim_at))
         split = split_line(body, self.limit)
         if split is not None:
             memo.put(key, (split.row_json, split.scores_json, split.metrics))
@@ -269,7 +283,8 @@ class ReportCases:
                     whole += 1
                     split = self._split(body)
                     # What the passages come from, each part named by its kind and length.
-                    part = body[:body.rfind(_SIM_KEY)] if split is not None else body
+                    part = (memoryview(body)[:split.similarity_at] if split is not None
+                            else body)
                     update(b"S" if split is not None else b"W")
                     update(len(part).to_bytes(8, "little"))
                     update(part)

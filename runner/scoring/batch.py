@@ -152,7 +152,8 @@ def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
 
 
 def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-                     options: ScoringOptions) -> BatchResults:
+                     options: ScoringOptions,
+                     prepared: PreparedBatches | None = None) -> BatchResults:
     """:func:`score_batch`, with the records built only when first read.
 
     The decisions, counts, labels and the run-level sums are computed at once
@@ -160,12 +161,23 @@ def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Mat
     <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
     dicts of ``cases.jsonl``, a third of the scoring time and most of its memory — are built
     for the whole batch when one of them is read.
+
+    With `prepared`, the batch's threshold-free part (its layout, ids and similarities) is taken
+    from there when the same case and response objects were scored before with the same
+    matcher and source rules (a threshold sweep's next job), and kept there otherwise.
     """
-    with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-        flat = _Flat.of(batch)
-    scored = (_score_flat(flat, matcher, options.normalizer, options.threshold,
-                          options.require_same_source, options.zero_division, options.bands)
-              if flat.rows else None)
+    key = prepared.key(batch, matcher, options) if prepared is not None else None
+    prep = prepared.get(key, batch) if prepared is not None and key is not None else None
+    if prep is None:
+        with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
+            flat = _Flat.of(batch)
+        prep = (_prepare(flat, matcher, options.normalizer, options.require_same_source)
+                if flat.rows else None)
+        if prepared is not None and key is not None and prep is not None:
+            prepared.put(key, batch, prep)
+    flat = prep.flat if prep is not None else _Flat()
+    scored = (_decide(prep, options.normalizer, options.threshold, options.zero_division,
+                      options.bands) if prep is not None else None)
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
         where[pos] = k
@@ -256,13 +268,99 @@ class BatchResults(CaseSequence):
         return [line for line in lines if line is not None], out_decisions
 
 
-def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshold: float,
-                same_source: bool, zero_division: str, bands: Any) -> _Scored:
-    case_fields, resp_fields = f.case_fields, f.resp_fields
+@dataclass
+class _Prepared:
+    """The part of a batch's scoring that does not depend on the threshold (:func:`_prepare`):
+    its flat layout, text and source ids, slots, the predicate's inputs and the similarities.
+    """
+
+    flat: _Flat
+    n_cases: int
+    ref_case: np.ndarray
+    cit_case: np.ndarray
+    exp_case: np.ndarray
+    ref_sid: np.ndarray
+    cit_sid: np.ndarray
+    exp_sid: np.ndarray
+    n_src: int
+    n_cits: int
+    per_ref: np.ndarray
+    ref_slot_first: np.ndarray
+    slot_ref: np.ndarray
+    slot_cit: np.ndarray
+    s_ref_blank: np.ndarray
+    s_same: np.ndarray
+    needs_sim: np.ndarray
+    sim: np.ndarray
+    failed_msg: dict[int, str]
+    n_pairs: int  # distinct pairs whose similarity was asked for
+
+
+class PreparedBatches:
+    """The threshold-free part of batches scored in this process, for the next job's batches.
+
+    The jobs of a threshold sweep in one process score the very same case and response objects
+    (:data:`runner.pipeline.LOADED`) with the same matcher: laying a batch out, interning its
+    texts and sources and looking up its similarities comes out the same for each, and only the
+    decisions onward depend on the threshold. An entry is found only for a batch of the same
+    objects, in order, under the same matcher namespace and source rules.
+
+    Args:
+        max_entries: The most batches kept (the oldest leave first).
+    """
+
+    def __init__(self, max_entries: int = 16) -> None:
+        self.max_entries = max_entries
+        self._entries: dict[tuple[Any, ...], tuple[list[Any], _Prepared]] = {}
+        self.hit_pairs = 0  # similarities taken with a found batch (a caller's hit count)
+
+    @staticmethod
+    def key(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
+            options: ScoringOptions) -> tuple[Any, ...] | None:
+        """The lookup key of `batch` (None: nothing is kept for a matcher without a cache
+        namespace)."""
+        namespace = getattr(matcher, "namespace", None)
+        if not isinstance(namespace, str) or not batch:
+            return None
+        return (namespace, tuple(options.source_normalization), options.require_same_source,
+                len(batch), id(batch[0][0]))
+
+    def get(self, key: tuple[Any, ...], batch: Sequence[tuple[Case, Response | None]],
+            ) -> _Prepared | None:
+        """The prepared part of `batch` under `key` if it was made from the same objects."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        items, prep = entry
+        if len(items) != len(batch) or any(
+                a is not c or b is not r for (a, b), (c, r) in zip(items, batch)):
+            return None
+        self.hit_pairs += prep.n_pairs
+        return prep
+
+    def put(self, key: tuple[Any, ...], batch: Sequence[tuple[Case, Response | None]],
+            prep: _Prepared) -> None:
+        """Keep `prep`, made from `batch`."""
+        self._entries.pop(key, None)
+        self._entries[key] = (list(batch), prep)
+        while len(self._entries) > self.max_entries:
+            del self._entries[next(iter(self._entries))]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Drop everything."""
+        self._entries.clear()
+        self.hit_pairs = 0
+
+
+def _prepare(f: _Flat, matcher: Matcher, norm: Callable[[str], str],
+             same_source: bool) -> _Prepared:
+    """Lay out a batch and look up its similarities: everything before the threshold."""
     ref_src_raw, ref_text, cit_src_raw, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
     exp_raw, n_ref_l, n_cit_l, n_exp_l = f.exp_src, f.n_ref, f.n_cit, f.n_exp
-    items = f.items
-    n_cases = len(case_fields)
+    n_cases = len(f.case_fields)
     n_ref = np.array(n_ref_l, dtype=np.int64)
     n_cit = np.array(n_cit_l, dtype=np.int64)
     n_exp = np.array(n_exp_l, dtype=np.int64)
@@ -301,13 +399,14 @@ def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshol
     if same_source:
         needs_sim &= s_same
     sim = np.full(n_slots, np.nan)
-    failed_slot = np.zeros(n_slots, dtype=bool)
     failed_msg: dict[int, str] = {}
     need = np.flatnonzero(needs_sim)
+    n_pairs = 0
     if len(need):
         n_texts = len(texts)
         codes = ref_tid[slot_ref[need]] * n_texts + cit_tid[slot_cit[need]]
         distinct, inverse = np.unique(codes, return_inverse=True)
+        n_pairs = len(distinct)
         values, failed = _similarities(matcher, texts, distinct // n_texts,
                                        distinct % n_texts)
         sim[need] = values[inverse.reshape(-1)]
@@ -315,15 +414,30 @@ def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshol
             bad = np.zeros(len(distinct), dtype=bool)
             bad[list(failed)] = True
             hit = bad[inverse.reshape(-1)]
-            failed_slot[need[hit]] = True
             for slot, pair in zip(need[hit].tolist(), inverse.reshape(-1)[hit].tolist()):
                 failed_msg[slot] = failed[pair]
+    return _Prepared(f, n_cases, ref_case, cit_case, exp_case, ref_sid, cit_sid, exp_sid, n_src,
+                     len(cit_tid), per_ref, ref_slot_first, slot_ref, slot_cit, s_ref_blank,
+                     s_same, needs_sim, sim, failed_msg, n_pairs)
+
+
+def _decide(p: _Prepared, norm: Callable[[str], str], threshold: float, zero_division: str,
+            bands: Any) -> _Scored:
+    """The decisions, counts and labels of a prepared batch at `threshold`."""
+    f = p.flat
+    n_cases, ref_case, cit_case, exp_case = p.n_cases, p.ref_case, p.cit_case, p.exp_case
+    ref_sid, cit_sid, exp_sid, n_src = p.ref_sid, p.cit_sid, p.exp_sid, p.n_src
+    per_ref, ref_slot_first, slot_ref, slot_cit = (p.per_ref, p.ref_slot_first, p.slot_ref,
+                                                   p.slot_cit)
+    s_ref_blank, s_same, needs_sim, sim = p.s_ref_blank, p.s_same, p.needs_sim, p.sim
+    failed_msg = p.failed_msg
+    n_ref_l, n_cit_l = f.n_ref, f.n_cit
     matched = np.where(s_ref_blank, s_same, needs_sim & (sim >= threshold))
 
     # Per reference / citation / case.
     m_cum = np.concatenate([[0], np.cumsum(matched, dtype=np.int64)])
     ref_matched = (m_cum[ref_slot_first + per_ref] - m_cum[ref_slot_first]) > 0
-    cit_matched = np.bincount(slot_cit, weights=matched, minlength=len(cit_tid)) > 0
+    cit_matched = np.bincount(slot_cit, weights=matched, minlength=p.n_cits) > 0
     refs_matched = np.bincount(ref_case, weights=ref_matched, minlength=n_cases).astype(np.int64)
     cits_matched = np.bincount(cit_case, weights=cit_matched, minlength=n_cases).astype(np.int64)
     # Source sets of each case as sorted codes case * n_src + source id.
@@ -339,8 +453,8 @@ def _score_flat(f: _Flat, matcher: Matcher, norm: Callable[[str], str], threshol
         _member(ref_case * n_src + ref_sid, cited), _PASSAGE_MISSED, _SOURCE_MISSED))
 
     failed_cases = ({int(ref_case[slot_ref[s]]) for s in failed_msg} if failed_msg else set())
-    return _Scored(items, case_fields, resp_fields, ref_src_raw, ref_text, cit_src_raw, cit_text,
-                   n_ref_l, n_cit_l,
+    return _Scored(f.items, f.case_fields, f.resp_fields, f.ref_src, f.ref_text, f.cit_src,
+                   f.cit_text, n_ref_l, n_cit_l,
                    list(zip(n_ref_l, refs_matched.tolist(), n_cit_l, cits_matched.tolist(),
                             n_expected.tolist(), n_cited.tolist(), n_hits.tolist())),
                    sim, needs_sim, matched, cit_label, ref_label, ref_case, cit_case,
