@@ -399,7 +399,7 @@ def log_case_table(client: Any, run_id: str, cases_path: Path,
                 fh.write(row)
                 first = False
             fh.write(b"]}")
-        client.log_artifact(run_id, str(path))
+        upload(client, run_id, path)
     tag = "mlflow.loggedArtifacts"
     logged = json.loads(client.get_run(run_id).data.tags.get(tag, "[]"))
     entry = {"path": TABLE_FILE, "type": "table"}
@@ -668,6 +668,49 @@ class MlflowTracker:
                       self.run_id, status, _one_line(exc))
 
 
+_LOCAL_DIRS: dict[str, str | None] = {}  # run id → its local artifact folder (None: not local)
+
+
+def _local_artifact_dir(client: Any, run_id: str) -> str | None:
+    """The folder of `run_id`'s artifacts when its store is MLflow's local one, else None."""
+    if run_id not in _LOCAL_DIRS:
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+        from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
+
+        repo = get_artifact_repository(client.get_run(run_id).info.artifact_uri)
+        if len(_LOCAL_DIRS) >= 256:
+            _LOCAL_DIRS.clear()
+        _LOCAL_DIRS[run_id] = (str(repo.artifact_dir)
+                               if type(repo) is LocalArtifactRepository else None)
+    return _LOCAL_DIRS[run_id]
+
+
+def upload(client: Any, run_id: str, path: Path, artifact_path: str | None = None) -> None:
+    """``client.log_artifact`` of one file. Into a local artifact store the file is laid down
+    as MLflow's local repository does (a staged copy with the source's times and mode,
+    renamed into place), the bytes copied by the kernel instead of through Python (a tenth of
+    the time for a run's ``cases.jsonl``)."""
+    folder = _local_artifact_dir(client, run_id)
+    if folder is None or not path.is_file():
+        client.log_artifact(run_id, str(path), artifact_path)
+        return
+    import shutil
+    import tempfile
+
+    target = Path(folder) / artifact_path if artifact_path else Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=target, prefix=".artifact.uploading.")
+    os.close(fd)
+    try:
+        shutil.copyfile(path, staged)
+        shutil.copystat(path, staged)
+        os.replace(staged, target / path.name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+
+
 def log_artifact(client: Any, run_id: str, path: Path, artifact_path: str | None,
                  secrets: set[str]) -> None:
     """Upload one file; a text file holding a secret is uploaded as a scrubbed copy."""
@@ -683,9 +726,9 @@ def log_artifact(client: Any, run_id: str, path: Path, artifact_path: str | None
             with tempfile.TemporaryDirectory(prefix="ragcite-") as tmp:
                 copy = Path(tmp) / path.name
                 copy.write_text(scrub_text(text, secrets), encoding="utf-8")
-                client.log_artifact(run_id, str(copy), artifact_path)
+                upload(client, run_id, copy, artifact_path)
             return
-    client.log_artifact(run_id, str(path), artifact_path)
+    upload(client, run_id, path, artifact_path)
 
 
 def _job_overrides(run_dir: Path) -> list[str] | None:

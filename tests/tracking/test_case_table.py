@@ -85,3 +85,32 @@ def test_rows_of_lines_logged_before_are_not_built_again(tmp_path: Path) -> None
     assert small.built == 3 and len(small._rows) == 2
     small.row(_line("3", "q").encode())
     assert small.built == 4  # the third was not kept
+
+
+def test_an_upload_into_a_local_store_is_the_file_as_mlflow_lays_it_down(tmp_path: Path) -> None:
+    # runner.tracking.mlflow.upload: into MLflow's local artifact store the bytes are copied by
+    # the kernel; the artifact is the same file (bytes, mode, times) at the same place, with no
+    # staged copy left, and MLflow lists and downloads it as one it logged itself.
+    import os
+
+    from runner.tracking.mlflow import upload
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    c = client(uri)
+    run_id = c.create_run(c.create_experiment("t", str(tmp_path / "art"))).info.run_id
+    src = tmp_path / "cases.jsonl"
+    src.write_bytes(b'{"id":"a"}\n' * 1000)
+    os.chmod(src, 0o640)
+    os.utime(src, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    upload(c, run_id, src)
+    upload(c, run_id, src, "hydra")
+    src.write_bytes(b"changed\n")  # a second upload replaces the first
+    upload(c, run_id, src, "hydra")
+    folder = Path(c.get_run(run_id).info.artifact_uri.removeprefix("file://"))
+    top, nested = folder / "cases.jsonl", folder / "hydra" / "cases.jsonl"
+    assert top.read_bytes() == b'{"id":"a"}\n' * 1000 and nested.read_bytes() == b"changed\n"
+    assert (top.stat().st_mode & 0o777, top.stat().st_mtime_ns) == (
+        0o640, 1_700_000_000_000_000_000)
+    assert sorted(p.name for p in folder.rglob("*")) == ["cases.jsonl", "cases.jsonl", "hydra"]
+    assert [f.path for f in c.list_artifacts(run_id)] == ["cases.jsonl", "hydra"]
+    assert download_text(uri, run_id, "hydra/cases.jsonl", tmp_path / "dl") == "changed\n"
