@@ -674,14 +674,15 @@ _LOCAL_DIRS: dict[str, str | None] = {}  # run id → its local artifact folder 
 def _local_artifact_dir(client: Any, run_id: str) -> str | None:
     """The folder of `run_id`'s artifacts when its store is MLflow's local one, else None."""
     if run_id not in _LOCAL_DIRS:
-        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-        from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
+        uri = str(client.get_run(run_id).info.artifact_uri)
+        folder = None
+        if urllib.parse.urlparse(uri).scheme in ("", "file"):  # not a server's, nor a cloud's
+            from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
 
-        repo = get_artifact_repository(client.get_run(run_id).info.artifact_uri)
+            folder = str(LocalArtifactRepository(uri).artifact_dir)
         if len(_LOCAL_DIRS) >= 256:
             _LOCAL_DIRS.clear()
-        _LOCAL_DIRS[run_id] = (str(repo.artifact_dir)
-                               if type(repo) is LocalArtifactRepository else None)
+        _LOCAL_DIRS[run_id] = folder
     return _LOCAL_DIRS[run_id]
 
 
