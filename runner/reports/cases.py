@@ -187,11 +187,16 @@ class FragmentMemo:
     between them do not enter the row. Bounded: past `max_bytes` nothing more is added.
     """
 
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024,
+                 max_line_bytes: int = 128 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
+        self.max_line_bytes = max_line_bytes
         self._entries: dict[bytes, tuple[str, str, dict[str, Any]]] = {}
         self._new: dict[bytes, tuple[str, str, dict[str, Any]]] = {}
         self._bytes = 0
+        # The last report's embedded lines, in order, and its passages key (see ReportCases):
+        # a line equal to the one at its position there is not hashed or parsed again.
+        self.last: tuple[int, list[_Read], str] | None = None  # (limit, lines, texts key)
 
     @staticmethod
     def key(body: bytes, refs_at: int, sim_at: int, limit: int) -> bytes:
@@ -229,7 +234,12 @@ class FragmentMemo:
         self._entries.clear()
         self._new.clear()
         self._bytes = 0
+        self.last = None
 
+
+_Read = tuple[bytes, int, tuple[str, str, dict[str, Any]] | None]
+"""An embedded line as a report read it: its bytes, where its similarities begin (0 when read
+whole) and its row, scores JSON and metrics (None when read whole)."""
 
 FRAGMENTS = FragmentMemo()
 """The row and scores JSON of the lines this process's reports read (a sweep's report helper)."""
@@ -253,6 +263,7 @@ class ReportCases:
         # The stored block is gzip output: another zlib could pack the same text otherwise.
         self._hash.update(f"ragcite-texts/{TEXTS_FORMAT}/{limit}/"
                           f"{zlib.ZLIB_RUNTIME_VERSION}\n".encode())
+        self._key: str | None = None
         self._done = False
 
     def _split(self, body: bytes) -> SplitCase | None:
@@ -272,32 +283,71 @@ class ReportCases:
         return split
 
     def __iter__(self) -> Iterator[SplitCase | CaseResult | CaseFigures]:
+        memo = self.fragments
+        last: list[_Read] = []
+        last_key: str | None = None
+        if memo is not None and memo.last is not None and memo.last[0] == self.limit:
+            _, last, last_key = memo.last
+        read: list[_Read] | None = [] if memo is not None else None
+        read_bytes = 0
+        same = True  # every embedded line so far has the passages of the last report's there
+        parts: list[tuple[bytes, memoryview | bytes]] = []  # what the passages come from
         whole = 0
-        update = self._hash.update
         with self.path.open("rb") as fh:
             for line in fh:
                 if self.embedded is None or whole < self.embedded:
                     body = line.rstrip()
                     if not body.strip():
                         continue
+                    before = last[whole] if whole < len(last) else None
                     whole += 1
-                    split = self._split(body)
+                    split: SplitCase | None
+                    if before is not None and before[0] == body:  # the last report's line
+                        split = (SplitCase(*before[2], body,
+                                           (body.find(_REFS_KEY) + 1, before[1]))
+                                 if before[2] is not None else None)
+                    else:
+                        split = self._split(body)
+                        # Another tail (its decisions changed) over the same head and passages?
+                        same = same and (before is not None and split is not None
+                                         and before[2] is not None
+                                         and memoryview(body)[:split.similarity_at]
+                                         == memoryview(before[0])[:before[1]])
                     # What the passages come from, each part named by its kind and length.
-                    part = (memoryview(body)[:split.similarity_at] if split is not None
-                            else body)
-                    update(b"S" if split is not None else b"W")
-                    update(len(part).to_bytes(8, "little"))
-                    update(part)
+                    parts.append((b"S", memoryview(body)[:split.similarity_at])
+                                 if split is not None else (b"W", body))
+                    if read is not None:
+                        read_bytes += len(body)
+                        if read_bytes <= self.limit_bytes():
+                            read.append((body, split.similarity_at, (
+                                split.row_json, split.scores_json, split.metrics))
+                                if split is not None else (body, 0, None))
                     yield (split if split is not None
                            else CaseResult.from_dict(parse_line(body)))
                 elif (record := figures_of_line(line)) is not None:
                     yield record
+        if same and whole == len(last) and last_key is not None:
+            self._key = last_key  # the very lines of the last report: its passages key
+        else:
+            update = self._hash.update
+            for kind, part in parts:
+                update(kind)
+                update(len(part).to_bytes(8, "little"))
+                update(part)
+            self._key = self._hash.hexdigest()
+        if memo is not None and read is not None:
+            memo.last = ((self.limit, read, self._key) if read_bytes <= self.limit_bytes()
+                         else None)
         self._done = True
+
+    def limit_bytes(self) -> int:
+        """The most bytes of lines kept for the next report (:attr:`FragmentMemo.last`)."""
+        return self.fragments.max_line_bytes if self.fragments is not None else 0
 
     @property
     def texts_key(self) -> str | None:
         """The cache key of the embedded passages (None before the file is read through)."""
-        return self._hash.hexdigest() if self._done else None
+        return self._key if self._done else None
 
 
 class TextsCache:

@@ -206,3 +206,46 @@ def test_rows_of_lines_read_before_come_from_the_fragment_memo(tmp_path: Path) -
                       fragments=memo)
     assert len(memo.take_new()) == 6
     assert _block(high / "cut.html", "cases")[0]["q"].startswith("How e … [cut in the report")
+
+
+def test_the_last_reports_lines_give_the_same_passages_key_without_hashing(
+        tmp_path: Path) -> None:
+    # A sweep's report helper keeps the last report's lines (FragmentMemo.last): a line equal
+    # to the one at its position is not parsed again, and when every line has the passages of
+    # the one at its position the passages key is the last report's. The keys and the cases
+    # read are those of a report read on its own.
+    from runner.reports.cases import FragmentMemo
+
+    partial = _case("partial", "Which steps?",
+                    [("A.pdf", "alpha beta gamma delta epsilon zeta eta theta")],
+                    [("A.pdf", "alpha beta gamma delta iota kappa lambda mu")])
+    low = build_run(tmp_path / "low", [*plain_cases(), partial], threshold=0.2)
+    high = build_run(tmp_path / "high", [*plain_cases(), partial], threshold=0.9)
+
+    def read(run: Path, memo: FragmentMemo | None) -> tuple[str | None, list[Any]]:
+        cases = ReportCases(run / "cases.jsonl", None, 10_000, memo)
+        got = [(c.row_json, c.scores_json, c.texts(10_000)) if isinstance(c, SplitCase)
+               else c.to_dict() for c in cases]
+        return cases.texts_key, got
+
+    memo = FragmentMemo()
+    alone = {run.name: read(run, None) for run in (low, high)}
+    assert alone["low"][0] == alone["high"][0]  # the same passages
+    assert read(low, memo) == alone["low"] and memo.last is not None
+    assert memo.last[2] == alone["low"][0] and len(memo.last[1]) == 7
+    assert read(high, memo) == alone["high"]  # "partial" has another tail, the same passages
+    # A changed passage is another key, as on its own.
+    lines = (high / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["references"][0]["content"] = "Changed passage."
+    lines[0] = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    (high / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    changed = read(high, None)
+    assert changed[0] != alone["high"][0]
+    assert read(high, memo) == changed
+    # Fewer lines than the last report: another key too.
+    (high / "cases.jsonl").write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    assert read(high, memo) == read(high, None)
+    # Past max_line_bytes nothing is kept for the next report.
+    small = FragmentMemo(max_line_bytes=100)
+    assert read(low, small) == alone["low"] and small.last is None
