@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,19 @@ class TableMatcher(BaseMatcher):
 
 def failing(message: str = "API down") -> PairError:
     return PairError(message)
+
+
+def true_in_forked_child(check: Callable[[], bool]) -> bool:
+    """What `check` returns in a child forked from this process (a helper object inherited by
+    the fork must not be used there)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, b"1" if check() else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(write)
+    try:
+        return os.read(read, 1) == b"1"
+    finally:
+        os.close(read)

@@ -14,6 +14,7 @@ import yaml
 from runner.pipeline import RagciteError
 from runner.reports.host import ReportHost, active_host
 from runner.reports.run import render_run_report
+from tests.helpers import true_in_forked_child
 from tests.reports.conftest import _case, build_run, plain_cases
 
 LINK = "http://127.0.0.1:5000/#/experiments/1/runs/abc"
@@ -92,12 +93,7 @@ def test_a_helper_that_died_is_an_error_not_a_hang(tmp_path: Path) -> None:
 def test_a_forked_child_does_not_see_the_helper(tmp_path: Path) -> None:
     host = ReportHost()
     try:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            os.write(write, b"1" if active_host() is None else b"0")
-            os._exit(0)
-        os.waitpid(pid, 0)
-        assert os.read(read, 1) == b"1"
+        assert true_in_forked_child(lambda: active_host() is None)
+        assert active_host() is host
     finally:
         host.close()

@@ -20,6 +20,7 @@ import pytest
 
 from runner.pipeline import RagciteError
 from runner.tracking.process import HostedTracker, TrackerHost, active_host
+from tests.helpers import true_in_forked_child
 from tests.tracking.test_process import Recorder, calls
 
 
@@ -216,13 +217,7 @@ def test_a_sweep_gone_without_closing_ends_open_runs_killed(tmp_path: Path) -> N
 
 def test_a_forked_child_does_not_see_the_host(tmp_path: Path) -> None:
     host = _host(tmp_path / "calls.jsonl")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.write(write, b"1" if active_host() is None else b"0")
-        os._exit(0)
-    os.waitpid(pid, 0)
-    assert os.read(read, 1) == b"1"
+    assert true_in_forked_child(lambda: active_host() is None)
     assert isinstance(host.tracker({}), HostedTracker)
     host.end_sweep({})
 
