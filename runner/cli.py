@@ -224,6 +224,11 @@ def main() -> None:
     _register_sweeper()
     try:
         _app()
+    except KeyboardInterrupt:
+        # Ctrl-C: no traceback. What was written stays; an unfinished run or sweep has no
+        # metrics.json or sweep.json, and its tracked runs end FAILED or KILLED.
+        print("ragcite: interrupted", file=sys.stderr)
+        sys.exit(130)
     except SystemExit as exc:
         # Hydra exits here when a job raised; it skips on_multirun_end, so close the sweep.
         if exc.code not in (0, None):

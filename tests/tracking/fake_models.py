@@ -18,3 +18,12 @@ def marked(case: Any) -> Any:
     if marker:
         Path(marker).write_text("called\n", encoding="utf-8")
     return stored(case)
+
+
+async def held(case: Any) -> Any:
+    """Leave the marker file (:func:`marked`), then take a minute to answer: a run to stop."""
+    import asyncio
+
+    marked(case)
+    await asyncio.sleep(60)
+    return stored(case)

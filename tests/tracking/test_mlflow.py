@@ -463,3 +463,36 @@ def test_a_job_whose_deferred_report_fails_fails_the_sweep_not_the_next_job(
     assert f"job {bad_dir}: the HTML report of {bad_dir} failed" in proc.stderr
     assert "report.page_size must be at least 1" in proc.stderr
     no_run_is_running(uri)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_sweep_with_one_line_and_leaves_nothing_running(tmp_path: Path) -> None:
+    # SIGINT while the first job's model answers: exit 130 and "ragcite: interrupted", no
+    # traceback; the sweep has no sweep.json and its job no metrics.json (nothing looks
+    # complete), and no MLflow run is left RUNNING.
+    import os
+    import signal
+
+    out, marker = tmp_path / "out", tmp_path / "called"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "-m", *BASE, "model.function=tests.tracking."
+         "fake_models.held", "matcher.threshold=0.3,0.6", f"output_root={out}"],
+        cwd=tmp_path, env={**os.environ, **ENV, "RAGCITE_TEST_MARKER": str(marker)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the model was never called"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert err.rstrip().endswith("ragcite: interrupted") and "Traceback" not in err
+    folder = sweep_dir(out)
+    assert not (folder / "sweep.json").exists()
+    assert [p.name for p in folder.glob("*/metrics.json")] == []
+    no_run_is_running(sqlite_uri(out))
