@@ -136,6 +136,11 @@ class SplitCase:
         self._body, self._texts_at = body, texts_at  # the line; where its passages' keys are
 
     @property
+    def texts_at(self) -> tuple[int, int]:
+        """Where the line's passages' keys begin and end (its similarities begin at the end)."""
+        return self._texts_at
+
+    @property
     def similarity_at(self) -> int:
         """Where the line's similarities begin: its bytes before are its head and passages."""
         return self._texts_at[1]
@@ -192,7 +197,6 @@ class FragmentMemo:
         self.max_bytes = max_bytes
         self.max_line_bytes = max_line_bytes
         self._entries: dict[bytes, tuple[str, str, dict[str, Any]]] = {}
-        self._new: dict[bytes, tuple[str, str, dict[str, Any]]] = {}
         self._bytes = 0
         # The last report's embedded lines, in order, and its passages key (see ReportCases):
         # a line equal to the one at its position there is not hashed or parsed again.
@@ -214,17 +218,12 @@ class FragmentMemo:
         return self._entries.get(key)
 
     def put(self, key: bytes, value: tuple[str, str, dict[str, Any]]) -> None:
-        """Store one line's parts (and note them for :meth:`take_new`)."""
+        """Store one line's parts."""
         size = len(value[0]) + len(value[1]) + 200
         if key in self._entries or self._bytes + size > self.max_bytes:
             return
-        self._entries[key] = self._new[key] = value
+        self._entries[key] = value
         self._bytes += size
-
-    def take_new(self) -> dict[bytes, tuple[str, str, dict[str, Any]]]:
-        """What :meth:`put` stored since the last call."""
-        new, self._new = self._new, {}
-        return new
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -232,14 +231,13 @@ class FragmentMemo:
     def clear(self) -> None:
         """Drop everything."""
         self._entries.clear()
-        self._new.clear()
         self._bytes = 0
         self.last = None
 
 
-_Read = tuple[bytes, int, tuple[str, str, dict[str, Any]] | None]
-"""An embedded line as a report read it: its bytes, where its similarities begin (0 when read
-whole) and its row, scores JSON and metrics (None when read whole)."""
+_Read = tuple[bytes, tuple[int, int] | None, tuple[str, str, dict[str, Any]] | None]
+"""An embedded line as a report read it: its bytes, where its passages' keys are
+(:attr:`SplitCase.texts_at`), and its row, scores JSON and metrics (both None when read whole)."""
 
 FRAGMENTS = FragmentMemo()
 """The row and scores JSON of the lines this process's reports read (a sweep's report helper)."""
@@ -288,8 +286,9 @@ class ReportCases:
         last_key: str | None = None
         if memo is not None and memo.last is not None and memo.last[0] == self.limit:
             _, last, last_key = memo.last
+        # This report's lines for the next one (kept within the memo's bound).
         read: list[_Read] | None = [] if memo is not None else None
-        read_bytes = 0
+        room = memo.max_line_bytes if memo is not None else 0
         same = True  # every embedded line so far has the passages of the last report's there
         parts: list[tuple[bytes, memoryview | bytes]] = []  # what the passages come from
         whole = 0
@@ -303,25 +302,26 @@ class ReportCases:
                     whole += 1
                     split: SplitCase | None
                     if before is not None and before[0] == body:  # the last report's line
-                        split = (SplitCase(*before[2], body,
-                                           (body.find(_REFS_KEY) + 1, before[1]))
-                                 if before[2] is not None else None)
+                        split = (SplitCase(*before[2], body, before[1])
+                                 if before[1] is not None and before[2] is not None else None)
                     else:
                         split = self._split(body)
                         # Another tail (its decisions changed) over the same head and passages?
                         same = same and (before is not None and split is not None
-                                         and before[2] is not None
+                                         and before[1] is not None
                                          and memoryview(body)[:split.similarity_at]
-                                         == memoryview(before[0])[:before[1]])
+                                         == memoryview(before[0])[:before[1][1]])
                     # What the passages come from, each part named by its kind and length.
                     parts.append((b"S", memoryview(body)[:split.similarity_at])
                                  if split is not None else (b"W", body))
                     if read is not None:
-                        read_bytes += len(body)
-                        if read_bytes <= self.limit_bytes():
-                            read.append((body, split.similarity_at, (
+                        room -= len(body)
+                        if room < 0:
+                            read = None  # past the bound: nothing is kept for the next report
+                        else:
+                            read.append((body, split.texts_at, (
                                 split.row_json, split.scores_json, split.metrics))
-                                if split is not None else (body, 0, None))
+                                if split is not None else (body, None, None))
                     yield (split if split is not None
                            else CaseResult.from_dict(parse_line(body)))
                 elif (record := figures_of_line(line)) is not None:
@@ -335,14 +335,9 @@ class ReportCases:
                 update(len(part).to_bytes(8, "little"))
                 update(part)
             self._key = self._hash.hexdigest()
-        if memo is not None and read is not None:
-            memo.last = ((self.limit, read, self._key) if read_bytes <= self.limit_bytes()
-                         else None)
+        if memo is not None:
+            memo.last = (self.limit, read, self._key) if read is not None else None
         self._done = True
-
-    def limit_bytes(self) -> int:
-        """The most bytes of lines kept for the next report (:attr:`FragmentMemo.last`)."""
-        return self.fragments.max_line_bytes if self.fragments is not None else 0
 
     @property
     def texts_key(self) -> str | None:

@@ -191,12 +191,15 @@ def test_rows_of_lines_read_before_come_from_the_fragment_memo(tmp_path: Path) -
     high = build_run(tmp_path / "high", [*plain_cases(), partial], threshold=0.9)
     memo = FragmentMemo()
     render_run_report(low, output=low / "memo.html", fragments=memo)
-    assert len(memo.take_new()) == 6  # the scored cases; "broken" failed, read whole
+    assert len(memo) == 6  # the scored cases; "broken" failed, read whole
     render_run_report(high, output=high / "memo.html", fragments=memo)
-    # Only "partial" changed its decisions (it matches at 0.2, not at 0.9).
-    new = memo.take_new()
-    assert len(new) == 1
-    ((row, _, metrics),) = new.values()
+    # Only "partial" changed its decisions (it matches at 0.2, not at 0.9): one new entry, its.
+    assert len(memo) == 7
+    body = (high / "cases.jsonl").read_bytes().splitlines()[-1]
+    key = memo.key(body, body.find(b',"references":'), body.rfind(b',"similarity":'), 10_000)
+    found = memo.get(key)
+    assert found is not None
+    row, _, metrics = found
     assert json.loads(row)["id"] == "partial" and metrics["context_recall"] == 0.0
     for run in (low, high):
         render_run_report(run, output=run / "plain.html")
@@ -204,7 +207,7 @@ def test_rows_of_lines_read_before_come_from_the_fragment_memo(tmp_path: Path) -
     # Another max_text_chars is another key: nothing found.
     render_run_report(high, options={"max_text_chars": 5}, output=high / "cut.html",
                       fragments=memo)
-    assert len(memo.take_new()) == 6
+    assert len(memo) == 7 + 6
     assert _block(high / "cut.html", "cases")[0]["q"].startswith("How e … [cut in the report")
 
 
