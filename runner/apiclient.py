@@ -42,7 +42,7 @@ def require_key(key: str | None, where: str, what: str) -> str:
     """
     if key is not None and str(key).strip() and str(key) != "???":
         return str(key)
-    from runner.pipeline import RagciteError
+    from runner.errors import RagciteError
 
     raise RagciteError(
         f"{what} needs an API key: set the OPENAI_API_KEY environment variable or pass "
@@ -52,7 +52,7 @@ def require_key(key: str | None, where: str, what: str) -> str:
 def require_positive(value: Any, name: str, minimum: float = 1) -> None:
     """Raise a one-line RagciteError unless ``value >= minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         raise RagciteError(f"{name} must be a number >= {minimum:g}, got {value!r}")
 

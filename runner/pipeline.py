@@ -26,6 +26,7 @@ from runner.adapters.base import AdapterContext, ModelAdapter
 from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.dataset import Dataset
 from runner.data.errors import DataError
+from runner.errors import RagciteError
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError, Similarity, TextPair, for_workload
 from runner.memo import LINES, MEMO, PREPARED, SimilarityMemo
@@ -38,10 +39,6 @@ from runner.scoring.metrics import METRIC_KEYS
 from runner.usage import usage_section
 
 log = logging.getLogger("ragcite")
-
-
-class RagciteError(Exception):
-    """An error the user can fix (bad config or data); shown as one line, no traceback."""
 
 
 class CachedMatcher:

@@ -1,8 +1,21 @@
-"""The results contract: per-case records and the run-level results file.
+"""The results contract: what a job writes, and the one way to read it back.
 
-Each job writes ``metrics.json`` (a :class:`RunResult` without its cases) and ``cases.jsonl``
-(one :class:`CaseResult` per line) once. Tracking, reports and sweep summaries read these files
-and never recompute a figure. ``SCHEMA_VERSION`` changes whenever a field changes meaning.
+A job decides one or more thresholds from one pass over its cases. On disk (docs/results.md):
+
+* ``passages.jsonl`` in the job's folder: one line per case with what no threshold changes
+  (``id``, ``query``, ``references``, ``expected_sources``, ``response``, ``metadata`` and the
+  ``similarity`` matrix), written once however many thresholds the job decides;
+* a *result folder* per threshold (the job's folder itself when it decides one, else a
+  subfolder per threshold such as ``t0.5``), holding ``metrics.json`` (a :class:`RunResult`),
+  ``cases.jsonl`` (one line per case, in the order of ``passages.jsonl``: ``id``, ``matched``,
+  ``labels``, ``metrics``, ``counts``, ``bands``, ``explanations``, ``error``) and
+  ``config.yaml`` (the job's config with this threshold).
+
+Every line of both JSONL files starts with ``"v"``, the cases format version; ``metrics.json``
+names its files (``files.passages``, ``files.cases``, relative to its folder). Tracking,
+reports, sweep summaries and re-scoring read these files, as records, through
+:func:`read_result`, :func:`iter_records` and :func:`iter_decisions`; they never recompute a
+figure. ``SCHEMA_VERSION`` and ``CASES_VERSION`` change whenever a field changes meaning.
 """
 
 from __future__ import annotations
@@ -16,9 +29,17 @@ from typing import Any, overload
 
 import orjson
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+CASES_VERSION = 2
 METRICS_FILE = "metrics.json"
 CASES_FILE = "cases.jsonl"
+PASSAGES_FILE = "passages.jsonl"
+CONFIG_FILE = "config.yaml"
+JOB_FILE = "job.json"
+PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "metadata",
+                "similarity")
+DECISION_KEYS = ("id", "matched", "labels", "metrics", "counts", "bands", "explanations",
+                 "error")
 
 
 @dataclass(eq=False)
@@ -76,6 +97,19 @@ class CaseResult:
             "explanations": self.explanations,
             "error": self.error,
         }
+
+    def passages_dict(self) -> dict[str, Any]:
+        """The threshold-free part of the record: one line of ``passages.jsonl``."""
+        return {"v": CASES_VERSION, "id": self.id, "query": self.query,
+                "references": self.references, "expected_sources": self.expected_sources,
+                "response": self.response, "metadata": self.metadata,
+                "similarity": self.similarity}
+
+    def decisions_dict(self) -> dict[str, Any]:
+        """The part that depends on the threshold: one line of ``cases.jsonl``."""
+        return {"v": CASES_VERSION, "id": self.id, "matched": self.matched,
+                "labels": self.labels, "metrics": self.metrics, "counts": self.counts,
+                "bands": self.bands, "explanations": self.explanations, "error": self.error}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
@@ -225,16 +259,6 @@ def json_line(record: dict[str, Any]) -> bytes:
                            default=_default) + "\n").encode("utf-8")
 
 
-def write_cases(path: str | Path, cases: Iterable[CaseResult]) -> int:
-    """Write ``cases.jsonl`` (one record per line, streamed); returns the number of lines."""
-    n = 0
-    with Path(path).open("wb") as fh:
-        for case in cases:
-            fh.write(json_line(case.to_dict()))
-            n += 1
-    return n
-
-
 # orjson reads an integer beyond 64 bits as a float; such an integer needs 19 or more digits in
 # a row. Lines with such a run (rare: big metadata values, long decimals) go to the standard
 # library, so every record is read exactly. The run is found by mapping digits to "0" and every
@@ -253,53 +277,86 @@ def parse_line(line: bytes) -> Any:
     return json.loads(line)
 
 
-def read_cases(path: str | Path) -> Iterator[CaseResult]:
-    """Stream the records of a ``cases.jsonl`` file (blank lines skipped)."""
-    with Path(path).open("rb") as fh:
-        for line in fh:
-            if line.strip():
-                yield CaseResult.from_dict(parse_line(line))
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL results file, checking their format version."""
+    with path.open("rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            record = parse_line(line)
+            if not isinstance(record, dict) or record.get("v") != CASES_VERSION:
+                version = record.get("v") if isinstance(record, dict) else None
+                raise ValueError(f"{path}, line {n}: cases format {version!r} is not supported "
+                                 f"(this ragcite reads version {CASES_VERSION})")
+            del record["v"]
+            yield record
 
 
-@dataclass(frozen=True)
-class CaseFigures:
-    """The metrics of one ``cases.jsonl`` record that has no error, read without its texts."""
-
-    metrics: dict[str, float | None]
-    error: None = None
-
-
-# A record's own metrics: the last key `"metrics":{` of the line. The bytes `"metrics":{` only
-# occur as a key (inside a JSON string every quote is escaped), and every key after the
-# record's metrics has a fixed name (CaseResult.to_dict: counts, bands, explanations, error).
-_METRICS_KEY = b'"metrics":{'
-_NO_ERROR_END = b'"error":null}'
+def passages_path(result_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
+    """The ``passages.jsonl`` a result folder's cases belong to (``files.passages``)."""
+    folder = Path(result_dir)
+    data = metrics if metrics is not None else read_metrics(folder / METRICS_FILE)
+    return folder / str((data.get("files") or {}).get("passages", PASSAGES_FILE))
 
 
-def figures_of_line(line: bytes) -> CaseFigures | CaseResult | None:
-    """The figures of one ``cases.jsonl`` line; the whole record when that is needed.
+def iter_decisions(result_dir: str | Path) -> Iterator[dict[str, Any]]:
+    """The ``cases.jsonl`` records of a result folder (``id``, ``metrics``, ``labels``, ...),
+    without the passages: what a reader that only counts or bins figures needs."""
+    return _lines(Path(result_dir) / CASES_FILE)
 
-    A line without an error, as :meth:`CaseResult.to_dict` orders it, gives a
-    :class:`CaseFigures` parsed from its metrics object alone: three times faster than the whole
-    line, for the readers that only count and bin metrics past the cases they show. Any other
-    line (an error, another key order) gives the full :class:`CaseResult`; a blank line None.
+
+def iter_records(result_dir: str | Path,
+                 metrics: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Every case of a result folder as one record (the keys of :meth:`CaseResult.to_dict`):
+    its ``passages.jsonl`` line joined with its ``cases.jsonl`` line.
+
+    Raises:
+        ValueError: The two files do not list the same cases in the same order.
     """
-    body = line.rstrip()
-    if not body:
-        return None
-    if body.endswith(_NO_ERROR_END):
-        at = body.rfind(_METRICS_KEY)
-        end = body.find(b"}", at)
-        if at >= 0 and end > 0:
-            part = body[at + len(_METRICS_KEY) - 1:end + 1]
-            if _LONG_RUN not in part.translate(_DIGITS_ONLY):
-                try:
-                    metrics = orjson.loads(part)
-                except orjson.JSONDecodeError:
-                    metrics = None
-                if isinstance(metrics, dict):
-                    return CaseFigures(metrics)
-    return CaseResult.from_dict(parse_line(body))
+    folder = Path(result_dir)
+    passages = _lines(passages_path(folder, metrics))
+    for n, decided in enumerate(iter_decisions(folder), 1):
+        shared = next(passages, None)
+        if shared is None or shared["id"] != decided["id"]:
+            raise ValueError(f"{folder / CASES_FILE}, case {n}: id {decided['id']!r} does not "
+                             f"match the passages file ({None if shared is None else shared['id']!r})")
+        shared.update(decided)
+        yield shared
+
+
+def read_cases(result_dir: str | Path) -> Iterator[CaseResult]:
+    """Stream the cases of a result folder as :class:`CaseResult` records."""
+    for record in iter_records(result_dir):
+        yield CaseResult.from_dict(record)
+
+
+def write_lines(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write records as JSON lines (streamed); returns the number of lines."""
+    n = 0
+    with Path(path).open("wb") as fh:
+        for record in records:
+            fh.write(json_line(record))
+            n += 1
+    return n
+
+
+def write_job(job_dir: str | Path, results: Sequence[str]) -> None:
+    """Write ``job.json``, last: the job's result folders (relative), which makes it complete."""
+    folder = Path(job_dir)
+    tmp = folder / (JOB_FILE + ".tmp")
+    tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "results": list(results)},
+                              indent=2) + "\n", encoding="utf-8")
+    tmp.replace(folder / JOB_FILE)
+
+
+def result_dirs(job_dir: str | Path) -> list[Path]:
+    """The result folders of a finished job, in its threshold order ([] if it did not finish)."""
+    folder = Path(job_dir)
+    path = folder / JOB_FILE
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [(folder / name) if name != "." else folder for name in data.get("results", [])]
 
 
 def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
@@ -311,6 +368,11 @@ def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
                       default=_default)
     tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(target)
+
+
+def read_result(result_dir: str | Path) -> dict[str, Any]:
+    """The ``metrics.json`` of a result folder (checked: see :func:`read_metrics`)."""
+    return read_metrics(Path(result_dir) / METRICS_FILE)
 
 
 def read_metrics(path: str | Path) -> dict[str, Any]:

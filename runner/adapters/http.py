@@ -61,7 +61,7 @@ def header_value(spec: str, name: str) -> str:
     Raises:
         RagciteError: The spec names no variable (a literal secret), or a variable is unset.
     """
-    from runner.pipeline import RagciteError
+    from runner.errors import RagciteError
 
     spec = str(spec)
     if _ENV_NAME.match(spec):
@@ -148,7 +148,7 @@ class HttpModel(BaseAdapter):
 
     def check(self) -> None:
         """Fail early: no URL, a bad template or JMESPath, a header variable not set."""
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         if not self.url or self.url == "???" or not re.match(r"^https?://", self.url):
             raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
@@ -177,7 +177,7 @@ class HttpModel(BaseAdapter):
     def _template(self) -> jinja2.Template:
         tmpl = getattr(self, "_tmpl", None)
         if tmpl is None:
-            from runner.pipeline import RagciteError
+            from runner.errors import RagciteError
 
             env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined)
             try:

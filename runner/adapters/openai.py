@@ -145,7 +145,7 @@ class OpenaiModel(BaseAdapter):
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         require_key(self.openai_api_key, "model", "model=openai")
         require_positive(self.top_k, "model.top_k")

@@ -85,7 +85,7 @@ def cosine_pairs(pairs: Sequence[TextPair], vectors: dict[str, Vector | PairErro
     if ok_texts:
         dims = {len(vectors[t]) for t in ok_texts}  # type: ignore[arg-type]
         if len(dims) > 1:
-            from runner.pipeline import RagciteError
+            from runner.errors import RagciteError
 
             raise RagciteError(f"embedding vectors of different lengths {sorted(dims)}: the "
                                "server changed the model behind the same name; rerun with "
@@ -206,7 +206,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key or bad settings."""
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         require_key(self.openai_api_key, "matcher", "matcher=embeddings")
         require_positive(self.max_inputs, "matcher.max_inputs")

@@ -150,7 +150,7 @@ class LlmMatcher(BaseMatcher):
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         require_key(self.openai_api_key, "matcher", "matcher=llm")
         require_positive(self.concurrency, "matcher.concurrency")

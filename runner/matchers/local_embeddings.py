@@ -68,7 +68,7 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
 
     def check(self) -> None:
         """Fail early when the optional extra is not installed."""
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         require_positive(self.batch_size, "matcher.batch_size")
         try:

@@ -85,7 +85,7 @@ class ReportHost:
         self._pending.append(str(run_dir))
 
     def _dead(self) -> None:
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         self._pending.clear()
         self._proc.join(timeout=5)
@@ -98,7 +98,7 @@ class ReportHost:
         Raises:
             RagciteError: It failed (its traceback is on stderr), or the helper is gone.
         """
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         key = str(run_dir)
         while key not in self._outcome and key in self._pending:

@@ -99,6 +99,6 @@ def make_tracker(cfg: dict[str, Any]) -> Tracker:
         if use_helper():
             return TrackerProcess(lambda: MlflowTracker(cfg))
         return MlflowTracker(cfg)
-    from runner.pipeline import RagciteError
+    from runner.errors import RagciteError
 
     raise RagciteError(f"tracking.backend: unknown backend {backend!r}; expected none or mlflow")

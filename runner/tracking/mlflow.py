@@ -109,7 +109,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _ragcite_error(message: str) -> Exception:
-    from runner.pipeline import RagciteError
+    from runner.errors import RagciteError
 
     return RagciteError(message)
 

@@ -53,7 +53,7 @@ def _portable(exc: BaseException) -> BaseException:
         pickle.loads(pickle.dumps(exc))
         return exc
     except Exception:
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         return RagciteError(f"{type(exc).__name__}: {exc}")
 
@@ -134,7 +134,7 @@ class TrackerProcess:
         self._pending += 1
 
     def _dead(self) -> None:
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         self._proc.join(timeout=5)
         raise RagciteError(f"tracking: the tracker process stopped (exit code "
@@ -322,7 +322,7 @@ class TrackerHost:
         self._pending.append((tid, str(request[2]) if request[0] == "call" else request[0]))
 
     def _dead(self) -> None:
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         self._proc.join(timeout=5)
         raise RagciteError(f"tracking: the tracker process stopped (exit code "
@@ -379,7 +379,7 @@ class TrackerHost:
 
     def opened(self) -> None:
         """Wait until the parent run is open; raise its error (as a RagciteError) if any."""
-        from runner.pipeline import RagciteError
+        from runner.errors import RagciteError
 
         self._collect()
         exc = self._errors.get(0)

@@ -18,7 +18,7 @@ from runner.matchers.embeddings import (
     estimate_tokens,
     plan_requests,
 )
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from tests.apis.conftest import KEY
 from tests.helpers import case
 from tests.openai_server import FakeOpenAI, Scripted

@@ -13,7 +13,7 @@ from runner.adapters.base import AdapterContext
 from runner.adapters.http import HttpModel, backoff_delay, header_value, retry_after
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from tests.apis.conftest import CASES, KB
 from tests.openai_server import FakeOpenAI, Scripted
 

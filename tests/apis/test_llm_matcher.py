@@ -12,7 +12,7 @@ import pytest
 import runner
 from runner.matchers.base import PairError
 from runner.matchers.llm import LlmMatcher, answer_similarity, yes_probability
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from tests.apis.conftest import KEY
 from tests.helpers import case
 from tests.openai_server import FakeOpenAI, Scripted

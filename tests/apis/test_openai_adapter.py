@@ -13,7 +13,7 @@ from runner.adapters.base import AdapterContext
 from runner.adapters.openai import ANSWER_SCHEMA, OpenaiModel, parse_answer
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from tests.apis.conftest import CASES, KB, KEY
 from tests.openai_server import FakeOpenAI, Scripted
 

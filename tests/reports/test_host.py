@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from runner.reports.host import ReportHost, active_host
 from runner.reports.run import render_run_report
 from tests.helpers import true_in_forked_child

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from runner.tracking.process import TrackerProcess, use_helper
 
 

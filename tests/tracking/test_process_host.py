@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from runner.pipeline import RagciteError
+from runner.errors import RagciteError
 from runner.tracking.process import HostedTracker, TrackerHost, active_host
 from tests.helpers import true_in_forked_child
 from tests.tracking.test_process import Recorder, calls
