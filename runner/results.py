@@ -340,6 +340,30 @@ def write_lines(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
     return n
 
 
+def write_result(result_dir: str | Path, result: RunResult,
+                 passages: str = PASSAGES_FILE) -> Path:
+    """Write a result held in memory (its cases included) as a result folder.
+
+    Args:
+        result_dir: The folder (made if needed).
+        result: A result with its cases, e.g. from :func:`runner.evaluate`.
+        passages: Where its passages go, relative to the folder; a file outside the folder
+            (``../passages.jsonl``) is left as it is when it exists (another threshold wrote it).
+
+    Returns:
+        The folder.
+    """
+    folder = Path(result_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    shared = folder / passages
+    if shared.parent == folder or not shared.exists():
+        write_lines(shared, (c.passages_dict() for c in result.cases))
+    write_lines(folder / CASES_FILE, (c.decisions_dict() for c in result.cases))
+    result.extra["files"] = {"passages": passages, "cases": CASES_FILE}
+    write_metrics(folder / METRICS_FILE, result)
+    return folder
+
+
 def write_job(job_dir: str | Path, results: Sequence[str]) -> None:
     """Write ``job.json``, last: the job's result folders (relative), which makes it complete."""
     folder = Path(job_dir)
