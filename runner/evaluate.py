@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
@@ -10,14 +9,14 @@ from typing import Any
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.matchers.base import BaseMatcher, Matcher, for_workload
-from runner.parallel import count_pairs
-from runner.results import CaseResult, RunResult
+from runner.matchers.base import BaseMatcher, Matcher
+from runner.results import CaseResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.batch import BatchResults, PreparedBatches, score_batch_lazy
+from runner.scoring.batch import BatchResults, score_batch_thresholds
 from runner.scoring.case import ScoringOptions
 from runner.scoring.sources import DEFAULT_STEPS
+from runner.scoring.thresholds import resolve_thresholds
 
 
 def matcher_from_name(name: str, **kwargs: Any) -> Matcher:
@@ -42,13 +41,10 @@ def matcher_from_name(name: str, **kwargs: Any) -> Matcher:
     return matcher
 
 
-def with_threshold(matcher: Matcher, threshold: float | None) -> Matcher:
-    """A copy of `matcher` with another threshold (the matcher itself when None)."""
-    if threshold is None:
-        return matcher
-    clone = copy.copy(matcher)
-    clone.threshold = float(threshold)
-    return clone
+def count_pairs(cases: Sequence[Case], responses: Sequence[Response | None]) -> int:
+    """(reference, citation) pairs of a run: the matcher's workload (blank ones included)."""
+    return sum(len(c.references) * len(r.citations)
+               for c, r in zip(cases, responses) if r is not None)
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -61,30 +57,27 @@ def score_batches(
     items: Iterable[tuple[Case, Response | None]],
     matcher: Matcher,
     options: ScoringOptions,
+    thresholds: Sequence[float],
     batch_size: int = 10_000,
     on_batch: Callable[[int], None] | None = None,
-    prepared: PreparedBatches | None = None,
-) -> Iterator[BatchResults]:
-    """Score (case, response) pairs batch by batch, each distinct pair's similarity once.
-
-    A :class:`~runner.scoring.batch.BatchResults` carries the batch's run-level sums (for
-    :meth:`Aggregator.add_batch <runner.scoring.aggregate.Aggregator.add_batch>`) and builds
-    its per-case records when one is first read.
+) -> Iterator[list[BatchResults]]:
+    """Score (case, response) pairs batch by batch at every threshold, each distinct pair's
+    similarity computed once.
 
     Args:
         items: Cases with their responses (``None`` when the system produced none).
         matcher: Any :class:`Matcher`; it receives the distinct pairs of a whole batch at once.
-        options: Scoring options (its threshold is used, not the matcher's).
+        options: Scoring options.
+        thresholds: The thresholds to decide.
         batch_size: Cases per batch; bounds memory on large runs.
         on_batch: Called with the number of cases after each batch is consumed (progress bars).
-        prepared: Threshold-free parts of batches scored before
-            (:class:`~runner.scoring.batch.PreparedBatches`), read and added to.
 
     Yields:
-        The scored batches, in input order.
+        Per batch, in input order, one :class:`~runner.scoring.batch.BatchResults` per
+        threshold (its run-level sums; records built when first read).
     """
     for batch in _batches(items, batch_size):
-        yield score_batch_lazy(batch, matcher, options, prepared)
+        yield score_batch_thresholds(batch, matcher, options, thresholds)
         if on_batch is not None:
             on_batch(len(batch))
 
@@ -96,20 +89,22 @@ def score_stream(
     batch_size: int = 10_000,
     on_batch: Callable[[int], None] | None = None,
 ) -> Iterator[CaseResult]:
-    """:func:`score_batches`, case by case.
+    """Score at ``options.threshold``, case by case.
 
     Yields:
         One :class:`CaseResult` per input, in input order.
     """
-    for results in score_batches(items, matcher, options, batch_size, on_batch):
+    for (results,) in score_batches(items, matcher, options, [options.threshold], batch_size,
+                                    on_batch):
         yield from results
 
 
 def evaluate(
     cases: Iterable[Case],
     matcher: str | Matcher = "ngram",
-    threshold: float | None = None,
+    threshold: float | str | None = None,
     *,
+    thresholds: Sequence[float | str] | None = None,
     responses: Mapping[str, Response] | None = None,
     zero_division: str = "auto",
     require_same_source: bool = False,
@@ -119,14 +114,16 @@ def evaluate(
     confidence: float = 0.95,
     seed: int = 0,
     batch_size: int = 10_000,
-) -> RunResult:
+) -> Any:
     """Score cases and return the run-level and per-case results.
 
     Args:
         cases: The cases; each needs a stored ``response`` unless `responses` has it.
         matcher: A matcher name (``"substring"``, ``"ngram"``, ...) with its defaults, or a
-            configured instance such as ``NgramMatcher(n=2, threshold=0.4)``.
-        threshold: Overrides the matcher's threshold.
+            configured instance such as ``NgramMatcher(n=2)``.
+        threshold: A number or a level (``"strict"``, ``"default"``, ``"lenient"``: the
+            matcher's own value); None is the matcher's ``default`` level.
+        thresholds: Several thresholds, decided from one pass: a list of results is returned.
         responses: Responses keyed by case id, used instead of stored ones.
         zero_division: ``auto``, ``nan``, ``zero`` or ``one`` (SPEC 5).
         require_same_source: Only same-source citations can match a reference.
@@ -136,7 +133,12 @@ def evaluate(
         batch_size: Cases scored per matcher call.
 
     Returns:
-        A :class:`RunResult`; ``result.metrics["context_f1"]``, ``result.cases[0].metrics``.
+        A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.cases[0].metrics``);
+        with `thresholds`, a list of them, one per threshold, in order.
+
+    Raises:
+        RagciteError: A threshold that is neither a number the matcher's similarity can take
+            nor a level.
 
     Example:
         >>> import runner
@@ -148,9 +150,11 @@ def evaluate(
         1.0
     """
     m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
-    m = with_threshold(m, threshold)
+    spec: Any = list(thresholds) if thresholds is not None else (
+        "default" if threshold is None else threshold)
+    decided = resolve_thresholds(spec, m.levels, m.similarity_range)
     options = ScoringOptions(
-        threshold=float(m.threshold), zero_division=zero_division,
+        threshold=decided[0].value, zero_division=zero_division,
         require_same_source=require_same_source,
         source_normalization=tuple(source_normalization),
         bands=dict(bands or DEFAULT_BANDS),
@@ -159,15 +163,18 @@ def evaluate(
         (c, responses.get(c.id) if responses is not None else c.response) for c in cases)
     if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
         stored = [r for _, r in pairs]
-        m = for_workload(m, count_pairs(cases, stored))
+        m = m.for_workload(count_pairs(cases, stored))
         pairs = zip(cases, stored)
-    agg = Aggregator(zero_division, bootstrap_resamples, confidence, seed)
+    aggs = [Aggregator(zero_division, bootstrap_resamples, confidence, seed) for _ in decided]
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave
     # behind are collected as usual once the collector resumes.
     with gc_paused():
-        for scored in score_batches(pairs, m, options, batch_size):
-            # The sums go to the aggregator now; a case's record is built when it is read.
-            agg.add_batch(scored)
-        return agg.result()
+        for scored in score_batches(pairs, m, options, [t.value for t in decided], batch_size):
+            for agg, one in zip(aggs, scored):
+                agg.add_batch(one)  # the sums now; a case's record is built when it is read
+        results = [agg.result() for agg in aggs]
+    for t, result in zip(decided, results):
+        result.extra["threshold"] = t.to_dict()
+    return results if thresholds is not None else results[0]

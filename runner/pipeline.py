@@ -1,19 +1,18 @@
-"""dataset → adapter → matcher → scoring → results files, with batching and caching.
+"""One job, top to bottom: dataset → adapter → matcher → scoring → results files.
 
-This module knows nothing of Hydra: :func:`run_experiment` takes plain config data and a
-folder, so tests and other front ends can call it directly.
+:func:`run_job` knows nothing of Hydra: it takes plain config data and a folder, so tests and
+other front ends call it directly. A job decides every threshold of ``scoring.threshold`` from
+one pass: the cases are loaded, answered and their similarities computed once, then each
+threshold is decided and written as its own result (docs/results.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import dataclasses
 import datetime as dt
-import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,470 +22,230 @@ from tqdm import tqdm
 
 from runner._gc import frozen_heap, gc_paused
 from runner.adapters.base import AdapterContext, ModelAdapter
-from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
+from runner.cache import CacheStats, DiskCache
 from runner.data.dataset import Dataset
-from runner.data.errors import DataError
-from runner.errors import RagciteError
 from runner.data.models import Case, Response
-from runner.matchers.base import Matcher, PairError, Similarity, TextPair, for_workload
-from runner.memo import LINES, MEMO, PREPARED, SimilarityMemo
-from runner.parallel import count_pairs, resolve_workers, score_parallel
+from runner.matchers.base import Matcher
+from runner.matching import CachedMatcher
+from runner.parallel import resolve_workers, score_parallel
 from runner.redact import env_secrets, redact, scrub_files, secret_values
-from runner.results import CASES_FILE, METRICS_FILE, RunResult, write_cases, write_metrics
+from runner.responses import get_responses
+from runner.results import CONFIG_FILE, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.gates import check_gates
+from runner.scoring.thresholds import Threshold, resolve_thresholds
 from runner.usage import usage_section
+from runner.writer import ResultWriter, write_config
 
 log = logging.getLogger("ragcite")
 
 
-class CachedMatcher:
-    """Wraps a matcher so each (matcher identity, pair) similarity is computed once, ever.
+@dataclass
+class Outcome:
+    """One threshold's result of a job.
 
-    The cache namespace leaves the threshold out, so every threshold of a sweep reads the
-    similarities the first job computed. Failed pairs are not cached (a rerun retries them).
+    Attributes:
+        threshold: The threshold.
+        folder: Its result folder.
+        result: Its figures (without cases in memory).
+        failures: Its failed quality gates, one line each.
     """
 
-    def __init__(self, inner: Matcher, cache: DiskCache | None, stats: CacheStats,
-                 memo: SimilarityMemo | None = None) -> None:
-        self.inner = inner
-        self.threshold = inner.threshold
-        self.cache = cache
-        self.stats = stats
-        self.memo = memo  # in memory, for the matchers the disk cache skips (runner.memo)
-        self.namespace = "sim-" + digest({"v": CACHE_VERSION, "m": inner.identity()})[:32]
-
-    def identity(self) -> dict[str, Any]:
-        """The wrapped matcher's identity."""
-        return self.inner.identity()
-
-    @property
-    def similarity_array(self) -> Callable[[Sequence[str], Any, Any], Any] | None:
-        """The wrapped matcher's ``similarity_array`` (text ids in, array out) when it is not
-        cached, else None (the batch scorer then calls :meth:`similarities`)."""
-        fast = getattr(self.inner, "similarity_array", None)
-        if not callable(fast) or (self.cache is not None
-                                  and getattr(self.inner, "cacheable", True)):
-            return None
-
-        memo = self.memo
-
-        def call(texts: Sequence[str], a: Any, b: Any) -> Any:
-            if memo is None:
-                self.stats.add("similarities", 0, len(a))
-                return fast(texts, a, b)
-            key = memo.key(self.namespace, texts, a, b)
-            found = memo.get(key)
-            if found is not None:
-                self.stats.add("similarities", len(a), 0)
-                return found
-            values = fast(texts, a, b)
-            memo.put(key, values)
-            self.stats.add("similarities", 0, len(a))
-            return values
-
-        return call
-
-    def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
-        """Cached similarities; only missing pairs reach the wrapped matcher.
-
-        A matcher that declares ``cacheable = False`` (it computes faster than the cache can
-        look up) is always called.
-        """
-        if self.cache is None or not getattr(self.inner, "cacheable", True):
-            self.stats.add("similarities", 0, len(pairs))
-            return self.inner.similarities(pairs)
-        keys = [text_key(r, c) for r, c in pairs]
-        with self.cache.lock(self.namespace):
-            found = self.cache.get_many(self.namespace, keys)
-            missing = [i for i, k in enumerate(keys) if k not in found]
-            new: list[Similarity] = []
-            if missing:
-                new = self.inner.similarities([pairs[i] for i in missing])
-                self.cache.put_many(self.namespace, [
-                    (keys[i], v) for i, v in zip(missing, new) if not isinstance(v, PairError)])
-        self.stats.add("similarities", len(pairs) - len(missing), len(missing))
-        out: list[Similarity] = [found.get(k, 0.0) for k in keys]
-        for i, v in zip(missing, new):
-            out[i] = v
-        return out
-
-
-def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: str,
-                  cache: DiskCache | None, stats: CacheStats, batch_size: int,
-                  progress: bool, kept: KeptResponses | None = None) -> list[Response]:
-    """Responses for every case, from the cache when possible, else from the adapter in batches.
-
-    Error responses are not cached, so a rerun retries the failed cases. With `kept` (a
-    sweep's jobs in one process, sharing their loaded cases), the previous job's responses to
-    the very same cases from the same adapter are taken as they are (counted as cache hits).
-    """
-    use_cache = cache is not None and getattr(adapter, "cacheable", True)
-    ns = "resp-" + digest({"v": CACHE_VERSION, "a": adapter.identity(),
-                           "d": dataset_digest})[:32]
-    if kept is not None:
-        again = kept.get(ns, cases)
-        if again is not None:
-            stats.add("responses", len(cases), 0)
-            return again
-    keys = [text_key(c.id, c.query) for c in cases] if use_cache else []
-    found: dict[str, Any] = {}
-    out: list[Response | None] = [None] * len(cases)
-    lock = cache.lock(ns) if use_cache and cache is not None else _null()
-    with lock:
-        if use_cache and cache is not None:
-            found = cache.get_many(ns, keys)
-            for i, k in enumerate(keys):
-                if k in found:
-                    out[i] = Response.model_validate(found[k])
-        missing = [i for i, r in enumerate(out) if r is None]
-        bar = tqdm(total=len(missing), desc="model", unit="case", disable=not progress,
-                   leave=False)
-        for start in range(0, len(missing), batch_size):
-            idx = missing[start:start + batch_size]
-            batch = [cases[i] for i in idx]
-            try:
-                answers = asyncio.run(adapter.respond(batch))
-                if len(answers) != len(batch):
-                    raise RuntimeError(f"the adapter returned {len(answers)} responses for "
-                                       f"{len(batch)} cases")
-            except RagciteError:
-                raise
-            except Exception as exc:  # the whole batch failed: every case is an error
-                log.warning("model adapter failed on a batch: %s: %s", type(exc).__name__, exc)
-                answers = [Response(error=f"{type(exc).__name__}: {exc}") for _ in batch]
-            for i, resp in zip(idx, answers):
-                out[i] = resp
-            if use_cache and cache is not None:
-                cache.put_many(ns, [(keys[i], r.model_dump(mode="json"))
-                                    for i, r in zip(idx, answers) if r.error is None])
-            bar.update(len(idx))
-        bar.close()
-    stats.add("responses", len(cases) - len(missing), len(missing))
-    responses = [r if r is not None else Response(error="no response") for r in out]
-    if kept is not None:
-        kept.keep(ns, cases, responses)
-    return responses
-
-
-class KeptResponses:
-    """The responses the last job of this process got, for the next job of the same sweep.
-
-    Kept only when none failed (a failed response is asked for again, as the cache does) and
-    handed out only for the very same list of cases (:data:`LOADED`) and the same adapter
-    identity and dataset (`ns`, the response cache's namespace).
-    """
-
-    def __init__(self) -> None:
-        self._ns: str | None = None
-        self._cases: Sequence[Case] | None = None
-        self._responses: list[Response] | None = None
-
-    def get(self, ns: str, cases: Sequence[Case]) -> list[Response] | None:
-        """The kept responses to `cases` under `ns`, or None."""
-        if self._responses is None or ns != self._ns or cases is not self._cases:
-            return None
-        return self._responses
-
-    def keep(self, ns: str, cases: Sequence[Case], responses: list[Response]) -> None:
-        """Keep `responses` to `cases` (nothing when one of them failed)."""
-        self.clear()
-        if not any(r.error is not None for r in responses):
-            self._ns, self._cases, self._responses = ns, cases, responses
-
-    def clear(self) -> None:
-        """Drop the kept responses."""
-        self._ns = self._cases = self._responses = None
-
-
-RESPONSES = KeptResponses()
-"""This process's kept responses (used by sweep jobs that reuse their loaded cases)."""
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-class LoadedCases:
-    """The cases the last job of this process loaded, for the next job of the same sweep.
-
-    The jobs of a sweep on the basic launcher run one after another in one process, mostly on
-    the same dataset. Keyed by the dataset's content digest and its loading config, so a changed
-    file or setting loads again. One dataset is kept at a time; the sweep drops it at its end.
-    """
-
-    def __init__(self) -> None:
-        self._key: str | None = None
-        self._cases: list[Case] | None = None
-
-    @staticmethod
-    def key(dataset: Dataset) -> str:
-        """The digest of the dataset's contents and its whole config."""
-        return digest({"digest": dataset.digest, "cfg": dataset.cfg})
-
-    def get(self, dataset: Dataset) -> list[Case] | None:
-        """The kept cases of `dataset`, or None (then loading reports any problem)."""
-        if self._cases is None:
-            return None
-        try:
-            key = self.key(dataset)
-        except (OSError, DataError):
-            return None
-        return self._cases if key == self._key else None
-
-    def keep(self, dataset: Dataset, cases: list[Case]) -> None:
-        """Keep `cases` (loaded from `dataset`) in place of any other."""
-        self._key, self._cases = self.key(dataset), cases
-
-    def clear(self) -> None:
-        """Drop the kept cases."""
-        self._key = self._cases = None
-
-
-LOADED = LoadedCases()
-"""This process's kept cases (used when :attr:`Experiment.reuse_cases` is set)."""
+    threshold: Threshold
+    folder: Path
+    result: RunResult
+    failures: list[str] = field(default_factory=list)
 
 
 @dataclass
-class Experiment:
-    """Everything a job needs besides its config: where to write and what the parts are named."""
+class _Run:
+    """What the stages of one job share."""
 
-    output_dir: Path
-    names: dict[str, str] = field(default_factory=dict)
-    # Called once the cases are loaded, before any model call: the CLI waits there for the
-    # tracker that opens its run in the background (runner.tracking.process).
-    before_model: Callable[[], None] | None = None
-    # Reuse the cases the previous job of this process loaded from the same dataset (LOADED),
-    # and keep this job's for the next: set for the jobs a sweep runs in its own process.
-    reuse_cases: bool = False
-    # A job of a sweep, wherever it runs: its similarities are kept in memory (runner.memo)
-    # for the sweep's next jobs in the same process. A single run keeps none (nothing follows).
-    sweep_job: bool = False
+    cfg: dict[str, Any]
+    out: Path
+    names: dict[str, str]
+    started: dt.datetime
+    timings: dict[str, float] = field(default_factory=dict)
+    stats: CacheStats = field(default_factory=CacheStats)
+    workers: int = 1
+    writer: ResultWriter | None = None
+    n_cases: int = 0
 
 
-def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
-    """The failed quality gates, each as a one-line reason (empty when all pass)."""
-    failures = []
-    for key in METRIC_KEYS:
-        minimum = gates.get(key)
-        if minimum is None:
-            continue
-        value = result.metrics.get(key)
-        if value is None or value < minimum:
-            shown = "undefined" if value is None else f"{value:.4f}"
-            failures.append(f"{key} {shown} < gate {minimum}")
-    max_rate = gates.get("max_error_rate")
-    if max_rate is not None and result.error_rate > max_rate:
-        failures.append(f"error rate {result.error_rate:.4f} ({result.n_errors} of "
-                        f"{result.n_cases} cases) > gate max_error_rate {max_rate}")
-    return failures
-
-
-def run_experiment(cfg: dict[str, Any], exp: Experiment) -> tuple[RunResult, list[str]]:
-    """Run one job: load, respond, score, and write ``config.yaml``, ``cases.jsonl`` and
-    ``metrics.json`` into ``exp.output_dir``.
+def run_job(cfg: dict[str, Any], out: Path,
+            names: dict[str, str] | None = None) -> list[Outcome]:
+    """Run one job and write its results into `out`.
 
     Args:
         cfg: The composed config as plain data (interpolations resolved).
-        exp: The output folder and the chosen option names.
+        out: The job's folder.
+        names: The chosen option of each config group (``dataset``, ``model``, ...).
 
     Returns:
-        The run result (without cases in memory) and the failed gates.
+        One :class:`Outcome` per threshold, in order.
 
     Raises:
-        RagciteError: Bad config or data.
+        RagciteError: Bad config or data (before any model call where it can be found).
     """
-    import yaml
-
-    out = exp.output_dir
+    run = _Run(cfg, out, dict(names or {}), dt.datetime.now(dt.timezone.utc))
     out.mkdir(parents=True, exist_ok=True)
-    secrets = secret_values(cfg) | env_secrets()
-    safe_cfg = redact(cfg)
-    (out / "config.yaml").write_text(yaml.safe_dump(safe_cfg, sort_keys=False),
-                                     encoding="utf-8")
-    timings: dict[str, float] = {}
-    started = dt.datetime.now(dt.timezone.utc)
-
-    # The parts are built and checked first: a missing API key or a bad setting fails with
-    # one line before any data is loaded or any call is made.
+    write_config(out / CONFIG_FILE, redact(cfg))
+    # The parts are built and checked first: a missing API key or a bad setting fails with one
+    # line before any data is loaded or any call is made.
     adapter: ModelAdapter = instantiate(cfg["model"], _convert_="all")
     matcher: Matcher = instantiate(cfg["matcher"], _convert_="all")
-    for part in (adapter, matcher):
-        check = getattr(part, "check", None)  # optional hook of plug-ins that call servers
-        if callable(check):
-            check()
-
+    adapter.check()
+    matcher.check()
+    thresholds = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
+                                    matcher.similarity_range)
     t0 = time.perf_counter()
     dataset = Dataset(cfg["dataset"])
     # The loaded cases live until the end of the job and hold no reference cycle: frozen, the
-    # cyclic collector stops walking them on every full collection (runner._gc). They are
-    # frozen before the collector resumes (else its first collection walks all of them, 1 s at
-    # 100,000 cases), and freed while still frozen (kept alive past the unfreeze, they would
-    # make the next full collection walk all of them, 2 s). A sweep's kept cases (LOADED) do
-    # outlive the job: the next job's collections may walk them once, still far less than
-    # loading them again (3 s at 100,000 cases).
+    # cyclic collector stops walking them on every full collection (runner._gc).
     with contextlib.ExitStack() as frozen:
-        kept = LOADED.get(dataset) if exp.reuse_cases else None
-        if kept is not None:
-            log.info("reusing the %d cases of %s loaded by the previous job", len(kept),
-                     dataset.path)
         with gc_paused():
-            cases = kept if kept is not None else list(dataset.iter_cases())
+            cases = list(dataset.iter_cases())
             frozen.enter_context(frozen_heap())
-        if exp.reuse_cases:
-            LOADED.keep(dataset, cases)
-        timings["load_s"] = time.perf_counter() - t0
-        if exp.before_model is not None:
-            t0 = time.perf_counter()
-            exp.before_model()
-            timings["tracking_wait_s"] = time.perf_counter() - t0  # the MLflow helper, if any
-        outcome = _respond_score_write(cfg, exp, dataset, cases, adapter, matcher, timings,
-                                       started, secrets)
-        del cases
-    return outcome
+        run.timings["load_s"] = time.perf_counter() - t0
+        run.n_cases = len(cases)
+        cache = _open_cache(cfg)
+        try:
+            responses = _respond(run, adapter, dataset, cases, cache)
+            results = _score(run, matcher, cases, responses, thresholds, cache)
+        finally:
+            if cache is not None:
+                cache.close()
+        del cases, responses
+    return _finish(run, dataset, adapter, matcher, thresholds, results)
 
 
-def _respond_score_write(cfg: dict[str, Any], exp: Experiment, dataset: Dataset,
-                         cases: list[Case],
-                         adapter: ModelAdapter, matcher: Matcher, timings: dict[str, float],
-                         started: dt.datetime,
-                         secrets: set[str]) -> tuple[RunResult, list[str]]:
-    """The rest of :func:`run_experiment` once the cases are loaded."""
-    from runner import __version__
-
-    out = exp.output_dir
-    progress = bool(cfg.get("progress", True))
-    cache_cfg = cfg.get("cache") or {}
-    cache = DiskCache(cache_cfg["dir"]) if cache_cfg.get("enabled", True) else None
-    if cache is not None and cache_cfg.get("clear"):
+def _open_cache(cfg: dict[str, Any]) -> DiskCache | None:
+    settings = cfg.get("cache") or {}
+    if not settings.get("enabled", True):
+        return None
+    cache = DiskCache(settings["dir"])
+    if settings.get("clear"):
         cache.clear()
-    stats = CacheStats()
+    return cache
 
-    t0 = time.perf_counter()
-    adapter.bind(AdapterContext(dataset=dataset,
-                                cache_dir=Path(cache_cfg["dir"]) if cache else None))
-    scoring = cfg["scoring"]
-    batch_size = int(scoring.get("batch_size", 10_000))
-    # A sweep job in the sweep's process, on the cases the job before it loaded: its responses
-    # too (cache.enabled=false: asked for again).
-    kept = RESPONSES if cache is not None and exp.reuse_cases else None
-    responses = get_responses(adapter, cases, dataset.digest, cache, stats, batch_size,
-                              progress, kept)
-    timings["model_s"] = time.perf_counter() - t0
 
+def _respond(run: _Run, adapter: ModelAdapter, dataset: Dataset, cases: list[Case],
+             cache: DiskCache | None) -> list[Response]:
     t0 = time.perf_counter()
-    bind_cache = getattr(matcher, "bind_cache", None)  # optional: matchers with own caches
-    if callable(bind_cache):
-        bind_cache(Path(cache_cfg["dir"]) if cache else None)
-    # cache.enabled=false: nothing is reused.
-    memo = MEMO if cache is not None and exp.sweep_job else None
-    cached = CachedMatcher(matcher, cache, stats, memo)
-    options = ScoringOptions(
-        threshold=float(matcher.threshold),
-        zero_division=scoring["zero_division"],
+    adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
+    responses = get_responses(adapter, cases, dataset.digest, cache, run.stats,
+                              int(run.cfg["scoring"]["batch_size"]),
+                              bool(run.cfg.get("progress", True)))
+    run.timings["model_s"] = time.perf_counter() - t0
+    return responses
+
+
+def scoring_options(scoring: dict[str, Any], threshold: float) -> ScoringOptions:
+    """The scoring options of a ``scoring`` config section."""
+    return ScoringOptions(
+        threshold=threshold,
+        zero_division=str(scoring["zero_division"]),
         require_same_source=bool(scoring["require_same_source"]),
         source_normalization=tuple(scoring["source_normalization"]),
         bands=dict(scoring["bands"]),
     )
-    boot = scoring["bootstrap"]
-    agg = Aggregator(options.zero_division, int(boot["resamples"]), float(boot["confidence"]),
-                     int(cfg.get("seed", 0)), keep_cases=False)
-    from runner.evaluate import score_batches
 
-    bar = tqdm(total=len(cases), desc="score", unit="case", disable=not progress, leave=False)
-    partial = out / (CASES_FILE + ".partial")
 
-    def scored(items: Any) -> Any:
-        for batch in score_batches(items, cached, options, batch_size=batch_size,
-                                   on_batch=bar.update):
-            agg.add_batch(batch)  # the batch's sums; its records are built for writing
-            yield from batch
-
-    workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
-    if workers > 1:  # a local matcher: cases scored in forked processes (runner.parallel)
-        lines = LINES if memo is not None else None  # the previous job's lines, if the same
-        here = False
-        if lines is not None:
-            # The previous job of this process scored these cases with this matcher: the
-            # memo holds every similarity and line it needs, and reading them in this process
-            # costs less than forking workers and sending every line back through a pipe.
-            here = lines.begin(digest({
-                "dataset": dataset.digest, "n": len(cases), "matcher": cached.namespace,
-                "options": dataclasses.asdict(options) | {"threshold": None}}))
-        start = reused = 0
-        with partial.open("wb") as fh:
-            for chunk in score_parallel(
-                    cases, responses, matcher, options, 1 if here else workers, agg.empty(),
-                    chunk=min(batch_size, 2_500), on_chunk=bar.update, memo=memo,
-                    lines=lines, prepared=PREPARED if lines is not None else None):
-                fh.write(b"".join(chunk.lines))
-                agg.merge(chunk.aggregator)
-                stats.add("similarities", chunk.similarities.hits,
-                          chunk.similarities.computed)
-                if memo is not None:
-                    memo.update(chunk.computed)
-                end = start + len(chunk.lines)
-                if lines is not None:
-                    lines.store(start, cases[start:end], responses[start:end],
-                                chunk.decisions, chunk.lines)
-                start, reused = end, reused + chunk.reused
-        if lines is not None:  # cases.jsonl lines taken from the previous job / built
-            lines.finish()
-            stats.add("lines", reused, len(cases) - reused)
-        if here:
-            workers = 1
-    else:
-        cached.inner = for_workload(cached.inner, count_pairs(cases, responses))
-        write_cases(partial, scored(zip(cases, responses)))
-    bar.close()
-    timings["score_s"] = time.perf_counter() - t0
-    if cache is not None:
-        cache.close()
-
+def _score(run: _Run, matcher: Matcher, cases: list[Case], responses: list[Response],
+           thresholds: Sequence[Threshold], cache: DiskCache | None) -> list[RunResult]:
+    """Similarities once, every threshold decided, the lines written as they come."""
     t0 = time.perf_counter()
-    result = agg.result()
-    timings["aggregate_s"] = time.perf_counter() - t0
-    failures = check_gates(result, cfg.get("gate") or {})
-    names = exp.names
-    default_name = "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
-    result.extra = {
-        "run": {
-            "name": cfg.get("run_name") or f"{default_name}_t{options.threshold:g}",
-            "ragcite_version": __version__,
-            "started_at": started.isoformat(),
-            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            "output_dir": str(out.resolve()),
-        },
+    cfg, scoring = run.cfg, run.cfg["scoring"]
+    matcher.bind_cache(cache.dir if cache else None)
+    options = scoring_options(scoring, thresholds[0].value)
+    boot = scoring["bootstrap"]
+    empty = Aggregator(options.zero_division, int(boot["resamples"]),
+                       float(boot["confidence"]), int(cfg.get("seed", 0)), keep_cases=False)
+    aggs = [empty.empty() for _ in thresholds]
+    run.workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
+    bar = tqdm(total=len(cases), desc="score", unit="case",
+               disable=not cfg.get("progress", True), leave=False)
+    writer = run.writer = ResultWriter(run.out, thresholds)
+    try:
+        for chunk in score_parallel(
+                cases, responses, CachedMatcher(matcher, cache, run.stats), options,
+                [t.value for t in thresholds], run.workers, empty,
+                chunk=min(int(scoring["batch_size"]), 2_500), on_chunk=bar.update):
+            writer.write(chunk.passages, chunk.cases)
+            for agg, part in zip(aggs, chunk.aggregators):
+                agg.merge(part)
+    finally:
+        writer.close()
+        bar.close()
+    run.timings["score_s"] = time.perf_counter() - t0
+    return [agg.result() for agg in aggs]
+
+
+def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
+            thresholds: Sequence[Threshold], results: list[RunResult]) -> list[Outcome]:
+    """Describe each result, check its gates and write the rest of the files."""
+    writer = run.writer
+    if writer is None:  # pragma: no cover - _score always opens one
+        raise RuntimeError("the job's results were not written")
+    usage = usage_section({"model": adapter.usage(), "matcher": matcher.usage()},
+                          run.cfg.get("prices"))
+    outcomes = []
+    for threshold, result, folder in zip(thresholds, results, writer.dirs):
+        failures = check_gates(result, run.cfg.get("gate") or {})
+        result.extra = describe(run, dataset, adapter, matcher, threshold, len(thresholds),
+                                folder) | {"usage": usage, "gates": _gates(run.cfg, failures)}
+        outcomes.append(Outcome(threshold, folder, result, failures))
+    writer.finish(results, redact(run.cfg))
+    scrub_files(run.out, secret_values(run.cfg) | env_secrets())
+    log.info("wrote %s", run.out)
+    return outcomes
+
+
+def _gates(cfg: dict[str, Any], failures: list[str]) -> dict[str, Any]:
+    return {"passed": not failures, "failures": failures,
+            "config": {k: v for k, v in (cfg.get("gate") or {}).items() if v is not None}}
+
+
+def run_name(cfg: dict[str, Any], names: dict[str, str], threshold: Threshold,
+             n_thresholds: int) -> str:
+    """A result's run name: ``run_name``, else dataset, model and matcher; then the threshold
+    (``_t0.5``) unless a given name is one threshold's alone."""
+    given = cfg.get("run_name")
+    if given and n_thresholds == 1:
+        return str(given)
+    base = given or "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
+    return f"{base}_{threshold.folder}"
+
+
+def describe(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
+             threshold: Threshold, n_thresholds: int, folder: Path) -> dict[str, Any]:
+    """The sections of a result's ``metrics.json`` that say what was run."""
+    from runner import __version__
+
+    cfg, names, scoring = run.cfg, run.names, run.cfg["scoring"]
+    return {
+        "threshold": threshold.to_dict(),
+        "run": {"name": run_name(cfg, names, threshold, n_thresholds),
+                "ragcite_version": __version__, "started_at": run.started.isoformat(),
+                "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+                "output_dir": str(folder.resolve()), "job_dir": str(run.out.resolve())},
         "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
-                    "n_cases": len(cases)},
+                    "n_cases": run.n_cases},
         "model": {"name": names.get("model", type(adapter).__name__),
                   "identity": redact(adapter.identity())},
         "matcher": {"name": names.get("matcher", type(matcher).__name__),
-                    "identity": redact(matcher.identity()), "threshold": options.threshold,
-                    "threshold_level": names.get("threshold")},
-        "scoring": {"zero_division": options.zero_division,
-                    "require_same_source": options.require_same_source,
-                    "source_normalization": list(options.source_normalization),
-                    "workers": workers,
-                    "bands": dict(options.bands)},
-        "timings": {k: round(v, 4) for k, v in timings.items()},
-        "cache": {"enabled": cache is not None, **stats.to_dict()},
-        # API requests, tokens and estimated cost of this run (cached results cost nothing).
-        "usage": usage_section({"model": adapter, "matcher": matcher}, cfg.get("prices")),
-        "gates": {"passed": not failures, "failures": failures,
-                  "config": {k: v for k, v in (cfg.get("gate") or {}).items()
-                             if v is not None}},
+                    "identity": redact(matcher.identity())},
+        "scoring": {"threshold": threshold.value, "threshold_level": threshold.level,
+                    "zero_division": str(scoring["zero_division"]),
+                    "require_same_source": bool(scoring["require_same_source"]),
+                    "source_normalization": list(scoring["source_normalization"]),
+                    "bands": dict(scoring["bands"])},
+        "execution": {"workers": run.workers,
+                      "timings": {k: round(v, 4) for k, v in run.timings.items()},
+                      "cache": {"enabled": (cfg.get("cache") or {}).get("enabled", True),
+                                **run.stats.to_dict()}},
     }
-    partial.replace(out / CASES_FILE)
-    write_metrics(out / METRICS_FILE, result)
-    scrub_files(out, secrets)
-    log.info("wrote %s", out / METRICS_FILE)
-    return result, failures
 
 
 def summary_line(result: RunResult) -> str:
@@ -499,8 +258,3 @@ def summary_line(result: RunResult) -> str:
             f"{f(m['context_f1'])}  source R/P/F1 {f(m['source_recall'])}/"
             f"{f(m['source_precision'])}/{f(m['source_f1'])}  "
             f"({result.n_scored} scored, {result.n_errors} errors)")
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON for log lines."""
-    return json.dumps(obj, ensure_ascii=False, default=str)

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from runner.scoring.sources import DEFAULT_STEPS
 
@@ -119,14 +119,6 @@ class DatasetConf:
 
 
 @dataclass
-class ThresholdConf:
-    """A named threshold level: a suitable threshold for each built-in matcher."""
-
-    level: str = MISSING
-    by_matcher: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
 class BandsConf:
     """Lower bounds of the metric bands: green ≥ green, medium ≥ medium, red below."""
 
@@ -153,8 +145,13 @@ class ZeroDivision(str, Enum):
 
 @dataclass
 class ScoringConf:
-    """How matches become scores (SPEC 3-6)."""
+    """How matches become scores (SPEC 3-6).
 
+    ``threshold`` is a number, a named level (``strict``, ``default``, ``lenient``: each
+    matcher's own value, ``levels`` in its class) or a list of them, decided in one pass.
+    """
+
+    threshold: Any = "default"
     zero_division: ZeroDivision = ZeroDivision.auto
     require_same_source: bool = False
     source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS))
@@ -249,7 +246,6 @@ class RagciteConf:
     dataset: DatasetConf = MISSING
     model: Any = MISSING
     matcher: Any = MISSING
-    threshold: ThresholdConf = MISSING
     scoring: ScoringConf = MISSING
     tracking: Any = MISSING
     report: Any = MISSING
@@ -261,6 +257,24 @@ class RagciteConf:
     experiment: str = "ragcite"
     run_name: Optional[str] = None
     prices: dict[str, PriceConf] = field(default_factory=dict)
+
+
+def plain_config(cfg: DictConfig) -> dict[str, Any]:
+    """The composed config as plain data (interpolations resolved), with the cache folder made
+    absolute so that every process of a sweep agrees on it."""
+    from pathlib import Path
+
+    from runner.errors import RagciteError
+
+    container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True,
+                                       enum_to_str=True)
+    if not isinstance(container, dict):  # pragma: no cover - the root is always a mapping
+        raise RagciteError("the composed config is not a mapping")
+    data: dict[str, Any] = {str(k): v for k, v in container.items()}
+    root = Path(data.get("output_root") or "outputs")
+    cache = data.setdefault("cache", {})
+    cache["dir"] = str(Path(cache.get("dir") or root / "cache").resolve())
+    return data
 
 
 def register_configs() -> None:
@@ -279,7 +293,6 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="config", node=RagciteConf, group="schema")
     cs.store(name="dataset", node=DatasetConf, group="schema")
-    cs.store(name="threshold", node=ThresholdConf, group="schema")
     cs.store(name="scoring", node=ScoringConf, group="schema")
     cs.store(name="tracking", node=TrackingConf, group="schema")
     cs.store(name="mlflow", node=MlflowTrackingConf, group="schema/tracking")

@@ -1,36 +1,41 @@
-"""Multirun hooks: a Hydra callback in the main process, plus the failure path.
-
-Hydra calls ``on_multirun_start`` before the first job and ``on_multirun_end`` after the last,
-but **not** when a job raised (it exits 1 instead). :func:`runner.cli.main` therefore calls
-:func:`finish_sweep` with ``failed=True`` on that path, so the sweep summary is written and the
-tracking parent run is closed in every case.
+"""Multirun hooks (a Hydra callback in the main process): open a sweep, and close it with
+``sweep.json``, the sweep report and the tracking parent run.
 
 Jobs never send state back to the main process: the summary is gathered from each job's
-``metrics.json`` on disk.
+results files on disk (``job.json``, each result's ``metrics.json``), so it holds on every
+launcher. A job that fails records no ``job.json`` and is listed as incomplete.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from runner.results import METRICS_FILE
+from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
+from runner.scoring.metrics import METRIC_KEYS
 
 log = logging.getLogger("ragcite")
 SWEEP_FILE = "sweep.json"
+THRESHOLD_KEYS = ("scoring.threshold", "threshold")
 
-_active: dict[str, Any] = {}
-_deferred: list[tuple[str, Callable[[], None]]] = []
-_deferred_failures: list[str] = []
-_last: list[dict[str, Any]] = []  # the summary of the sweep that ended last, for main()
+
+
+class _Sweeps:
+    """The sweep this process has open (its folder and config) and the summary of the one it
+    closed last: what ``main`` needs for its exit status and for closing on an interrupt."""
+
+    def __init__(self) -> None:
+        self.open: tuple[Path, DictConfig] | None = None
+        self.last: dict[str, Any] | None = None
+
+
+SWEEPS = _Sweeps()
 
 
 def _plain(config: DictConfig) -> dict[str, Any]:
@@ -39,159 +44,124 @@ def _plain(config: DictConfig) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def collect_jobs(sweep_dir: Path) -> list[dict[str, Any]]:
-    """Every job folder of a sweep with its results (``metrics`` None when it did not finish)."""
-    jobs = []
-    for job_dir in sorted((p for p in sweep_dir.iterdir() if p.is_dir() and
-                           (p / ".hydra").is_dir()), key=lambda p: _job_num(p.name)):
-        metrics_path = job_dir / METRICS_FILE
-        metrics = None
-        if metrics_path.is_file():
-            metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
-        overrides_path = job_dir / ".hydra" / "overrides.yaml"
-        overrides = (OmegaConf.to_container(OmegaConf.load(overrides_path))
-                     if overrides_path.is_file() else [])
-        jobs.append({"dir": job_dir.name, "num": _job_num(job_dir.name),
-                     "overrides": overrides, "complete": bool(metrics and
-                                                              metrics.get("complete")),
-                     "metrics": metrics})
-    return jobs
-
-
 def _job_num(name: str) -> int:
     head = name.split("_", 1)[0]
     return int(head) if head.isdigit() else 10**9
 
 
-def sweep_open_here() -> bool:
-    """True in the process that opened the sweep (its jobs run here on the basic launcher)."""
-    return bool(_active)
+def _overrides(job_dir: Path) -> list[str]:
+    path = job_dir / ".hydra" / "overrides.yaml"
+    data = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else []
+    return [str(o) for o in data] if isinstance(data, list) else []
 
 
-def defer(job_dir: Path, finish: Callable[[], None]) -> None:
-    """Run a job's `finish` later: when the next job calls :func:`run_deferred`, or at the end.
-
-    A job of a sweep running in this process hands over its last step (waiting for its report,
-    uploading it, closing its tracked run), so that the report renders beside the next job's
-    scoring instead of holding it up.
-    """
-    _deferred.append((str(job_dir), finish))
+def _with_threshold(overrides: Sequence[str], threshold: dict[str, Any]) -> list[str]:
+    """A job's overrides as a run of this one threshold would have them."""
+    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in THRESHOLD_KEYS]
+    if threshold.get("level"):
+        return [*rest, f"threshold={threshold['level']}"]
+    return [*rest, f"scoring.threshold={threshold.get('value')}"]
 
 
-def run_deferred(keep: int = 0) -> None:
-    """Run the steps earlier jobs deferred, in order, but the last `keep`.
+def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
+    """One entry per result of a job (one incomplete entry when the job did not finish)."""
+    overrides = _overrides(job_dir)
+    base = {"job": job_dir.name, "num": _job_num(job_dir.name)}
+    out = []
+    for folder in result_dirs(job_dir):
+        metrics = read_metrics(folder / METRICS_FILE) if (folder / METRICS_FILE).is_file() \
+            else None
+        threshold = (metrics or {}).get("threshold") or {}
+        out.append({**base, "dir": folder.relative_to(sweep_dir).as_posix(),
+                    "threshold": {"value": threshold.get("value"),
+                                  "level": threshold.get("level")},
+                    "overrides": _with_threshold(overrides, threshold),
+                    "complete": bool(metrics and metrics.get("complete")), "metrics": metrics})
+    if not out:
+        out.append({**base, "dir": job_dir.name, "threshold": None, "overrides": overrides,
+                    "complete": False, "metrics": None})
+    return out
 
-    A step that raises is logged with its job's folder and makes the sweep fail; it is not
-    raised into the job that happens to call this.
-    """
-    while len(_deferred) > keep:
-        job_dir, finish = _deferred.pop(0)
-        try:
-            finish()
-        except Exception as exc:
-            log.error("ragcite: error: job %s: %s", job_dir, exc)
-            _deferred_failures.append(Path(job_dir).name)
+
+def collect_jobs(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Every result of every job of a sweep, in job then threshold order."""
+    folders = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()),
+                     key=lambda p: _job_num(p.name))
+    return [entry for job_dir in folders for entry in _entries(sweep_dir, job_dir)]
 
 
-def _jobs_run_here(config: DictConfig) -> bool:
-    """True when the sweep's launcher runs its jobs in this process (Hydra's basic launcher)."""
-    target = OmegaConf.select(config, "hydra.launcher._target_", default="") or ""
-    return str(target).endswith(".BasicLauncher")
+def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The best complete result of each metric: the highest value; on a tie, the first in
+    sweep order (job number, then threshold order). Metrics no result defines are left out."""
+    best: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        if not job["complete"]:
+            continue
+        for key in METRIC_KEYS:
+            value = ((job["metrics"] or {}).get("metrics") or {}).get(key)
+            if value is not None and (key not in best or value > best[key]["value"]):
+                best[key] = {"dir": job["dir"], "value": value}
+    return best
+
+
+def summarize(sweep_dir: Path, failed: bool) -> dict[str, Any]:
+    """The content of ``sweep.json``."""
+    jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
+    incomplete = sorted({j["job"] for j in jobs if not j["complete"]}, key=_job_num)
+    gates = [j["dir"] for j in jobs if j["complete"]
+             and not ((j["metrics"] or {}).get("gates") or {}).get("passed", True)]
+    return {"schema_version": SCHEMA_VERSION, "sweep_dir": str(sweep_dir.resolve()),
+            "failed": failed or bool(incomplete) or bool(gates),
+            "n_jobs": len({j["job"] for j in jobs}),
+            "n_results": sum(1 for j in jobs if j["complete"]),
+            "incomplete_jobs": incomplete, "gates_failed": gates, "jobs": jobs,
+            "best": best_results(jobs)}
 
 
 def start_sweep(config: DictConfig) -> None:
-    """Remember the sweep and open the tracking parent run (main process)."""
+    """Open the sweep: its folder and the tracking parent run (main process)."""
+    from runner.tracking.base import open_sweep
+
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    _active.clear()
-    _active.update({"dir": sweep_dir, "config": config})
-    _deferred.clear()
-    _deferred_failures.clear()
-    cfg = _plain(config)
-    if ((cfg.get("report") or {}).get("format") == "html" and _jobs_run_here(config)
-            and sys.platform.startswith("linux")):
-        from runner.reports.host import ReportHost
-
-        ReportHost()  # renders every job's report, forked now, before any case is loaded
-    if (cfg.get("tracking") or {}).get("backend") == "mlflow":
-        from runner.tracking import mlflow as tracking
-        from runner.tracking.process import TrackerHost, use_helper
-
-        if use_helper() and _jobs_run_here(config) and tracking.sweep_is_local(config):
-            # Jobs in this process: MLflow in one helper for the whole sweep. It opens the
-            # parent run while Hydra prepares the jobs, and logs every job's results beside the
-            # next job's work. (Jobs in other processes would race it creating a new store.)
-            TrackerHost(functools.partial(tracking.start_sweep, config, sweep_dir),
-                        tracking.MlflowTracker,
-                        functools.partial(tracking.end_sweep, config, sweep_dir),
-                        tracking.close_open_sweep)
-        else:  # a server is checked before any job runs (exit 2 when it is unreachable)
-            tracking.start_sweep(config, sweep_dir)
+    SWEEPS.open, SWEEPS.last = (sweep_dir, config), None
+    open_sweep(_plain(config), sweep_dir)
 
 
-def last_summary() -> dict[str, Any] | None:
-    """The summary :func:`finish_sweep` wrote last (once), or None."""
-    return _last.pop() if _last else None
-
-
-def finish_sweep(failed: bool) -> dict[str, Any] | None:
-    """Write ``sweep.json``, the sweep report and close the tracking parent run.
+def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, Any] | None:
+    """Write ``sweep.json`` and the sweep report, and close the tracking parent run.
 
     Args:
-        failed: A job raised (Hydra skipped ``on_multirun_end``).
+        failed: Something failed outside the jobs' own results.
+        status: The parent run's end status when not decided by the summary (``KILLED``).
 
     Returns:
-        The sweep summary, or None when no sweep is active.
+        The summary, or None when no sweep is open.
     """
-    if not _active:
+    if SWEEPS.open is None:
         return None
-    run_deferred()  # the last jobs' reports and tracked runs
-    from runner.reports.host import active_host as active_report_host
-
-    reports = active_report_host()
-    if reports is not None:
-        reports.close()
-    sweep_dir: Path = _active["dir"]
-    config: DictConfig = _active["config"]
-    _active.clear()
-    from runner.memo import LINES, PREPARED
-    from runner.pipeline import LOADED, RESPONSES
-
-    LOADED.clear()  # the cases the jobs shared
-    RESPONSES.clear()  # and their responses
-    LINES.clear()  # the last job's cases.jsonl lines
-    PREPARED.clear()  # and its batches' threshold-free parts
-    tracking = sys.modules.get("runner.tracking.mlflow")
-    if tracking is not None:  # the per-case table rows, when this process logged them
-        tracking.clear_rows()
-    jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
-    incomplete = [j["dir"] for j in jobs if not j["complete"]]
-    report_failed = list(_deferred_failures)
-    _deferred_failures.clear()
-    summary = {"sweep_dir": str(sweep_dir.resolve()),
-               "failed": failed or bool(incomplete) or bool(report_failed),
-               "n_jobs": len(jobs), "incomplete_jobs": incomplete,
-               "failed_after_results": report_failed, "jobs": jobs}
+    sweep_dir, config = SWEEPS.open
+    SWEEPS.open = None
+    summary = summarize(sweep_dir, failed)
     (sweep_dir / SWEEP_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n",
                                         encoding="utf-8")
     cfg = _plain(config)
-    if (cfg.get("report") or {}).get("format") == "html":
-        try:
-            from runner.reports.sweep import render_sweep_report
+    try:
+        from runner.reports.base import make_reports
 
-            render_sweep_report(sweep_dir)
-        except Exception as exc:  # a report must not hide the sweep's own outcome
-            log.error("ragcite: could not write the sweep report: %s", exc)
-    if (cfg.get("tracking") or {}).get("backend") == "mlflow":
-        from runner.tracking.mlflow import end_sweep
-        from runner.tracking.process import active_host
+        make_reports(cfg).render_sweep(sweep_dir)
+    except Exception as exc:  # a report must not hide the sweep's own outcome
+        log.error("ragcite: could not write the sweep report: %s", exc)
+        summary["failed"] = True
+    from runner.tracking.base import close_sweep
 
-        host = active_host()
-        if host is not None:
-            host.end_sweep(summary)
-        else:
-            end_sweep(config, sweep_dir, summary)
-    _last[:] = [summary]
+    close_sweep(cfg, sweep_dir, summary, status)
+    done = summary["n_results"]
+    log.info("sweep: %d result%s of %d job%s%s: %s", done, "" if done == 1 else "s",
+             summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
+             f", {len(summary['incomplete_jobs'])} incomplete" if summary["incomplete_jobs"]
+             else "", sweep_dir / "sweep.html")
+    SWEEPS.last = summary
     return summary
 
 
@@ -203,5 +173,5 @@ class SweepCallback(Callback):
         start_sweep(config)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Close the sweep after every job succeeded."""
-        finish_sweep(failed=False)
+        """Close the sweep (every job returned; a failed one left no ``job.json``)."""
+        finish_sweep()

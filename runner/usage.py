@@ -81,31 +81,19 @@ def estimate_cost(model: str | None, input_tokens: float, output_tokens: float,
     return round(cost, 8)
 
 
-def component_usage(part: Any) -> dict[str, Any] | None:
-    """The usage figures of a matcher or adapter, or None when it has no ``usage()``.
-
-    Wrappers (the pipeline's cached matcher) are looked through via their ``inner``.
-    """
-    fn = getattr(part, "usage", None)
-    if not callable(fn):
-        inner = getattr(part, "inner", None)
-        return component_usage(inner) if inner is not None else None
-    data = fn()
-    return dict(data) if isinstance(data, Mapping) else None
-
-
 def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``usage`` section of metrics.json.
 
     Args:
-        parts: ``{"model": adapter, "matcher": matcher}``.
+        parts: ``{"model": adapter.usage(), "matcher": matcher.usage()}``; a part whose
+            usage is None (it calls no API) is left out.
         prices: Model name → ``{"input": usd_per_1M, "output": usd_per_1M}``.
 
     Returns:
         ``{"model": {...}, "matcher": {...}, "total": {...}}``, each with ``requests``,
         ``errors``, ``input_tokens``, ``output_tokens`` and ``cost_usd`` (the parts also
         ``cached`` and ``total_tokens``): numbers only, ``cost_usd`` null when a model that
-        used tokens has no price. Components without ``usage()`` are left out.
+        used tokens has no price.
     """
     prices = prices or {}
     out: dict[str, Any] = {}
@@ -113,9 +101,9 @@ def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None) ->
                                 "output_tokens": 0}
     total_cost: float | None = 0.0
     for name, part in parts.items():
-        data = component_usage(part)
-        if data is None:
+        if part is None:
             continue
+        data = dict(part)
         model = data.pop("model", None)
         figures: dict[str, Any] = {k: v for k, v in data.items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -67,3 +67,20 @@ def read_json(path: Path) -> Any:
 def read_jsonl(path: Path) -> list[Any]:
     """Parse a JSON Lines file."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@pytest.fixture
+def run_job_in(compose_cfg: Callable[..., DictConfig],
+               tmp_path: Path) -> Callable[..., list[Any]]:
+    """Compose the real config and run one job in this process (no tracking, no report unless
+    overridden), as ``ragcite`` does: returns its outcomes, one per threshold."""
+    from runner.pipeline import run_job
+    from runner.schema import plain_config
+
+    def _run(*overrides: str, out: Path | None = None) -> list[Any]:
+        cfg = plain_config(compose_cfg("tracking=none", "report=none", "progress=false",
+                                       f"output_root={tmp_path}", *overrides))
+        names = {"dataset": "demo", "model": "m", "matcher": "x"}
+        return run_job(cfg, out or tmp_path / "job", names)
+
+    return _run

@@ -72,7 +72,6 @@ class TableMatcher(BaseMatcher):
     Records every batch it is asked for, so tests can check what the engine requested.
     """
 
-    threshold: float = 0.5
     table: dict[TextPair, Similarity] = field(default_factory=dict)
     default: Similarity = 0.0
     calls: list[list[TextPair]] = field(default_factory=list)

@@ -9,7 +9,8 @@ import pytest
 
 import runner
 from runner.data.models import Citation, Response
-from runner.evaluate import matcher_from_name, score_stream, with_threshold
+from runner.errors import RagciteError
+from runner.evaluate import matcher_from_name, score_stream
 from runner.matchers import NgramMatcher, PairError, SubstringMatcher
 from runner.scoring.case import ScoringOptions
 from runner.scoring.metrics import METRIC_KEYS
@@ -64,30 +65,53 @@ def test_seed_examples_from_file(matcher: str) -> None:
         "is not cited at all.")
 
 
-def test_matcher_instance_and_threshold_override() -> None:
+def test_matcher_instance_and_threshold() -> None:
     # Paraphrase similarity 6/14 = 3/7 ~ 0.43 (see test_ngram): below 0.5, above 0.4.
     cit = ("Employees must submit a remote work request at least five business days before the "
            "start date.")
     c = case([("A", REMOTE_REQUEST)], [("A", cit)])
-    matcher = NgramMatcher(threshold=0.5)
+    matcher = NgramMatcher()
+    # No threshold: the matcher's default level, 0.5 for ngram.
     assert runner.evaluate([c], matcher=matcher).metrics["context_recall"] == 0.0
     assert runner.evaluate([c], matcher=matcher, threshold=0.4).metrics["context_recall"] == 1.0
-    assert runner.evaluate([c], matcher=NgramMatcher(threshold=3 / 7)).cases[0].matched == [
-        [True]]
-    # The override works on a copy.
-    assert matcher.threshold == 0.5
+    assert runner.evaluate([c], matcher=matcher, threshold=3 / 7).cases[0].matched == [[True]]
+    # Levels are the matcher's own values: ngram lenient 0.3 matches, strict 0.75 does not.
+    assert runner.evaluate([c], threshold="lenient").cases[0].matched == [[True]]
+    assert runner.evaluate([c], threshold="strict").extra["threshold"] == {
+        "value": 0.75, "level": "strict", "index": 0}
 
 
-def test_with_threshold() -> None:
-    m = SubstringMatcher()
-    assert with_threshold(m, None) is m
-    clone = with_threshold(m, 0.3)
-    assert (clone.threshold, m.threshold) == (0.3, 1.0)
+def test_several_thresholds_from_one_pass_equal_single_runs() -> None:
+    cit = ("Employees must submit a remote work request at least five business days before the "
+           "start date.")
+    cases = [*runner.load_cases(SEED_FILE), case([("A", REMOTE_REQUEST)], [("A", cit)], id="p")]
+    several = runner.evaluate(cases, thresholds=[0.3, "default", 0.9], bootstrap_resamples=50)
+    assert [r.extra["threshold"]["value"] for r in several] == [0.3, 0.5, 0.9]
+    for result, t in zip(several, [0.3, 0.5, 0.9]):
+        alone = runner.evaluate(cases, threshold=t, bootstrap_resamples=50)
+        assert result.cases == alone.cases
+        assert (result.metrics, result.ci, result.micro, result.labels) == (
+            alone.metrics, alone.ci, alone.micro, alone.labels)
+    # The paraphrase (3/7) matches at 0.3 only.
+    assert [r.cases[3].matched for r in several] == [[[True]], [[False]], [[False]]]
+
+
+@pytest.mark.parametrize(("threshold", "message"), [
+    (1.5, "scoring.threshold: 1.5 is outside [0, 1], the similarities this matcher gives"),
+    (float("nan"), "scoring.threshold: nan is outside [0, 1], the similarities this matcher "
+                   "gives"),
+    ("loose", "scoring.threshold: 'loose' is neither a number nor a level (strict, default, "
+              "lenient)"),
+])
+def test_bad_thresholds_are_refused(threshold: object, message: str) -> None:
+    with pytest.raises(RagciteError) as exc:
+        runner.evaluate([seed_example_1()], threshold=threshold)  # type: ignore[arg-type]
+    assert str(exc.value) == message
 
 
 def test_matcher_from_name() -> None:
     assert isinstance(matcher_from_name("ngram"), NgramMatcher)
-    assert matcher_from_name("ngram", n=2, threshold=0.4) == NgramMatcher(n=2, threshold=0.4)
+    assert matcher_from_name("ngram", n=2) == NgramMatcher(n=2)
     assert isinstance(matcher_from_name("substring"), SubstringMatcher)
     with pytest.raises(ValueError) as exc:
         matcher_from_name("fuzzy")

@@ -9,14 +9,17 @@ from pathlib import Path
 import pytest
 
 from runner.data.models import Case, Citation, Reference, Response
+from runner.evaluate import count_pairs
 from runner.matchers import NgramMatcher, SubstringMatcher, ngram_numba
-from runner.matchers.base import BaseMatcher
-from runner.parallel import _for_workers, resolve_workers
-from tests.conftest import REPO, only_run_dir, read_json, run_cli
+from runner.matchers.base import BaseMatcher, Matcher
+from runner.parallel import resolve_workers
+from tests.conftest import read_json
 
-ENV = {"PYTHONPATH": str(REPO)}
-BASE = ["dataset=demo", "model=precomputed", "matcher=ngram", "progress=false",
-        "tracking=none", "report=none"]
+
+def _for_workers(matcher: Matcher, cases: list[Case], responses: list[Response | None],
+                 workers: int) -> Matcher:
+    """The matcher as each of `workers` processes runs it (runner.parallel.score_parallel)."""
+    return matcher.for_workload(count_pairs(cases, responses) // workers, workers)
 
 
 @dataclass
@@ -49,10 +52,11 @@ def _cases(n_cases: int, n_refs: int, n_cits: int) -> tuple[list[Case], list[Res
 
 def test_worker_processes_run_the_matcher_on_one_thread() -> None:
     # The processes already take every core: a matcher with a `threads` setting gets 1 there.
-    m = NgramMatcher(threshold=0.4, n=2, threads=0, kernel="numpy")
+    m = NgramMatcher(n=2, threads=0, kernel="numpy")
     cases, responses = _cases(4, 3, 2)
     single = _for_workers(m, cases, responses, 2)
-    assert (single.threshold, single.n, single.threads) == (0.4, 2, 1)  # type: ignore[attr-defined]
+    assert (single.n, single.threads) == (2, 1)  # type: ignore[attr-defined]
+    assert _for_workers(m, cases, responses, 1) is m  # one process: as it is
     assert m.threads == 0  # the run's own matcher is unchanged
     other = SubstringMatcher()
     assert _for_workers(other, cases, responses, 2) is other  # no `threads` setting: as it is
@@ -72,21 +76,19 @@ def test_workers_decide_the_auto_kernel_on_their_share_of_the_pairs() -> None:
     assert _for_workers(NgramMatcher(kernel="numpy"), cases, responses, 2).kernel == "numpy"  # type: ignore[attr-defined]
 
 
-def test_two_workers_write_the_same_results_as_one(tmp_path: Path) -> None:
+def test_two_workers_write_the_same_results_as_one(run_job_in, tmp_path: Path) -> None:
     runs = {}
     for workers in (1, 2):
-        out = tmp_path / f"w{workers}"
-        proc = run_cli([*BASE, f"scoring.workers={workers}", f"output_root={out}"],
-                       cwd=tmp_path, env=ENV)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs[workers] = only_run_dir(out)
-    one, two = (read_json(runs[w] / "metrics.json") for w in (1, 2))
-    assert (one["scoring"]["workers"], two["scoring"]["workers"]) == (1, 2)
-    assert one["n_cases"] == two["n_cases"] == 30
-    for key in ("metrics", "ci", "micro", "labels", "counts", "n_scored", "n_errors"):
-        assert one[key] == two[key], key
-    # The similarities computed in the workers are counted in the parent.
-    assert one["cache"]["computed"]["similarities"] > 0
-    assert one["cache"]["computed"] == two["cache"]["computed"]
-    # Lines come back in case order, byte for byte as one process writes them.
-    assert (runs[1] / "cases.jsonl").read_bytes() == (runs[2] / "cases.jsonl").read_bytes()
+        (out,) = run_job_in("model=precomputed", "matcher=ngram", "scoring.threshold=[0.3,0.5]",
+                            f"scoring.workers={workers}", out=tmp_path / f"w{workers}")[:1]
+        runs[workers] = out.folder.parent
+    for name in ("t0.3", "t0.5"):
+        one, two = (read_json(runs[w] / name / "metrics.json") for w in (1, 2))
+        assert (one["execution"]["workers"], two["execution"]["workers"]) == (1, 2)
+        assert one["n_cases"] == two["n_cases"] == 30
+        for key in ("metrics", "ci", "micro", "labels", "counts", "n_scored", "n_errors"):
+            assert one[key] == two[key], key
+        # Lines come back in case order, byte for byte as one process writes them.
+        assert ((runs[1] / name / "cases.jsonl").read_bytes()
+                == (runs[2] / name / "cases.jsonl").read_bytes())
+    assert (runs[1] / "passages.jsonl").read_bytes() == (runs[2] / "passages.jsonl").read_bytes()

@@ -12,7 +12,7 @@ import runner
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
 from runner.matchers.text import token_stretches
-from runner.results import read_cases, write_cases
+from runner.results import read_cases, write_result
 from runner.scoring.metrics import METRIC_KEYS, ZERO_DIVISION_POLICIES
 
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -121,7 +121,7 @@ def test_identical_citation_matches_under_ngram(text: str) -> None:
 def assert_case_matches(text: str, matcher: Matcher) -> None:
     c = Case(id="1", query="q", references=[Reference(source="S", content=text)],
              response=Response(citations=[Citation(source="S", content=text)]))
-    for threshold in (matcher.threshold, 1.0):
+    for threshold in (matcher.levels["default"], 1.0):
         result = runner.evaluate([c], matcher=matcher, threshold=threshold,
                                  require_same_source=True, bootstrap_resamples=0)
         assert result.cases[0].matched == [[True]]
@@ -162,6 +162,21 @@ def test_cases_file_round_trip(cs: list[Case], policy: str) -> None:
     cs = [c.model_copy(update={"id": str(i)}) for i, c in enumerate(cs)]
     result = runner.evaluate(cs, zero_division=policy, bootstrap_resamples=0)
     with TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cases.jsonl"
-        write_cases(path, result.cases)
-        assert list(read_cases(path)) == result.cases
+        write_result(Path(tmp), result)
+        assert list(read_cases(Path(tmp))) == result.cases
+
+
+@settings(max_examples=40, deadline=None)
+@given(cs=st.lists(cases(), min_size=1, max_size=4), policy=policies,
+       thresholds=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=4,
+                           unique=True))
+def test_thresholds_decided_in_one_pass_equal_runs_of_their_own(
+        cs: list[Case], policy: str, thresholds: list[float]) -> None:
+    cs = [c.model_copy(update={"id": str(i)}) for i, c in enumerate(cs)]
+    together = runner.evaluate(cs, thresholds=thresholds, zero_division=policy,
+                               bootstrap_resamples=20)
+    for threshold, result in zip(thresholds, together):
+        alone = runner.evaluate(cs, threshold=threshold, zero_division=policy,
+                                bootstrap_resamples=20)
+        assert result.cases == alone.cases
+        assert result.to_dict() | {"threshold": None} == alone.to_dict() | {"threshold": None}

@@ -1,4 +1,5 @@
-"""The results contract (SPEC 7): cases.jsonl and metrics.json round trips."""
+"""The results contract (SPEC 7, docs/results.md): passages.jsonl, cases.jsonl and
+metrics.json round trips."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ import pytest
 
 import runner
 from runner.results import (
+    CASES_FILE,
+    PASSAGES_FILE,
     SCHEMA_VERSION,
     CaseResult,
     RunResult,
+    iter_records,
+    json_line,
     read_cases,
     read_metrics,
-    write_cases,
+    result_dirs,
+    write_job,
+    write_lines,
     write_metrics,
+    write_result,
 )
 from runner.scoring.metrics import METRIC_KEYS
 from tests.helpers import SEED_FILE, case
@@ -32,15 +40,46 @@ def seed_result() -> RunResult:
 
 
 def test_cases_round_trip(tmp_path: Path, seed_result: RunResult) -> None:
-    path = tmp_path / "cases.jsonl"
-    assert write_cases(path, seed_result.cases) == 4  # 3 seed cases + 1 failed
-    back = list(read_cases(path))
+    write_result(tmp_path, seed_result)
+    back = list(read_cases(tmp_path))
+    assert len(back) == 4  # 3 seed cases + 1 failed
     assert back == seed_result.cases
 
 
+def test_a_result_folder_is_listed_by_its_job(tmp_path: Path, seed_result: RunResult) -> None:
+    assert result_dirs(tmp_path) == []  # no job.json: not finished
+    write_result(tmp_path / "t0.3", seed_result, passages="../passages.jsonl")
+    write_result(tmp_path / "t0.5", seed_result, passages="../passages.jsonl")
+    write_job(tmp_path, ["t0.3", "t0.5"])
+    assert result_dirs(tmp_path) == [tmp_path / "t0.3", tmp_path / "t0.5"]
+    assert (tmp_path / PASSAGES_FILE).is_file()  # written once, shared
+    assert not (tmp_path / "t0.3" / PASSAGES_FILE).exists()
+    assert list(read_cases(tmp_path / "t0.5")) == seed_result.cases
+
+
+def test_the_two_files_must_list_the_same_cases(tmp_path: Path, seed_result: RunResult) -> None:
+    write_result(tmp_path, seed_result)
+    lines = (tmp_path / CASES_FILE).read_bytes().splitlines(keepends=True)
+    (tmp_path / CASES_FILE).write_bytes(lines[1] + lines[0] + b"".join(lines[2:]))
+    with pytest.raises(ValueError) as exc:
+        list(iter_records(tmp_path))
+    assert str(exc.value) == (f"{tmp_path / CASES_FILE}, case 1: id 'seed-2' does not match "
+                              "the passages file ('seed-1')")
+
+
+def test_lines_carry_the_cases_format_version(tmp_path: Path, seed_result: RunResult) -> None:
+    write_result(tmp_path, seed_result)
+    for name in (CASES_FILE, PASSAGES_FILE):
+        first = json.loads((tmp_path / name).read_text(encoding="utf-8").splitlines()[0])
+        assert first["v"] == 2 and list(first)[:2] == ["v", "id"]
+    (tmp_path / CASES_FILE).write_text('{"v": 1, "id": "seed-1"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="line 1: cases format 1 is not supported"):
+        list(iter_records(tmp_path))
+
+
 def test_cases_lines_hold_the_contract_keys(tmp_path: Path, seed_result: RunResult) -> None:
-    path = tmp_path / "cases.jsonl"
-    write_cases(path, seed_result.cases)
+    write_result(tmp_path, seed_result)
+    path = tmp_path / CASES_FILE
     lines = path.read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     assert [r["id"] for r in records] == ["seed-1", "seed-2", "seed-3", "failed"]
@@ -54,14 +93,14 @@ def test_cases_lines_hold_the_contract_keys(tmp_path: Path, seed_result: RunResu
     assert records[3]["metrics"] == dict.fromkeys(METRIC_KEYS)
     assert records[3]["error"] == "timeout"
     # Text is written as UTF-8, not \u escapes.
-    assert "Ünïcode.pdf" in lines[3]
+    assert "Ünïcode.pdf" in (tmp_path / PASSAGES_FILE).read_text(encoding="utf-8")
 
 
 def test_metrics_round_trip(tmp_path: Path, seed_result: RunResult) -> None:
     path = tmp_path / "metrics.json"
     write_metrics(path, seed_result)
     data = read_metrics(path)
-    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["schema_version"] == SCHEMA_VERSION == 2
     assert (data["n_cases"], data["n_scored"], data["n_errors"]) == (4, 3, 1)
     assert data["error_rate"] == 0.25  # 1 of 4
     assert data["metrics"] == seed_result.metrics
@@ -86,17 +125,17 @@ def test_metrics_extra_fields_are_written(tmp_path: Path) -> None:
 def test_write_metrics_accepts_a_dict(tmp_path: Path) -> None:
     path = tmp_path / "metrics.json"
     write_metrics(path, {"schema_version": SCHEMA_VERSION, "n_cases": 1})
-    assert read_metrics(path) == {"schema_version": 1, "n_cases": 1}
+    assert read_metrics(path) == {"schema_version": 2, "n_cases": 1}
 
 
-@pytest.mark.parametrize("version", [0, 2, None, "1"])
+@pytest.mark.parametrize("version", [0, 1, None, "2"])
 def test_schema_version_check(tmp_path: Path, version: object) -> None:
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps({"schema_version": version}), encoding="utf-8")
     with pytest.raises(ValueError) as exc:
         read_metrics(path)
     assert str(exc.value) == (f"{path}: schema_version {version!r} is not supported (this "
-                              "ragcite reads version 1)")
+                              "ragcite reads version 2)")
 
 
 def test_missing_schema_version(tmp_path: Path) -> None:
@@ -124,9 +163,7 @@ def test_nan_and_infinity_are_written_as_null(tmp_path: Path) -> None:
 
     cr = CaseResult(id="x", query="q", references=[], expected_sources=[], response=None,
                     similarity=[[math.nan, 0.5]])
-    cases_path = tmp_path / "cases.jsonl"
-    write_cases(cases_path, [cr])
-    assert json.loads(cases_path.read_text(encoding="utf-8"))["similarity"] == [[None, 0.5]]
+    assert json.loads(json_line(cr.passages_dict()))["similarity"] == [[None, 0.5]]
 
 
 def test_case_result_from_minimal_dict() -> None:
@@ -137,10 +174,13 @@ def test_case_result_from_minimal_dict() -> None:
 
 
 def test_read_cases_skips_blank_lines(tmp_path: Path) -> None:
-    path = tmp_path / "cases.jsonl"
     cr = CaseResult(id="a", query="q", references=[], expected_sources=[], response=None)
-    path.write_text(json.dumps(cr.to_dict()) + "\n\n", encoding="utf-8")
-    assert list(read_cases(path)) == [cr]
+    result = RunResult(metrics={}, ci={}, micro={}, labels={}, n_cases=1, n_scored=1,
+                       n_errors=0, cases=[cr])
+    write_result(tmp_path, result)
+    with (tmp_path / CASES_FILE).open("a", encoding="utf-8") as fh:
+        fh.write("\n\n")
+    assert list(read_cases(tmp_path)) == [cr]
 
 
 def test_cases_lines_with_numpy_int_keys_and_huge_integers(tmp_path: Path) -> None:
@@ -150,9 +190,9 @@ def test_cases_lines_with_numpy_int_keys_and_huge_integers(tmp_path: Path) -> No
                     metadata={1: "one", "n": np.int64(3), "v": np.array([0.25, np.inf]),
                               "big": 2**70},
                     similarity=[[np.float32(0.5)]])
-    path = tmp_path / "cases.jsonl"
-    write_cases(path, [cr, CaseResult(id="y", query="q", references=[], expected_sources=[],
-                                      response=None)])
+    path = tmp_path / "passages.jsonl"
+    write_lines(path, [c.passages_dict() for c in [
+        cr, CaseResult(id="y", query="q", references=[], expected_sources=[], response=None)]])
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
     first = json.loads(lines[0])
@@ -166,7 +206,7 @@ def test_cases_lines_reject_what_json_cannot_encode(tmp_path: Path) -> None:
     cr = CaseResult(id="x", query="q", references=[], expected_sources=[], response=None,
                     metadata={"when": object()})
     with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
-        write_cases(tmp_path / "cases.jsonl", [cr])
+        write_lines(tmp_path / "passages.jsonl", [cr.passages_dict()])
 
 
 def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
@@ -183,44 +223,3 @@ def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
         assert repr(got) == repr(want)
     assert parse_line(lines[1]) == {"big": 123456789012345678901234}
     assert isinstance(parse_line(lines[1])["big"], int)
-
-
-def test_a_record_ends_with_metrics_then_fixed_keys(seed_result: RunResult) -> None:
-    # figures_of_line relies on this order: after the record's own metrics, only keys with
-    # fixed names (no user data can hold a "metrics" key there), and the error last.
-    keys = list(seed_result.cases[0].to_dict())
-    assert keys[keys.index("metrics"):] == ["metrics", "counts", "bands", "explanations",
-                                            "error"]
-
-
-def test_figures_of_a_line_are_its_own_metrics(tmp_path: Path) -> None:
-    from runner.results import CaseFigures, figures_of_line, json_line
-
-    # User data holding a "metrics" key and the bytes '"metrics":{' in a text come before the
-    # record's metrics; the last key "metrics" is the record's own.
-    tricky = case([("a.pdf", 'say "metrics":{"context_recall":1.0} here')],
-                  [("a.pdf", "nothing alike at all")], id="tricky",
-                  metadata={"metrics": {"context_recall": 0.25}, "note": '"metrics":{'})
-    result = runner.evaluate([tricky], bootstrap_resamples=10).cases[0]
-    line = json_line(result.to_dict())
-    assert line.count(b'"metrics":{') == 2  # the metadata's key and the record's own
-    figures = figures_of_line(line)
-    assert isinstance(figures, CaseFigures)
-    assert figures.metrics == {"context_recall": 0.0, "context_precision": 0.0,
-                               "context_f1": 0.0, "source_recall": 1.0,
-                               "source_precision": 1.0, "source_f1": 1.0}
-    assert figures.metrics == result.metrics and figures.error is None
-
-
-def test_lines_that_are_not_plain_give_the_whole_record() -> None:
-    from runner.results import figures_of_line, json_line
-
-    failed = runner.evaluate([case([("a.pdf", "x")], [("a.pdf", "x")], id="f",
-                                   error="timeout")], bootstrap_resamples=10).cases[0]
-    whole = figures_of_line(json_line(failed.to_dict()))
-    assert isinstance(whole, CaseResult) and whole == failed  # an error: read whole
-    reordered = {"error": None, **failed.to_dict(), "id": "g"}
-    reordered["error"] = None
-    other = figures_of_line(json.dumps({**reordered, "extra": 1}).encode())
-    assert isinstance(other, CaseResult) and other.id == "g"  # error not last: read whole
-    assert figures_of_line(b"  \n") is None

@@ -34,7 +34,13 @@ class AdapterContext:
 
 @runtime_checkable
 class ModelAdapter(Protocol):
-    """The RAG system under test."""
+    """The RAG system under test. Every member the runner uses is declared here;
+    :class:`BaseAdapter` gives the optional ones their defaults.
+
+    Attributes:
+        cacheable: Whether responses are cached on disk per (adapter identity, case)
+            (default True; stored responses, which are read anyway, say False).
+    """
 
     cacheable: bool
 
@@ -48,6 +54,15 @@ class ModelAdapter(Protocol):
 
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """One response per case, in order."""
+        ...
+
+    def check(self) -> None:
+        """Raise :class:`~runner.errors.RagciteError` for a setting that cannot work (a
+        missing key or URL), before any data is loaded or any call is made (default: none)."""
+        ...
+
+    def usage(self) -> dict[str, Any] | None:
+        """API requests and tokens spent so far, or None (the default) for none."""
         ...
 
 
@@ -86,6 +101,13 @@ class BaseAdapter:
     def bind(self, context: AdapterContext) -> None:
         """Store the context; subclasses extend this to prepare (index the KB, ...)."""
         self._context = context
+
+    def check(self) -> None:
+        """Nothing to check by default."""
+
+    def usage(self) -> dict[str, Any] | None:
+        """No API usage by default."""
+        return None
 
     def respond_sync(self, cases: Sequence[Case]) -> list[Response]:
         """Synchronous batch answer; implemented by synchronous adapters."""

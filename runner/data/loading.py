@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -227,37 +226,12 @@ def load_knowledge_base(
     return list(iter_documents(path, mapping=mapping, format=format, transform=transform))
 
 
-_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
-"""Digests of single files this process hashed, by path and ``stat`` (see :func:`file_digest`)."""
-
-_SETTLED_S = 2.0
-"""How long before its hashing a file must have last changed for its digest to be kept."""
-
-
 def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (or of a folder's files, in name order), first 16 hex digits.
-
-    A single file's digest is kept by this process under its path, device, inode, size and
-    change times, so a sweep's jobs, which each check their dataset, hash it once. It is kept
-    only when the file had not changed for two seconds when hashing began: a file written
-    again within a timestamp's granularity could otherwise keep equal times (Git's "racy"
-    rule).
-    """
+    """SHA-256 of a file's bytes (or of a folder's files, in name order), first 16 hex digits."""
     real = resolve_path(path)
     if real.is_dir():
         return _digest_files(sorted(p for p in real.rglob("*") if p.is_file()))
-    st = real.stat()
-    key = (str(real), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    found = _DIGESTS.get(key)
-    if found is not None:
-        return found
-    began = time.time_ns()
-    value = _digest_files([real])
-    if began - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_S * 1e9:
-        if len(_DIGESTS) >= 64:
-            _DIGESTS.clear()
-        _DIGESTS[key] = value
-    return value
+    return _digest_files([real])
 
 
 def _digest_files(files: list[Path]) -> str:

@@ -1,22 +1,29 @@
 """The matcher protocol: similarities for many (reference, citation) passage pairs at once.
 
-A matcher turns pairs of passage texts into similarities; the threshold is applied afterwards by
-the scoring step (SPEC 4.1). Because the similarity never depends on the threshold, the runner
-caches it under :meth:`Matcher.identity`, which leaves the threshold out, and a threshold sweep
-recomputes nothing.
+A matcher turns pairs of passage texts into similarities and nothing else; the threshold is a
+setting of scoring, applied afterwards (SPEC 4.1). A matcher's identity, and so the cache key of
+its similarities, carries no threshold: one job decides any number of thresholds from one pass.
 
-Any class with these members plugs in through Hydra: ``matcher._target_=my_pkg.MyMatcher``.
+Any class with the members of :class:`Matcher` plugs in through Hydra
+(``matcher._target_=my_pkg.MyMatcher``); :class:`BaseMatcher` gives every optional member its
+documented default, so a dataclass that subclasses it only writes :meth:`similarities`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
 
 TextPair = tuple[str, str]
 """A (reference passage, citation passage) pair; both are non-blank when a matcher sees them."""
+
+LEVELS = ("strict", "default", "lenient")
+"""The named threshold levels (the ``threshold`` config group)."""
 
 
 @dataclass(frozen=True)
@@ -35,69 +42,98 @@ Similarity = float | PairError
 
 @runtime_checkable
 class Matcher(Protocol):
-    """Scores passage pairs.
+    """Scores passage pairs. Every member the runner uses is declared here.
 
     Attributes:
-        threshold: A pair matches when its similarity is ``>=`` this value.
+        levels: The threshold each named level (``strict``, ``default``, ``lenient``) means
+            for this matcher's similarity; ``threshold=strict`` picks ``levels["strict"]``.
+        similarity_range: The lowest and highest similarity the matcher gives; a threshold
+            outside it is refused before any work.
+        cacheable: Whether the on-disk similarity cache pays (False for matchers that compute
+            faster than a lookup; they are also the ones scored in worker processes).
     """
 
-    threshold: float
+    levels: ClassVar[Mapping[str, float]]
+    similarity_range: ClassVar[tuple[float, float]]
+    cacheable: ClassVar[bool]
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
-        """Return one similarity per pair, in order (or a :class:`PairError` for a failed pair).
+        """One similarity per pair, in order (a :class:`PairError` for a failed pair).
 
         Implementations receive every distinct pair of a batch of cases at once, so they can
         batch and parallelise API calls.
         """
         ...
 
+    def similarity_array(self, texts: Sequence[str], a: np.ndarray,
+                         b: np.ndarray) -> np.ndarray | None:
+        """The similarities of the pairs ``(texts[a[p]], texts[b[p]])`` as an array, or None
+        when the matcher has no such fast path (then :meth:`similarities` is called)."""
+        ...
+
     def identity(self) -> dict[str, Any]:
-        """Everything that determines the similarities, without the threshold (a cache key)."""
+        """Everything that determines the similarities (a cache key; no secrets)."""
+        ...
+
+    def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
+        """This matcher set up for a process that scores about `n_pairs` pairs, one of
+        `processes` scoring at once (a copy, or itself)."""
+        ...
+
+    def bind_cache(self, directory: Path | None) -> None:
+        """The folder for the matcher's own caches (None: caching is off)."""
+        ...
+
+    def check(self) -> None:
+        """Raise :class:`~runner.errors.RagciteError` for a setting that cannot work (a
+        missing API key), before any data is loaded or any call is made."""
+        ...
+
+    def usage(self) -> dict[str, Any] | None:
+        """API requests and tokens spent so far, or None for a matcher that calls no API."""
         ...
 
 
 @dataclass
 class BaseMatcher:
-    """Convenience base for dataclass matchers: `identity` from the fields minus `threshold`.
+    """Convenience base for dataclass matchers: every optional member with its default.
 
-    Attributes:
-        cacheable: Whether the run's on-disk similarity cache pays for this matcher (a class
-            attribute, optional on other matchers; default True). Matchers that compute a
-            similarity faster than the cache can look one up (``substring``, ``ngram``) set it
-            to False and are simply called again by every job.
+    Defaults: ``levels`` 0.75 / 0.5 / 0.3, ``similarity_range`` (0, 1), ``cacheable`` True,
+    no ``similarity_array`` fast path, ``for_workload`` returns the matcher itself,
+    ``bind_cache`` and ``check`` do nothing, ``usage`` is None. ``identity`` is the class path
+    and every field not marked ``field(metadata={"identity": False})``.
     """
 
+    levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
+    similarity_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     cacheable: ClassVar[bool] = True
-    threshold: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.threshold, (int, float)) or isinstance(self.threshold, bool):
-            raise TypeError(f"{type(self).__name__}.threshold must be a number, "
-                            f"got {self.threshold!r}")
 
     def identity(self) -> dict[str, Any]:
-        """Class path plus every field except `threshold` and secrets."""
-        fields = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name != "threshold" and f.metadata.get("identity", True)
-        }
+        """Class path plus every field that is part of the identity (no secrets)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.metadata.get("identity", True)}
         cls = type(self)
         return {"class": f"{cls.__module__}.{cls.__qualname__}", **fields}
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
+        """Implemented by each matcher."""
         raise NotImplementedError
 
+    def similarity_array(self, texts: Sequence[str], a: np.ndarray,
+                         b: np.ndarray) -> np.ndarray | None:
+        """No fast path by default."""
+        return None
 
-def for_workload(matcher: Matcher, n_pairs: int) -> Matcher:
-    """`matcher` as it should run in a process that will score about `n_pairs` pairs.
+    def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
+        """The matcher itself by default."""
+        return self
 
-    A matcher may define ``for_workload(n_pairs)`` to return a copy set up for that amount of
-    work (:class:`~runner.matchers.ngram.NgramMatcher` picks its kernel: loading the compiled
-    one only pays on large workloads); any other matcher is returned as it is.
-    """
-    adapt = getattr(matcher, "for_workload", None)
-    if callable(adapt):
-        adapted: Matcher = adapt(n_pairs)
-        return adapted
-    return matcher
+    def bind_cache(self, directory: Path | None) -> None:
+        """No cache of its own by default."""
+
+    def check(self) -> None:
+        """Nothing to check by default."""
+
+    def usage(self) -> dict[str, Any] | None:
+        """No API usage by default."""
+        return None

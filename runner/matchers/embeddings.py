@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -121,12 +121,11 @@ class EmbeddingVectors(BaseMatcher):
     """
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         self._cache_dir: Path | None = None
         self._memory: dict[tuple[str, str], Any] = {}
         self._usage = Usage(model=getattr(self, "model", None))
 
-    def bind_cache(self, directory: str | Path | None) -> None:
+    def bind_cache(self, directory: Path | None) -> None:
         """Store vectors under the run's cache folder (None: keep them in memory)."""
         self._cache_dir = Path(directory) if directory is not None else None
 
@@ -175,7 +174,6 @@ class EmbeddingsMatcher(EmbeddingVectors):
     """Cosine similarity of vectors from an OpenAI-compatible embeddings API.
 
     Args:
-        threshold: A pair matches when its similarity is ``>=`` this value (default 0.8).
         model: The embedding model.
         dimensions: Ask for shorter vectors (models that support it); null = the model's own.
         base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
@@ -191,7 +189,8 @@ class EmbeddingsMatcher(EmbeddingVectors):
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
     """
 
-    threshold: float = 0.8
+    levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.8, "lenient": 0.7}
+    similarity_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     model: str = "text-embedding-3-small"
     dimensions: int | None = None
     base_url: str | None = None

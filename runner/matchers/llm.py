@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from runner.apiclient import (
     ResultStore,
@@ -110,7 +110,6 @@ class LlmMatcher(BaseMatcher):
     """Similarity = an LLM judge's probability that both passages are the same part of a source.
 
     Args:
-        threshold: A pair matches when its similarity is ``>=`` this value (default 0.5).
         model: The chat model.
         base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
             the ``OPENAI_BASE_URL`` environment variable).
@@ -128,7 +127,7 @@ class LlmMatcher(BaseMatcher):
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
     """
 
-    threshold: float = 0.5
+    levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.5, "lenient": 0.2}
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     prompt: str = "llm_judge.j2"
@@ -141,7 +140,6 @@ class LlmMatcher(BaseMatcher):
     max_retries: int = field(default=4, metadata={"identity": False})
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         self._cache_dir: Path | None = None
         self._memory: dict[tuple[str, str], Any] = {}
         self._usage = Usage(model=self.model)
@@ -163,7 +161,7 @@ class LlmMatcher(BaseMatcher):
         except ValueError as exc:
             raise RagciteError(f"matcher.prompt: {exc}") from None
 
-    def bind_cache(self, directory: str | Path | None) -> None:
+    def bind_cache(self, directory: Path | None) -> None:
         """Persist judgments under the run's cache folder (None: keep them in memory)."""
         self._cache_dir = Path(directory) if directory is not None else None
 

@@ -10,9 +10,10 @@ the path of any sentence-transformers model folder. Vectors are cached on disk l
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,13 +56,13 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
     """Cosine similarity of sentence-transformers vectors, computed on this machine.
 
     Args:
-        threshold: A pair matches when its similarity is ``>=`` this value (default 0.75).
         model: ``all-MiniLM-L6-v2`` (packaged) or the folder of a sentence-transformers model.
         device: ``cpu``, ``cuda``, ...
         batch_size: Texts encoded per forward pass.
     """
 
-    threshold: float = 0.75
+    levels: ClassVar[Mapping[str, float]] = {"strict": 0.85, "default": 0.75, "lenient": 0.6}
+    similarity_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     model: str = "all-MiniLM-L6-v2"
     device: str = field(default="cpu", metadata={"identity": False})
     batch_size: int = field(default=64, metadata={"identity": False})

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
@@ -139,7 +139,6 @@ class NgramMatcher(BaseMatcher):
     that shorter length (at least 1). A side without tokens gives 0.
 
     Args:
-        threshold: A pair matches when its similarity is ``>=`` this value (default 0.5).
         n: The n-gram length (default 3).
         threads: Threads that compute chunks of pairs at once within this process; 0 (the
             default) means one per CPU, at most 4. It does not change any similarity, so it is
@@ -156,13 +155,12 @@ class NgramMatcher(BaseMatcher):
 
     # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
     cacheable: ClassVar[bool] = False
-    threshold: float = 0.5
+    levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
     n: int = 3
     threads: int = field(default=0, metadata={"identity": False})
     kernel: str = field(default="auto", metadata={"identity": False})
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
             raise ValueError(f"NgramMatcher.n must be an integer >= 1, got {self.n!r}")
         if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 0:
@@ -175,16 +173,20 @@ class NgramMatcher(BaseMatcher):
             raise ValueError("NgramMatcher.kernel=numba needs numba: pip install 'ragcite[fast]' "
                              "(or set matcher.kernel=auto)")
 
-    def for_workload(self, n_pairs: int) -> NgramMatcher:
-        """This matcher for a process that will score about `n_pairs` pairs in several calls.
+    def for_workload(self, n_pairs: int, processes: int = 1) -> NgramMatcher:
+        """This matcher for a process that will score about `n_pairs` pairs in several calls,
+        one of `processes` scoring at once.
 
         ``kernel=auto`` is decided here, once for the whole workload (a worker of the parallel
-        scorer sees chunks far below the threshold of one call).
+        scorer sees chunks far below what one call needs to pay for the compiled kernel); with
+        several processes each uses one thread (they already use every core).
         """
-        if self.kernel != "auto":
-            return self
-        kernel = "numba" if ngram_numba.worth_it(n_pairs) else "numpy"
-        return dataclasses.replace(self, kernel=kernel)
+        changes: dict[str, object] = {}
+        if self.kernel == "auto":
+            changes["kernel"] = "numba" if ngram_numba.worth_it(n_pairs) else "numpy"
+        if processes > 1:
+            changes["threads"] = 1
+        return dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
 
     def _compiled(self, n_pairs: int) -> bool:
         """Whether a call of `n_pairs` pairs uses the compiled kernel."""

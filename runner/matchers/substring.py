@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,13 +17,13 @@ class SubstringMatcher(BaseMatcher):
     whole reference occurs in the citation. Similarity is 1.0 or 0.0.
 
     Args:
-        threshold: Any value in (0, 1] gives the same matches; 1.0 by default.
         normalize: NFKC, case folding and whitespace collapsing before comparing.
     """
 
     # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
     cacheable: ClassVar[bool] = False
-    threshold: float = 1.0
+    # Binary similarity: every level is 1.0 (any threshold in (0, 1] gives the same matches).
+    levels: ClassVar[Mapping[str, float]] = {"strict": 1.0, "default": 1.0, "lenient": 1.0}
     normalize: bool = True
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:

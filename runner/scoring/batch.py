@@ -64,9 +64,9 @@ def _source_ids(values: list[str], norm: Callable[[str], str], raw: dict[str, in
 def _similarities(matcher: Matcher, texts: list[str], a: np.ndarray,
                   b: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """Similarity of each pair (texts[a[p]], texts[b[p]]) and the failed pairs' messages."""
-    fast = getattr(matcher, "similarity_array", None)
-    if callable(fast):
-        return np.asarray(fast(texts, a, b), dtype=np.float64), {}
+    fast = matcher.similarity_array(texts, a, b)
+    if fast is not None:
+        return np.asarray(fast, dtype=np.float64), {}
     pairs = list(zip(map(texts.__getitem__, a.tolist()), map(texts.__getitem__, b.tolist())))
     values = matcher.similarities(pairs)
     try:
@@ -152,32 +152,38 @@ def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
 
 
 def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-                     options: ScoringOptions,
-                     prepared: PreparedBatches | None = None) -> BatchResults:
+                     options: ScoringOptions) -> BatchResults:
     """:func:`score_batch`, with the records built only when first read.
 
     The decisions, counts, labels and the run-level sums are computed at once
     (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
     <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
-    dicts of ``cases.jsonl``, a third of the scoring time and most of its memory — are built
+    dicts of the results files, a third of the scoring time and most of its memory — are built
     for the whole batch when one of them is read.
-
-    With `prepared`, the batch's threshold-free part (its layout, ids and similarities) is taken
-    from there when the same case and response objects were scored before with the same
-    matcher and source rules (a threshold sweep's next job), and kept there otherwise.
     """
-    key = prepared.key(batch, matcher, options) if prepared is not None else None
-    prep = prepared.get(key, batch) if prepared is not None and key is not None else None
-    if prep is None:
-        with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-            flat = _Flat.of(batch)
-        prep = (_prepare(flat, matcher, options.normalizer, options.require_same_source)
-                if flat.rows else None)
-        if prepared is not None and key is not None and prep is not None:
-            prepared.put(key, batch, prep)
-    flat = prep.flat if prep is not None else _Flat()
-    scored = (_decide(prep, options.normalizer, options.threshold, options.zero_division,
-                      options.bands) if prep is not None else None)
+    return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]
+
+
+def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
+                           options: ScoringOptions,
+                           thresholds: Sequence[float]) -> list[BatchResults]:
+    """Score a batch at several thresholds: laid out and its similarities computed once
+    (:func:`_prepare`), then decided at each threshold (:func:`_decide`).
+
+    Args:
+        batch: Cases with their responses (``None`` when the system produced none).
+        matcher: Any :class:`Matcher`; it sees each distinct pair of the batch once.
+        options: Scoring options (their ``threshold`` is not used here).
+        thresholds: The thresholds to decide.
+
+    Returns:
+        One :class:`BatchResults` per threshold, in order; each is exactly what scoring the
+        batch at that threshold alone gives.
+    """
+    with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
+        flat = _Flat.of(batch)
+    prep = (_prepare(flat, matcher, options.normalizer, options.require_same_source)
+            if flat.rows else None)
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
         where[pos] = k
@@ -187,7 +193,10 @@ def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Mat
             errors[pos] = (error_case(case, None, "no response for this case")
                            if response is None else error_case(case, response,
                                                                str(response.error)))
-    return BatchResults(where, errors, scored)
+    return [BatchResults(where, errors,
+                         _decide(prep, options.normalizer, float(t), options.zero_division,
+                                 options.bands) if prep is not None else None)
+            for t in thresholds]
 
 
 class BatchResults(CaseSequence):
@@ -228,44 +237,11 @@ class BatchResults(CaseSequence):
             self._scored = None  # the flat data are no longer needed
         return self._records[k]
 
-    def json_lines(self, reuse: Callable[[int, bytes], bytes | None] | None = None,
-                   ) -> tuple[list[bytes], list[bytes | None]]:
-        """Each case's ``cases.jsonl`` line, in order, and its decisions.
-
-        Args:
-            reuse: Called with a scored case's position and decisions
-                (:meth:`_Scored.decisions`); the line it returns is used as that case's line
-                instead of building its record (the caller answers only for a line built from
-                an equal case, response, decisions and scoring options).
-
-        Returns:
-            The lines, and each position's decisions (None for a failed case, and for every
-            case without `reuse`).
-        """
-        scored = self._scored
-        if scored is None or self._records is not None:  # nothing scored, or built already
-            return ([json_line(case.to_dict()) for case in self],
-                    [None] * len(self))
-        decisions = scored.decisions() if reuse is not None else None
-        lines: list[bytes | None] = [None] * len(self._where)
-        out_decisions: list[bytes | None] = [None] * len(self._where)
-        build: list[int] = []
-        for pos, k in enumerate(self._where):
-            if k < 0 or k in scored.failed:
-                continue
-            if reuse is not None and decisions is not None:
-                out_decisions[pos] = decisions[k]
-                lines[pos] = reuse(pos, decisions[k])
-            if lines[pos] is None:
-                build.append(k)
-        built = scored.records({*build, *scored.failed})
-        for pos, k in enumerate(self._where):
-            if lines[pos] is None:
-                record = self._errors[pos] if k < 0 else built[k]
-                if record is None:  # pragma: no cover - every line left is built above
-                    raise RuntimeError(f"case {pos} was not built")
-                lines[pos] = json_line(record.to_dict())
-        return [line for line in lines if line is not None], out_decisions
+    def lines(self) -> tuple[list[bytes], list[bytes]]:
+        """Each case's ``passages.jsonl`` and ``cases.jsonl`` lines, in order."""
+        records = list(self)
+        return ([json_line(c.passages_dict()) for c in records],
+                [json_line(c.decisions_dict()) for c in records])
 
 
 @dataclass
@@ -294,65 +270,6 @@ class _Prepared:
     sim: np.ndarray
     failed_msg: dict[int, str]
     n_pairs: int  # distinct pairs whose similarity was asked for
-
-
-class PreparedBatches:
-    """The threshold-free part of batches scored in this process, for the next job's batches.
-
-    The jobs of a threshold sweep in one process score the very same case and response objects
-    (:data:`runner.pipeline.LOADED`) with the same matcher: laying a batch out, interning its
-    texts and sources and looking up its similarities comes out the same for each, and only the
-    decisions onward depend on the threshold. An entry is found only for a batch of the same
-    objects, in order, under the same matcher namespace and source rules.
-
-    Args:
-        max_entries: The most batches kept (the oldest leave first).
-    """
-
-    def __init__(self, max_entries: int = 16) -> None:
-        self.max_entries = max_entries
-        self._entries: dict[tuple[Any, ...], tuple[list[Any], _Prepared]] = {}
-        self.hit_pairs = 0  # similarities taken with a found batch (a caller's hit count)
-
-    @staticmethod
-    def key(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-            options: ScoringOptions) -> tuple[Any, ...] | None:
-        """The lookup key of `batch` (None: nothing is kept for a matcher without a cache
-        namespace)."""
-        namespace = getattr(matcher, "namespace", None)
-        if not isinstance(namespace, str) or not batch:
-            return None
-        return (namespace, tuple(options.source_normalization), options.require_same_source,
-                len(batch), id(batch[0][0]))
-
-    def get(self, key: tuple[Any, ...], batch: Sequence[tuple[Case, Response | None]],
-            ) -> _Prepared | None:
-        """The prepared part of `batch` under `key` if it was made from the same objects."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        items, prep = entry
-        if len(items) != len(batch) or any(
-                a is not c or b is not r for (a, b), (c, r) in zip(items, batch)):
-            return None
-        self.hit_pairs += prep.n_pairs
-        return prep
-
-    def put(self, key: tuple[Any, ...], batch: Sequence[tuple[Case, Response | None]],
-            prep: _Prepared) -> None:
-        """Keep `prep`, made from `batch`."""
-        self._entries.pop(key, None)
-        self._entries[key] = (list(batch), prep)
-        while len(self._entries) > self.max_entries:
-            del self._entries[next(iter(self._entries))]
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def clear(self) -> None:
-        """Drop everything."""
-        self._entries.clear()
-        self.hit_pairs = 0
 
 
 def _prepare(f: _Flat, matcher: Matcher, norm: Callable[[str], str],
@@ -517,21 +434,6 @@ class _Scored:
                         [CITATION_LABELS[i] for i in self.cit_label.tolist()],
                         [REFERENCE_LABELS[i] for i in self.ref_label.tolist()],
                         self.failed, self.norm, select)
-
-    def decisions(self) -> list[bytes]:
-        """Each case's similarities and match decisions as bytes: with the case, its response
-        and the scoring options, all its record is computed from (equal bytes, equal record)."""
-        slots = self.sim.tobytes() + b"|" + self.needs_sim.tobytes() + self.matched.tobytes()
-        n_sim = 8 * len(self.sim)
-        out = []
-        s0 = 0
-        for nr, nc in zip(self.n_ref, self.n_cit):
-            s1 = s0 + nr * nc
-            out.append(slots[8 * s0:8 * s1] + slots[n_sim + 1 + s0:n_sim + 1 + s1]
-                       + slots[n_sim + 1 + len(self.sim) + s0:n_sim + 1 + len(self.sim) + s1])
-            s0 = s1
-        return out
-
 
 
 def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: list[str],

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import runner
+from runner.errors import RagciteError
 from runner.matchers.base import PairError
 from runner.matchers.embeddings import (
     EmbeddingsMatcher,
@@ -18,7 +19,6 @@ from runner.matchers.embeddings import (
     estimate_tokens,
     plan_requests,
 )
-from runner.errors import RagciteError
 from tests.apis.conftest import KEY
 from tests.helpers import case
 from tests.openai_server import FakeOpenAI, Scripted

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 import runner
+from runner.errors import RagciteError
 from runner.matchers.base import PairError
 from runner.matchers.llm import LlmMatcher, answer_similarity, yes_probability
-from runner.errors import RagciteError
 from tests.apis.conftest import KEY
 from tests.helpers import case
 from tests.openai_server import FakeOpenAI, Scripted

@@ -153,35 +153,6 @@ def test_file_digest_is_stable_and_content_sensitive(tmp_path: Path) -> None:
     assert file_digest(a) != d1
 
 
-def test_a_settled_files_digest_is_kept_until_the_file_changes(tmp_path: Path) -> None:
-    # hashlib.sha256(b"a.jsonl" + b"x\n"): the file's name, then its bytes.
-    import hashlib
-    import os
-
-    from runner.data import loading
-
-    expected = {text: hashlib.sha256(b"a.jsonl" + text.encode()).hexdigest()[:16]
-                for text in ("x\n", "y\n")}
-    a = write(tmp_path / "a.jsonl", "x\n")
-    assert file_digest(a) == expected["x\n"]
-    fresh = [k for k in loading._DIGESTS if k[0] == str(a)]
-    assert fresh == []  # written just now: hashed every time (it may change again at once)
-    hour_ago = a.stat().st_mtime_ns - 3600 * 10**9
-    os.utime(a, ns=(hour_ago, hour_ago))
-    loading._SETTLED_S, settled = -1.0, loading._SETTLED_S  # its ctime is recent too
-    try:
-        assert file_digest(a) == expected["x\n"]
-        assert [k for k in loading._DIGESTS if k[0] == str(a)] != []  # kept
-        write(a, "y\n")  # same size; its times restored: the change time still differs
-        os.utime(a, ns=(hour_ago, hour_ago))
-        assert file_digest(a) == expected["y\n"]
-    finally:
-        loading._SETTLED_S = settled
-
-
-# --- JMESPath mapping ----------------------------------------------------------------------
-
-
 def test_foreign_shape_loads_by_mapping_alone() -> None:
     cases = load_cases(FIXTURES / "foreign.jsonl", mapping=FOREIGN_MAPPING)
     assert [c.id for c in cases] == ["f-1", "f-2"]

@@ -254,12 +254,12 @@ def test_chunks_on_threads_give_the_same_values_in_order() -> None:
 def test_defaults_and_identity() -> None:
     m = NgramMatcher()
     assert isinstance(m, Matcher)
-    assert (m.threshold, m.n, m.threads, m.kernel) == (0.5, 3, 0, "auto")
+    assert (m.n, m.threads, m.kernel) == (3, 0, "auto")
+    assert m.levels == {"strict": 0.75, "default": 0.5, "lenient": 0.3}
+    assert (m.similarity_range, m.cacheable) == ((0.0, 1.0), False)
     assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3}
     # Threads change no similarity: not part of the identity either.
     assert NgramMatcher(threads=3).identity() == m.identity()
-    # The threshold is not part of the identity: sweeps reuse cached similarities.
-    assert NgramMatcher(threshold=0.9).identity() == m.identity()
     assert NgramMatcher(n=2).identity() != m.identity()
 
 

@@ -94,15 +94,8 @@ def test_batch_preserves_order_and_length() -> None:
 def test_defaults_and_identity() -> None:
     m = SubstringMatcher()
     assert isinstance(m, Matcher)
-    assert m.threshold == 1.0
-    # The identity leaves the threshold out, so a threshold sweep reuses cached similarities.
+    # Binary similarity: every level is 1.0, and a matcher has no threshold of its own.
+    assert m.levels == {"strict": 1.0, "default": 1.0, "lenient": 1.0}
+    assert not hasattr(m, "threshold")
     assert m.identity() == {"class": "runner.matchers.substring.SubstringMatcher",
                             "normalize": True}
-    assert SubstringMatcher(threshold=0.3).identity() == m.identity()
-
-
-def test_threshold_must_be_a_number() -> None:
-    with pytest.raises(TypeError):
-        SubstringMatcher(threshold="high")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        SubstringMatcher(threshold=True)

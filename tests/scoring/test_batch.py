@@ -144,62 +144,41 @@ def test_case_list_reads_across_parts_like_a_list() -> None:
         joined[3]
 
 
+class _CountingMatcher(NgramMatcher):
+    """ngram, counting the pairs it is asked for."""
+
+    asked: int = 0
+
+    def similarities(self, pairs):  # type: ignore[no-untyped-def]
+        self.asked += len(pairs)
+        return super().similarities(pairs)
+
+    def similarity_array(self, texts, a, b):  # type: ignore[no-untyped-def]
+        return None
+
+
 @settings(max_examples=60, deadline=None)
-@given(batch=batches(), first=st.sampled_from([0.0, 0.3, 0.5, 1.0]),
-       then=st.sampled_from([0.0, 0.2, 0.5, 0.9]), same_source=st.booleans())
-def test_a_prepared_batch_scores_another_threshold_as_from_scratch(
-        batch: list[Case], first: float, then: float, same_source: bool) -> None:
-    # The threshold-free part of a batch (layout, ids, similarities) kept by one job serves the
-    # next job's threshold: the same records and sums as scoring that threshold from scratch,
-    # without asking the matcher again.
-    from runner.cache import CacheStats
-    from runner.pipeline import CachedMatcher
-    from runner.scoring.batch import PreparedBatches, score_batch_lazy
+@given(batch=batches(), thresholds=st.lists(st.sampled_from([0.0, 0.2, 0.3, 0.5, 0.9, 1.0]),
+                                            min_size=1, max_size=4, unique=True),
+       same_source=st.booleans())
+def test_thresholds_of_one_pass_score_as_from_scratch(
+        batch: list[Case], thresholds: list[float], same_source: bool) -> None:
+    # The batch is laid out and its similarities asked for once; each threshold's records and
+    # sums equal scoring that threshold alone.
+    from runner.scoring.batch import score_batch_lazy, score_batch_thresholds
 
     items = [(c, c.response) for c in batch]
-    prepared = PreparedBatches()
-    stats = CacheStats()
-    matcher = CachedMatcher(NgramMatcher(n=2), None, stats, None)
-    score_batch_lazy(items, matcher, ScoringOptions(threshold=first,
-                                                   require_same_source=same_source), prepared)
-    asked = stats.computed.get("similarities", 0)
-    options = ScoringOptions(threshold=then, require_same_source=same_source)
-    again = score_batch_lazy(items, matcher, options, prepared)
-    assert stats.computed.get("similarities", 0) == asked  # not asked again
-    assert prepared.hit_pairs == (asked if items else 0)
-    fresh = score_batch_lazy(items, NgramMatcher(n=2), options)
-    assert [c.to_dict() for c in again] == [c.to_dict() for c in fresh]
-    assert (again.rows, again.counts, again.labels) == (fresh.rows, fresh.counts, fresh.labels)
-
-
-def test_a_prepared_batch_is_found_only_for_the_same_objects_and_rules() -> None:
-    from runner.cache import CacheStats
-    from runner.pipeline import CachedMatcher
-    from runner.scoring.batch import PreparedBatches, score_batch_lazy
-
-    a = case([("A", "the cat sat on the mat")], [("A", "the cat sat")], id="a")
-    b = case([("B", "a dog barked")], [("B", "a dog barked at the moon")], id="b")
-    items = [(a, a.response), (b, b.response)]
-    prepared = PreparedBatches(max_entries=3)
-    stats = CacheStats()
-    matcher = CachedMatcher(NgramMatcher(n=2), None, stats, None)
-    score_batch_lazy(items, matcher, ScoringOptions(), prepared)
-    assert (len(prepared), stats.computed["similarities"]) == (1, 2)
-    copies = [(a.model_copy(), a.response), (b, b.response)]  # an equal but other case object
-    score_batch_lazy(copies, matcher, ScoringOptions(), prepared)
-    assert prepared.hit_pairs == 0 and stats.computed["similarities"] == 4
-    other_rules = ScoringOptions(require_same_source=True)
-    score_batch_lazy(items, matcher, other_rules, prepared)  # another key
-    assert prepared.hit_pairs == 0 and len(prepared) == 3
-    score_batch_lazy(items, matcher, ScoringOptions(threshold=0.9), prepared)
-    assert prepared.hit_pairs == 2 and stats.computed["similarities"] == 6
-    # Past max_entries the oldest leaves first: `items` under the default rules.
-    score_batch_lazy(items[1:], matcher, ScoringOptions(), prepared)
-    assert len(prepared) == 3
-    score_batch_lazy(items, matcher, ScoringOptions(threshold=0.9), prepared)
-    assert prepared.hit_pairs == 2 and stats.computed["similarities"] == 9
-    # A matcher without a cache namespace keeps nothing.
-    score_batch_lazy(items, NgramMatcher(n=2), ScoringOptions(), prepared)
-    assert prepared.key(items, NgramMatcher(n=2), ScoringOptions()) is None
-    prepared.clear()
-    assert (len(prepared), prepared.hit_pairs) == (0, 0)
+    matcher = _CountingMatcher(n=2)
+    decided = score_batch_thresholds(items, matcher, ScoringOptions(
+        require_same_source=same_source), thresholds)
+    once = matcher.asked
+    assert len(decided) == len(thresholds)
+    for t, again in zip(thresholds, decided):
+        options = ScoringOptions(threshold=t, require_same_source=same_source)
+        fresh = score_batch_lazy(items, NgramMatcher(n=2), options)
+        assert [c.to_dict() for c in again] == [c.to_dict() for c in fresh]
+        assert (again.rows, again.counts, again.labels) == (fresh.rows, fresh.counts,
+                                                            fresh.labels)
+    alone = _CountingMatcher(n=2)
+    score_batch_lazy(items, alone, ScoringOptions(require_same_source=same_source))
+    assert once == alone.asked  # one threshold or several: the same pairs, asked once

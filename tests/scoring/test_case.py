@@ -31,7 +31,7 @@ MATCHER_IDS = ["ngram", "substring"]
 def score(c: Case, matcher: Matcher | None = None, **options: Any) -> CaseResult:
     """Score a case the way `evaluate` does: similarities of the needed pairs, then decide."""
     m = matcher if matcher is not None else NgramMatcher()
-    options.setdefault("threshold", m.threshold)
+    options.setdefault("threshold", m.levels["default"])
     opts = ScoringOptions(**options)
     pairs = case_pairs(c, c.response, opts)
     sims = dict(zip(pairs, m.similarities(pairs))) if pairs else {}
@@ -132,9 +132,9 @@ def test_require_same_source_compares_normalised_sources() -> None:
 
 def test_similarity_equal_to_threshold_matches() -> None:
     # Table similarities exactly at, and just below, the threshold 0.5.
-    m = TableMatcher(threshold=0.5, table={("r", "at"): 0.5, ("r", "below"): 0.4999999})
+    m = TableMatcher(table={("r", "at"): 0.5, ("r", "below"): 0.4999999})
     c = case([("A", "r")], [("A", "at"), ("A", "below")])
-    r = score(c, m)
+    r = score(c, m, threshold=0.5)
     assert r.similarity == [[0.5, 0.4999999]]
     assert r.matched == [[True, False]]  # >=, not >
 
@@ -142,21 +142,21 @@ def test_similarity_equal_to_threshold_matches() -> None:
 def test_ngram_similarity_equal_to_threshold_matches() -> None:
     # Multiset overlap 2/4 = 0.5 (see test_ngram): matches at 0.5, not at 0.51.
     c = case([("A", "a b c a b c")], [("A", "a b c x a b c")])
-    assert score(c, NgramMatcher(threshold=0.5)).matched == [[True]]
-    assert score(c, NgramMatcher(threshold=0.51)).matched == [[False]]
+    assert score(c, NgramMatcher(), threshold=0.5).matched == [[True]]
+    assert score(c, NgramMatcher(), threshold=0.51).matched == [[False]]
     # 1/3 computed the same way as the threshold 1/3 -> equal -> a match.
     c = case([("A", "x a b c y")], [("A", "a b c a b c")])
-    assert score(c, NgramMatcher(threshold=1 / 3)).similarity == [[1 / 3]]
-    assert score(c, NgramMatcher(threshold=1 / 3)).matched == [[True]]
+    assert score(c, NgramMatcher(), threshold=1 / 3).similarity == [[1 / 3]]
+    assert score(c, NgramMatcher(), threshold=1 / 3).matched == [[True]]
 
 
-def test_options_threshold_is_used_not_the_matchers() -> None:
-    m = TableMatcher(threshold=0.9, default=0.6)
+def test_a_matcher_carries_no_threshold() -> None:
+    # The threshold is a setting of scoring; a matcher only says what each level means.
     c = case([("A", "r")], [("A", "c")])
-    opts = ScoringOptions(threshold=0.5)
-    r = score_case(c, c.response, {("r", "c"): 0.6}, opts)
-    assert r.matched == [[True]]  # 0.6 >= 0.5 although the matcher says 0.9
-    assert m.threshold == 0.9
+    r = score_case(c, c.response, {("r", "c"): 0.6}, ScoringOptions(threshold=0.5))
+    assert r.matched == [[True]]  # 0.6 >= 0.5
+    assert not hasattr(TableMatcher(), "threshold")
+    assert TableMatcher.levels == {"strict": 0.75, "default": 0.5, "lenient": 0.3}
 
 
 # --- counting ----------------------------------------------------------------------------------

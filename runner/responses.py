@@ -1,0 +1,69 @@
+"""The adapter stage: one response per case, from the on-disk cache or the system under test."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from tqdm import tqdm
+
+from runner.adapters.base import ModelAdapter
+from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
+from runner.data.models import Case, Response
+from runner.errors import RagciteError
+
+log = logging.getLogger("ragcite")
+
+
+def _ask(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
+    """The adapter's responses to a batch; a batch that fails makes every case an error."""
+    try:
+        answers = asyncio.run(adapter.respond(batch))
+        if len(answers) != len(batch):
+            raise RuntimeError(f"the adapter returned {len(answers)} responses for "
+                               f"{len(batch)} cases")
+        return answers
+    except RagciteError:
+        raise
+    except Exception as exc:  # the whole batch failed: every case is an error
+        log.warning("model adapter failed on a batch: %s: %s", type(exc).__name__, exc)
+        return [Response(error=f"{type(exc).__name__}: {exc}") for _ in batch]
+
+
+def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: str,
+                  cache: DiskCache | None, stats: CacheStats, batch_size: int,
+                  progress: bool) -> list[Response]:
+    """Responses for every case, from the cache when possible, else from the adapter in batches.
+
+    Responses are cached per (adapter identity, dataset, case id and query). Error responses
+    are not cached, so a rerun retries the failed cases.
+    """
+    use_cache = cache is not None and adapter.cacheable
+    ns = "resp-" + digest({"v": CACHE_VERSION, "a": adapter.identity(),
+                           "d": dataset_digest})[:32]
+    keys = [text_key(c.id, c.query) for c in cases] if use_cache else []
+    out: list[Response | None] = [None] * len(cases)
+    with cache.lock(ns) if use_cache and cache is not None else contextlib.nullcontext():
+        if use_cache and cache is not None:
+            found: dict[str, Any] = cache.get_many(ns, keys)
+            for i, k in enumerate(keys):
+                if k in found:
+                    out[i] = Response.model_validate(found[k])
+        missing = [i for i, r in enumerate(out) if r is None]
+        bar = tqdm(total=len(missing), desc="model", unit="case", disable=not progress,
+                   leave=False)
+        for start in range(0, len(missing), batch_size):
+            idx = missing[start:start + batch_size]
+            answers = _ask(adapter, [cases[i] for i in idx])
+            for i, resp in zip(idx, answers):
+                out[i] = resp
+            if use_cache and cache is not None:
+                cache.put_many(ns, [(keys[i], r.model_dump(mode="json"))
+                                    for i, r in zip(idx, answers) if r.error is None])
+            bar.update(len(idx))
+        bar.close()
+    stats.add("responses", len(cases) - len(missing), len(missing))
+    return [r if r is not None else Response(error="no response") for r in out]

@@ -1,0 +1,83 @@
+"""The thresholds a job decides: numbers or named levels, resolved for the chosen matcher.
+
+``scoring.threshold`` is a number (``0.4``), a level (``strict``, ``default``, ``lenient``: the
+matcher's own value, :attr:`Matcher.levels <runner.matchers.base.Matcher.levels>`) or a list
+of them. Each becomes a :class:`Threshold`, which also names its result folder.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runner.errors import RagciteError
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One threshold of a job.
+
+    Attributes:
+        value: A pair matches when its similarity is ``>=`` this.
+        level: The named level it came from, or None for a number.
+        index: Its position in the job's list.
+    """
+
+    value: float
+    level: str | None = None
+    index: int = 0
+
+    @property
+    def folder(self) -> str:
+        """Its result folder's name in a job of several thresholds: ``t0.5``, ``strict_t0.75``."""
+        name = f"t{self.value:g}"
+        return f"{self.level}_{name}" if self.level else name
+
+    def to_dict(self) -> dict[str, Any]:
+        """As written to metrics.json (``threshold``)."""
+        return {"value": self.value, "level": self.level, "index": self.index}
+
+
+def _one(spec: Any, levels: Mapping[str, float], bounds: tuple[float, float],
+         index: int) -> Threshold:
+    if isinstance(spec, str) and spec.strip() in levels:
+        return Threshold(float(levels[spec.strip()]), spec.strip(), index)
+    if isinstance(spec, bool):
+        raise RagciteError(f"scoring.threshold: {spec!r} is not a number or a level")
+    try:
+        value = float(spec)
+    except (TypeError, ValueError):
+        allowed = ", ".join(levels)
+        raise RagciteError(f"scoring.threshold: {spec!r} is neither a number nor a level "
+                           f"({allowed})") from None
+    low, high = bounds
+    if math.isnan(value) or not low <= value <= high:
+        raise RagciteError(f"scoring.threshold: {spec!r} is outside [{low:g}, {high:g}], the "
+                           f"similarities this matcher gives")
+    return Threshold(value, None, index)
+
+
+def resolve_thresholds(spec: Any, levels: Mapping[str, float],
+                       bounds: tuple[float, float] = (0.0, 1.0)) -> list[Threshold]:
+    """The thresholds `spec` asks for, in order, without repeats.
+
+    Args:
+        spec: A number, a level name, or a list of them (``scoring.threshold``).
+        levels: The matcher's value of each level.
+        bounds: The lowest and highest similarity the matcher gives.
+
+    Raises:
+        RagciteError: An empty list, or an item that is neither a number in `bounds` nor a
+            level.
+    """
+    items: Sequence[Any] = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+    if not items:
+        raise RagciteError("scoring.threshold: the list is empty; give at least one threshold")
+    out: list[Threshold] = []
+    for item in items:
+        found = _one(item, levels, bounds, len(out))
+        if all((t.value, t.level) != (found.value, found.level) for t in out):
+            out.append(found)
+    return out
