@@ -51,7 +51,7 @@ def test_every_option_composes_and_instantiates(compose_cfg, group: str, option:
     if group == "matcher":
         matcher = instantiate(cfg.matcher)
         assert isinstance(matcher, Matcher)
-        assert isinstance(matcher.threshold, float)
+        assert "threshold" not in cfg.matcher  # a setting of scoring, not of the matcher
     elif group == "model":
         assert isinstance(instantiate(cfg.model), ModelAdapter)
     elif group == "dataset":
@@ -65,10 +65,17 @@ def test_defaults(compose_cfg) -> None:
     cfg = compose_cfg()
     assert cfg.dataset.name == "demo"
     assert cfg.model._target_ == "runner.adapters.extractive.ExtractiveModel"
-    matcher = instantiate(cfg.matcher)
-    # The default level gives each matcher its class default.
-    assert matcher == NgramMatcher()
+    assert instantiate(cfg.matcher) == NgramMatcher()
     assert cfg.scoring.zero_division == "auto"
+
+
+def _thresholds(cfg) -> list[tuple[float, str | None]]:  # type: ignore[no-untyped-def]
+    from runner.scoring.thresholds import resolve_thresholds
+
+    matcher = instantiate(cfg.matcher)
+    spec = OmegaConf.to_container(cfg.scoring)["threshold"]  # type: ignore[index]
+    return [(t.value, t.level) for t in resolve_thresholds(spec, matcher.levels,
+                                                            matcher.similarity_range)]
 
 
 @pytest.mark.parametrize("level,matcher,expected", [
@@ -78,19 +85,30 @@ def test_defaults(compose_cfg) -> None:
 def test_threshold_levels_per_matcher(compose_cfg, level: str, matcher: str,
                                       expected: float) -> None:
     cfg = compose_cfg(f"matcher={matcher}", f"threshold={level}")
-    assert instantiate(cfg.matcher).threshold == expected
+    assert cfg.scoring.threshold == level
+    assert _thresholds(cfg) == [(expected, level)]
 
 
 def test_numeric_threshold_overrides_the_level(compose_cfg) -> None:
-    cfg = compose_cfg("threshold=strict", "matcher.threshold=0.4")
-    assert instantiate(cfg.matcher).threshold == 0.4
+    cfg = compose_cfg("threshold=strict", "scoring.threshold=0.4")
+    assert _thresholds(cfg) == [(0.4, None)]
+    cfg = compose_cfg("scoring.threshold=[0.4,strict,lenient]")
+    assert _thresholds(cfg) == [(0.4, None), (0.75, "strict"), (0.3, "lenient")]
 
 
-def test_default_level_equals_class_defaults(compose_cfg) -> None:
-    # A default lives in the class; threshold/default.yaml must agree with it.
-    for name, cls in (("ngram", NgramMatcher), ("substring", SubstringMatcher)):
-        cfg = compose_cfg(f"matcher={name}")
-        assert cfg.matcher.threshold == cls().threshold
+def test_the_default_is_the_default_level(compose_cfg) -> None:
+    cfg = compose_cfg()
+    assert cfg.scoring.threshold == "default"
+    assert _thresholds(cfg) == [(0.5, "default")]
+
+
+def test_the_old_spelling_of_the_threshold_is_read_as_the_canonical_key() -> None:
+    from runner.cli import canonical_args
+
+    assert canonical_args(["-m", "matcher.threshold=0.3,0.5", "threshold=0.4", "threshold=strict",
+                           "threshold=[0.2,0.4]", "matcher=ngram"]) == [
+        "-m", "scoring.threshold=0.3,0.5", "scoring.threshold=0.4", "threshold=strict",
+        "scoring.threshold=[0.2,0.4]", "matcher=ngram"]
 
 
 def test_typo_key_is_rejected_with_full_key(compose_cfg) -> None:
@@ -123,18 +141,17 @@ def test_unknown_option_is_rejected(compose_cfg) -> None:
     assert "Could not find 'matcher/fuzzy'" in str(info.value)
 
 
-def test_user_class_plugs_in_through_target(compose_cfg) -> None:
-    cfg = compose_cfg("matcher=ngram")
+def test_user_class_plugs_in_through_target() -> None:
     node = OmegaConf.create({"_target_": "runner.matchers.substring.SubstringMatcher",
-                             "threshold": cfg.matcher.threshold})
+                             "normalize": False})
     matcher = instantiate(node)
-    assert isinstance(matcher, SubstringMatcher) and matcher.threshold == 0.5
+    assert isinstance(matcher, SubstringMatcher) and matcher.normalize is False
 
 
 def test_yaml_files_hold_values_only() -> None:
     # Schemas live in code: every option YAML of a plug-in group starts from its schema.
     conf = Path(__file__).resolve().parent.parent / "conf"
-    for group in ("dataset", "model", "matcher", "threshold", "scoring", "tracking", "report"):
+    for group in ("dataset", "model", "matcher", "scoring", "tracking", "report"):
         for path in (conf / group).glob("*.yaml"):
             text = path.read_text(encoding="utf-8")
             assert "/schema/" in text, f"{path} does not start from a schema"

@@ -18,9 +18,22 @@ from typing import Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
 
 THRESHOLD_KEYS = ("scoring.threshold", "threshold")
 """Override keys that choose a threshold: the value, and the named level (a config group)."""
+LEVELS = ("strict", "default", "lenient")
+
+
+def _check(spec: str) -> None:
+    """Refuse, before any job runs, a threshold that is neither a number nor a level."""
+    if spec in LEVELS:
+        return
+    try:
+        float(spec)
+    except ValueError:
+        raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a level "
+                             f"({', '.join(LEVELS)})") from None
 
 
 def _key(override: str) -> str:
@@ -64,6 +77,7 @@ def group_thresholds(jobs: Sequence[Sequence[str]]) -> list[list[str]]:
             alone[tuple(job)] = list(job)
             order.append(("alone", tuple(job)))
             continue
+        _check(spec)
         if key not in groups:
             groups[key] = []
             first[key] = list(job)

@@ -1,0 +1,75 @@
+"""The plug-in contracts: every option of conf/matcher and conf/model implements the whole
+protocol the runner uses (runner.matchers.base.Matcher, runner.adapters.base.ModelAdapter)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import pytest
+from hydra.utils import instantiate
+
+from runner.adapters.base import ModelAdapter
+from runner.matchers.base import LEVELS, Matcher
+from tests.conftest import options
+from tests.test_config import REQUIRED, SERVER_OPTIONS
+
+MATCHER_MEMBERS = ("similarities", "similarity_array", "identity", "for_workload", "bind_cache",
+                   "check", "usage")
+ADAPTER_MEMBERS = ("identity", "bind", "respond", "check", "usage")
+
+
+def _build(compose_cfg: Any, group: str, option: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    if (group, option) in SERVER_OPTIONS:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+    cfg = compose_cfg(f"{group}={option}", *REQUIRED.get((group, option), []))
+    try:
+        return instantiate(cfg[group], _convert_="all")
+    except Exception as exc:  # an optional extra that is not installed
+        if "pip install" in str(exc) or isinstance(exc.__cause__, ImportError):
+            pytest.skip(f"{option}: {exc}")
+        raise
+
+
+@pytest.mark.parametrize("option", options("matcher"))
+def test_every_matcher_implements_the_whole_protocol(compose_cfg, option: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    matcher = _build(compose_cfg, "matcher", option, monkeypatch)
+    assert isinstance(matcher, Matcher)
+    for name in MATCHER_MEMBERS:
+        assert callable(getattr(matcher, name)), name
+    low, high = matcher.similarity_range
+    assert low < high
+    assert tuple(matcher.levels) == LEVELS
+    assert all(low <= v <= high for v in matcher.levels.values())
+    assert matcher.levels["strict"] >= matcher.levels["default"] >= matcher.levels["lenient"]
+    assert isinstance(matcher.cacheable, bool)
+    assert "threshold" not in matcher.identity()  # a matcher carries no threshold
+    assert isinstance(matcher.for_workload(10, 2), Matcher)
+    try:
+        matcher.check()  # with a key set, nothing to refuse
+    except Exception as exc:
+        assert "pip install" in str(exc)  # an optional extra that is not installed
+        assert option == "local_embeddings"
+    usage = matcher.usage()
+    assert usage is None or isinstance(usage, dict)
+    if not matcher.cacheable:  # a local matcher: its fast path agrees with its pairs
+        texts = ["the cat sat on the mat", "the cat sat"]
+        fast = matcher.similarity_array(texts, np.array([0]), np.array([1]))
+        slow = matcher.similarities([(texts[0], texts[1])])
+        assert fast is None or fast.tolist() == slow
+
+
+@pytest.mark.parametrize("option", options("model"))
+def test_every_adapter_implements_the_whole_protocol(compose_cfg, option: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    adapter = _build(compose_cfg, "model", option, monkeypatch)
+    assert isinstance(adapter, ModelAdapter)
+    for name in ADAPTER_MEMBERS:
+        assert callable(getattr(adapter, name)), name
+    assert inspect.iscoroutinefunction(adapter.respond)
+    assert isinstance(adapter.cacheable, bool)
+    assert isinstance(adapter.identity(), dict)
+    usage = adapter.usage()
+    assert usage is None or isinstance(usage, dict)
