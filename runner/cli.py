@@ -92,11 +92,11 @@ def _report(outcomes: list[Outcome], out: Path) -> int:
     """Log each result's summary and failed gates; the exit status they give."""
     status = 0
     for outcome in outcomes:
-        label = f"threshold {outcome.threshold.value:g}" + (
-            f" ({outcome.threshold.level})" if outcome.threshold.level else "")
-        log.info("%s: %s", label, summary_line(outcome.result))
+        label = "" if len(outcomes) == 1 else f" ({outcome.folder.name})"
+        log.info("threshold %g%s: %s", outcome.threshold.value, label,
+                 summary_line(outcome.result))
         for reason in outcome.failures:
-            log.error("ragcite: gate failed at %s: %s", label, reason)
+            log.error("ragcite: gate failed%s: %s", label, reason)
             status = 1
     log.info("results: %s", out)
     return status
