@@ -34,17 +34,17 @@ class CachedMatcher:
         self.namespace = "sim-" + digest({"v": CACHE_VERSION, "m": inner.identity()})[:32]
 
     @property
-    def levels(self) -> Mapping[str, float]:  # type: ignore[override]
+    def levels(self) -> Mapping[str, float]:
         """The wrapped matcher's levels."""
         return self.inner.levels
 
     @property
-    def similarity_range(self) -> tuple[float, float]:  # type: ignore[override]
+    def similarity_range(self) -> tuple[float, float]:
         """The wrapped matcher's similarity range."""
         return self.inner.similarity_range
 
     @property
-    def cacheable(self) -> bool:  # type: ignore[override]
+    def cacheable(self) -> bool:
         """The wrapped matcher's ``cacheable``."""
         return self.inner.cacheable
 
@@ -52,7 +52,7 @@ class CachedMatcher:
         """The wrapped matcher's identity."""
         return self.inner.identity()
 
-    def for_workload(self, n_pairs: int, processes: int = 1) -> CachedMatcher:
+    def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
         """The same cache around the wrapped matcher set up for this workload."""
         return CachedMatcher(self.inner.for_workload(n_pairs, processes), self.cache,
                              self.stats)

@@ -20,13 +20,13 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.evaluate import count_pairs, score_batches
 from runner.matchers.base import Matcher
 from runner.scoring.aggregate import Aggregator
+from runner.scoring.batch import BatchResults
 from runner.scoring.case import ScoringOptions
 
 
@@ -90,12 +90,14 @@ def score_chunk(job: _Job, start: int, end: int) -> ChunkResult:
         for scored in score_batches(zip(job.cases[start:end], job.responses[start:end]),
                                     job.matcher, job.options, job.thresholds,
                                     batch_size=max(end - start, 1)):
+            before: tuple[BatchResults, list[bytes]] | None = None
             for k, (agg, batch) in enumerate(zip(aggs, scored)):
                 agg.add_batch(batch)
-                shared, decided = batch.lines()
-                if k == 0:
-                    passages.extend(shared)
+                # A case decided as at the threshold before keeps that threshold's line.
+                shared, decided = batch.lines(passages=k == 0, like=before)
+                passages.extend(shared)
                 lines[k].extend(decided)
+                before = (batch, decided)
     return ChunkResult(passages, lines, aggs)
 
 

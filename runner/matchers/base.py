@@ -53,9 +53,20 @@ class Matcher(Protocol):
             faster than a lookup; they are also the ones scored in worker processes).
     """
 
-    levels: ClassVar[Mapping[str, float]]
-    similarity_range: ClassVar[tuple[float, float]]
-    cacheable: ClassVar[bool]
+    @property
+    def levels(self) -> Mapping[str, float]:
+        """The threshold of each named level (a class attribute of most matchers)."""
+        ...
+
+    @property
+    def similarity_range(self) -> tuple[float, float]:
+        """The lowest and highest similarity."""
+        ...
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether the on-disk similarity cache pays."""
+        ...
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """One similarity per pair, in order (a :class:`PairError` for a failed pair).

@@ -233,14 +233,39 @@ class BatchResults(CaseSequence):
                 raise RuntimeError("BatchResults: scored position without scored cases")
             with gc_paused():  # without `select` every record is built
                 self._records = cast(list[CaseResult], self._scored.records())
-            self._scored = None  # the flat data are no longer needed
         return self._records[k]
 
-    def lines(self) -> tuple[list[bytes], list[bytes]]:
-        """Each case's ``passages.jsonl`` and ``cases.jsonl`` lines, in order."""
-        records = list(self)
-        return ([json_line(c.passages_dict()) for c in records],
-                [json_line(c.decisions_dict()) for c in records])
+    def lines(self, passages: bool = True,
+              like: tuple[BatchResults, list[bytes]] | None = None,
+              ) -> tuple[list[bytes], list[bytes]]:
+        """Each case's ``passages.jsonl`` and ``cases.jsonl`` lines, in order.
+
+        Args:
+            passages: Whether to make the passages lines (another threshold of the same batch
+                may have made them).
+            like: Another threshold's results of the same batch and their ``cases.jsonl``
+                lines: a case whose match decisions are the same there takes that line (a
+                line follows from the case, its response, its decisions and the scoring
+                options, which the thresholds of one batch share), and only the others are
+                built.
+        """
+        shared = [json_line(c.passages_dict()) for c in self] if passages else []
+        scored = self._scored
+        if like is None or scored is None or like[0]._scored is None:
+            return shared, [json_line(c.decisions_dict()) for c in self]
+        same = scored.same_decisions(like[0]._scored)
+        build = [k for k, kept in enumerate(same) if not kept]
+        built = scored.records(build)
+        out = []
+        for pos, k in enumerate(self._where):
+            if k >= 0 and not same[k]:
+                record = built[k]
+                if record is None:  # pragma: no cover - every changed case is built above
+                    raise RuntimeError(f"case {pos} was not built")
+                out.append(json_line(record.decisions_dict()))
+            else:  # an error, or the same decisions: the same line
+                out.append(like[1][pos])
+        return shared, out
 
 
 @dataclass

@@ -60,6 +60,16 @@ class Scored:
         self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
                        **{f"reference_{k}": v for k, v in zip(REFERENCE_LABELS, ref_counts)}}
 
+    def same_decisions(self, other: Scored) -> list[bool]:
+        """Per case, whether `other` (the same batch at another threshold) decided every one of
+        its pairs the same way."""
+        ends = np.cumsum(np.array(self.n_ref, dtype=np.int64) * np.array(self.n_cit,
+                                                                          dtype=np.int64))
+        differ = np.flatnonzero(self.matched != other.matched)
+        changed = np.zeros(len(ends), dtype=bool)
+        changed[np.searchsorted(ends, differ, side="right")] = True
+        return (~changed).tolist()
+
     def records(self, select: Collection[int] | None = None) -> list[CaseResult | None]:
         """Every case's record (failed ones as their error records), in case order; with
         `select`, only those cases' (None in the others' places)."""
