@@ -161,7 +161,7 @@ def evaluate(
         stored = [r for _, r in pairs]
         m = for_workload(m, count_pairs(cases, stored))
         pairs = zip(cases, stored)
-    agg = Aggregator(zero_division, bootstrap_resamples, confidence, seed)
+    agg = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave
