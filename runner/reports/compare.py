@@ -211,8 +211,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "run"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The ``ragcite-compare`` console script."""
+def _parser() -> argparse.ArgumentParser:
+    """The arguments of ``ragcite-compare``."""
     parser = argparse.ArgumentParser(
         prog="ragcite-compare",
         description="Compare two ragcite runs (A = baseline, B = candidate): per-metric "
@@ -221,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Gates: a gated metric fails when the upper end of the paired CI of B − A is "
                "below -MAX_DROP (B significantly worse by more than MAX_DROP). Exit status: "
                "0 all gates pass, 1 a gate failed, 2 bad input.")
-    parser.add_argument("a", help="baseline: a run folder or an MLflow run id")
-    parser.add_argument("b", help="candidate: a run folder or an MLflow run id")
+    parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
+    parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
     parser.add_argument("--out", type=Path, default=None,
                         help="the HTML report (default: outputs/compare/A_vs_B.html); "
                              "the JSON summary is written beside it")
@@ -247,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--top", type=int, default=50,
                         help="changed cases listed in the report (default 50)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``ragcite-compare`` console script."""
+    parser = _parser()
     args = parser.parse_args(argv)
     if not 0.0 < args.confidence < 1.0:
         parser.error("--confidence must be between 0 and 1")
