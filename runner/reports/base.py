@@ -51,7 +51,8 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
     ``_target_`` (no ``report`` section: :class:`NoReports`).
 
     Raises:
-        ValueError: The section has no ``_target_``, or it does not make a :class:`Reports`.
+        ValueError: The section has no ``_target_``, its target fails (a bad option), or it
+            does not make a :class:`Reports`.
     """
     section = cfg.get("report")
     if not section:
@@ -59,9 +60,13 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
     if not isinstance(section, Mapping) or not section.get("_target_"):
         raise ValueError("report: a report section needs a _target_ (e.g. "
                          "runner.reports.html.HtmlReports); use report=none for no reports")
+    from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
-    reports = instantiate(dict(section), _convert_="all")
+    try:
+        reports = instantiate(dict(section), _convert_="all")
+    except InstantiationException as exc:
+        raise ValueError(f"report: {exc}") from exc
     if not isinstance(reports, Reports):
         raise ValueError(f"report._target_ {section['_target_']!r} does not render reports "
                          "(render_run, render_runs, render_sweep)")
