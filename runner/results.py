@@ -330,8 +330,9 @@ def iter_records(result_dir: str | Path,
     for n, decided in enumerate(iter_decisions(folder), 1):
         shared = next(passages, None)
         if shared is None or shared["id"] != decided["id"]:
+            found = None if shared is None else shared["id"]
             raise ValueError(f"{folder / CASES_FILE}, case {n}: id {decided['id']!r} does not "
-                             f"match the passages file ({None if shared is None else shared['id']!r})")
+                             f"match the passages file ({found!r})")
         shared.update(decided)
         yield shared
 
