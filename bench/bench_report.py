@@ -5,8 +5,8 @@ Run from the repository root::
     .venv/bin/python bench/bench_report.py [--n 10000] [--seed 0] [--repeat 3] [--embed auto]
 
 Steps: ``bench/synth.py`` generates `n` cases (3 references and 3 citations of ~40 words each),
-``runner.evaluate`` scores them with the default ngram matcher, ``runner.results.write_cases`` /
-``write_metrics`` write the results folder, and ``runner.reports.render_run_report`` renders
+``runner.evaluate`` scores them with the default ngram matcher, ``runner.results.write_result``
+writes the result folder, and ``runner.reports.render_run_report`` renders
 ``report.html``. Then headless Chromium (Debian's ``/usr/bin/chromium``, through Playwright)
 opens the report from ``file://`` `repeat` times, each in a fresh browser context, and measures:
 
@@ -53,7 +53,7 @@ def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
 
     import runner
     from runner.reports.run import render_run_report
-    from runner.results import write_cases, write_metrics
+    from runner.results import write_result
 
     t0 = time.perf_counter()
     data = folder / "synth.jsonl"
@@ -72,15 +72,15 @@ def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
                     "threshold_level": "default"},
         "scoring": {"bands": {"green": 0.75, "medium": 0.25}},
     }
-    write_cases(folder / "cases.jsonl", result.cases)
-    write_metrics(folder / "metrics.json", result)
+    write_result(folder, result)
     t3 = time.perf_counter()
     path = render_run_report(folder, options={"embed": embed})
     t4 = time.perf_counter()
     return {
         "generate_load_s": round(t1 - t0, 3), "evaluate_s": round(t2 - t1, 3),
         "write_s": round(t3 - t2, 3), "render_s": round(t4 - t3, 3),
-        "cases_jsonl_mb": round((folder / "cases.jsonl").stat().st_size / 1e6, 2),
+        "cases_jsonl_mb": round(((folder / "cases.jsonl").stat().st_size
+                                 + (folder / "passages.jsonl").stat().st_size) / 1e6, 2),
         "report_mb": round(path.stat().st_size / 1e6, 2), "report": path,
     }
 

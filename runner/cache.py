@@ -13,7 +13,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import shutil
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +20,6 @@ from pathlib import Path
 from typing import Any
 
 CACHE_VERSION = 1
-
-
-REPORT_TEXTS_DIR = "report-texts"
-"""The folder under ``cache.dir`` where run reports keep their packed passages
-(:class:`runner.reports.cases.TextsCache`)."""
 
 
 def digest(obj: Any) -> str:
@@ -121,7 +115,6 @@ class DiskCache:
             raise
 
     def clear(self) -> None:
-        """Delete every entry, and the reports' stored passages (:data:`REPORT_TEXTS_DIR`)."""
+        """Delete every entry."""
         self._conn.execute("DELETE FROM kv")
         self._conn.execute("VACUUM")
-        shutil.rmtree(self.dir / REPORT_TEXTS_DIR, ignore_errors=True)

@@ -165,7 +165,8 @@ def evaluate(
         stored = [r for _, r in pairs]
         m = m.for_workload(count_pairs(cases, stored))
         pairs = zip(cases, stored)
-    aggs = [Aggregator(zero_division, bootstrap_resamples, confidence, seed) for _ in decided]
+    aggs = [Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
+            for _ in decided]
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave

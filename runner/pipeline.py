@@ -161,7 +161,10 @@ def _score(run: _Run, matcher: Matcher, cases: list[Case], responses: list[Respo
     options = scoring_options(scoring, thresholds[0].value)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
-                       float(boot["confidence"]), int(cfg.get("seed", 0)), keep_cases=False)
+                       float(boot["confidence"]), int(cfg.get("seed", 0)), keep_cases=False,
+                       bands=options.bands,
+                       max_failed_listed=int((cfg.get("report") or {}).get("max_failed_listed",
+                                                                            500)))
     aggs = [empty.empty() for _ in thresholds]
     run.workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
     bar = tqdm(total=len(cases), desc="score", unit="case",

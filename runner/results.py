@@ -176,6 +176,12 @@ class RunResult:
         labels: Counts of every citation and reference label.
         n_cases, n_scored, n_errors: Cases seen, scored, and failed (not scored).
         counts: Pooled counts behind the micro figures.
+        histograms: Per metric, the per-case values of the scored cases in equal bins over
+            [0, 1] (``{"low", "high", "bins", "counts", "undefined"}``; see
+            :func:`runner.scoring.aggregate.histogram`).
+        bands: The band of each macro mean under the run's bands (None when undefined).
+        failed: ``{"count": n, "listed": [{"id", "error"}, ...]}``: the failed cases, the
+            first few of them listed in case order.
         extra: Anything else the runner records (config summary, timings, usage, gates).
         cases: The per-case results (not part of ``metrics.json``).
     """
@@ -190,6 +196,9 @@ class RunResult:
     counts: dict[str, int] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    histograms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bands: dict[str, str | None] = field(default_factory=dict)
+    failed: dict[str, Any] = field(default_factory=dict)
     cases: Sequence[CaseResult] = field(default_factory=list, repr=False)
 
     @property
@@ -212,6 +221,9 @@ class RunResult:
             "labels": self.labels,
             "counts": self.counts,
             "bootstrap": self.bootstrap,
+            "bands": self.bands,
+            "histograms": self.histograms,
+            "failed": self.failed or {"count": self.n_errors, "listed": []},
             **self.extra,
         }
 

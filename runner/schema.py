@@ -210,19 +210,20 @@ class MlflowTrackingConf(TrackingConf):
 
 @dataclass
 class ReportConf:
-    """Which reports are written. `none` switches reports off."""
+    """Which reports are written: the class named by `_target_` (runner.reports.base.Reports),
+    made by runner.reports.base.make_reports. `none` (NoReports) writes none."""
 
-    format: str = "none"
+    _target_: str = "runner.reports.base.NoReports"
 
 
 @dataclass
 class HtmlReportConf(ReportConf):
-    """Self-contained HTML reports (`report=html`): report.html per run, sweep.html per sweep.
+    """Self-contained HTML reports (`report=html`): report.html per result, sweep.html per sweep.
 
-    See runner/reports/run.py::HtmlOptions, which reads these keys from the run's config.yaml.
+    The fields of runner.reports.html.HtmlReports (runner/reports/options.py::HtmlOptions).
     """
 
-    format: str = "html"
+    _target_: str = "runner.reports.html.HtmlReports"
     page_size: int = 50
     max_cases: Optional[int] = 20000
     max_text_chars: int = 10000

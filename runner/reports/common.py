@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -28,11 +27,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import jinja2
-import numpy as np
 import orjson
 from markupsafe import Markup
 
-from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS
+from runner.scoring.bands import BAND_TEXT
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import METRIC_KEYS
 
@@ -102,14 +100,6 @@ def signed(value: Any, digits: int = 3) -> str:
 def pct(part: float, whole: float) -> str:
     """``part`` as a percentage of ``whole`` (``—`` when whole is 0)."""
     return "—" if not whole else f"{100.0 * part / whole:.0f}%"
-
-
-def band_of(value: float | None, bands: Mapping[str, float] | None = None) -> str:
-    """The band name of a value (``none`` when undefined) with the run's thresholds."""
-    from runner.scoring.bands import band
-
-    name = band(value, dict(bands or DEFAULT_BANDS))
-    return name or "none"
 
 
 def short_date(iso: str | None) -> str:
@@ -272,17 +262,3 @@ def write_html(path: Path, text: str) -> Path:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return path
-
-
-def histogram(values: Sequence[float], bins: int = 20) -> list[int]:
-    """Counts of `values` in `bins` equal bins over [0, 1]; 1.0 falls in the last bin.
-
-    Value v falls in bin ``floor(v * bins)``; values outside [0, 1] (a raw cosine below 0) are
-    clipped into the end bins.
-    """
-    if not len(values):
-        return [0] * bins
-    index = np.floor(np.asarray(values, dtype=float) * bins)
-    index = np.clip(index, 0, bins - 1).astype(np.int64)
-    counts: list[int] = np.bincount(index, minlength=bins).tolist()
-    return counts

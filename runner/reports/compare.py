@@ -1,7 +1,8 @@
 """Compare two runs: ``ragcite-compare A B`` writes an HTML report and a JSON summary.
 
-A and B are run folders (holding ``metrics.json`` and ``cases.jsonl``) or MLflow run ids, whose
-two artifacts are downloaded with the MLflow client. Cases are paired by id. For each metric the
+A and B are result folders (``metrics.json``, ``cases.jsonl`` and the passages file
+``metrics.json`` names, read with :mod:`runner.results`) or MLflow run ids, whose three artifacts
+are downloaded with the MLflow client. Cases are paired by id. For each metric the
 report shows both macro means, their difference, and a paired bootstrap confidence interval of
 the per-case differences B − A (cases scored in both runs, where both values are defined); then
 the cases that changed most.
@@ -19,162 +20,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import re
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from runner.reports.common import (
-    LABEL_TEXT,
-    METRIC_KEYS,
-    METRIC_NAMES,
-    band_of,
-    fmt,
-    render,
-    safe_href,
-    signed,
-    write_html,
-)
-from runner.results import CASES_FILE, METRICS_FILE, CaseResult, read_cases, read_metrics
+from runner.reports.common import METRIC_KEYS, fmt, signed
+from runner.reports.compare_load import CompareError, RunData, load_run, tracking_uri_from
+from runner.reports.compare_report import render_compare_report
+from runner.results import CaseResult
 from runner.scoring.aggregate import bootstrap_ci
 
 COMPARE_SCHEMA_VERSION = 1
-_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-_EXPLAIN_KEYS = ("context_recall", "context_precision", "context",
-                 "source_recall", "source_precision", "source")
-
-
-class CompareError(Exception):
-    """Bad input for a comparison (exit status 2)."""
-
-
-@dataclass
-class RunData:
-    """One side of a comparison: its results files, read."""
-
-    label: str
-    source: str
-    metrics: dict[str, Any]
-    cases: dict[str, CaseResult] = field(default_factory=dict)
-    link: str | None = None
-
-
-# --- loading ------------------------------------------------------------------------------------
-
-
-def _read_folder(folder: Path, label: str, source: str, link: str | None = None) -> RunData:
-    metrics_path, cases_path = folder / METRICS_FILE, folder / CASES_FILE
-    if not metrics_path.is_file():
-        raise CompareError(f"{source}: no {METRICS_FILE} (is it a ragcite run folder?)")
-    if not cases_path.is_file():
-        raise CompareError(f"{source}: no {CASES_FILE}: the per-case results are needed to "
-                           "pair cases")
-    try:
-        metrics = read_metrics(metrics_path)
-    except (ValueError, OSError) as exc:
-        raise CompareError(str(exc)) from None
-    cases: dict[str, CaseResult] = {}
-    try:
-        for case in read_cases(cases_path):
-            if case.id in cases:
-                raise CompareError(f"{cases_path}: case id {case.id!r} occurs twice; cases "
-                                   "are paired by id")
-            cases[case.id] = case
-    except (ValueError, KeyError, OSError) as exc:
-        raise CompareError(f"{cases_path}: unreadable: {exc}") from None
-    return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link)
-
-
-def tracking_uri_from(arg: str | None) -> str | None:
-    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present."""
-    if arg:
-        return arg
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    default = Path("outputs") / "mlflow.db"
-    if default.is_file():
-        return f"sqlite:///{default.resolve()}"
-    return None
-
-
-def _find_artifact(client: Any, run_id: str, name: str, path: str = "",
-                   depth: int = 3) -> str | None:
-    """The artifact path of the first file called `name` (breadth-first, a few levels deep)."""
-    level = [path]
-    for _ in range(depth):
-        deeper = []
-        for folder in level:
-            for info in client.list_artifacts(run_id, folder or None):
-                if info.is_dir:
-                    deeper.append(info.path)
-                elif info.path.rsplit("/", 1)[-1] == name:
-                    return str(info.path)
-        level = deeper
-    return None
-
-
-def _download_run(run_id: str, tracking_uri: str | None, workdir: Path) -> RunData:
-    if not tracking_uri:
-        raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
-                           "--tracking-uri or MLFLOW_TRACKING_URI")
-    try:
-        from mlflow.artifacts import download_artifacts
-        from mlflow.tracking import MlflowClient
-    except ImportError:  # pragma: no cover - mlflow is a dependency
-        raise CompareError("reading MLflow runs needs the mlflow package") from None
-    dst = workdir / run_id
-    dst.mkdir(parents=True, exist_ok=True)
-    client = MlflowClient(tracking_uri=tracking_uri)
-    try:
-        run = client.get_run(run_id)
-    except Exception as exc:
-        raise CompareError(f"MLflow run {run_id} not found at {_mask(tracking_uri)}: "
-                           f"{type(exc).__name__}: {exc}") from None
-    for name in (METRICS_FILE, CASES_FILE):
-        try:
-            path = _find_artifact(client, run_id, name)
-        except Exception as exc:
-            raise CompareError(f"MLflow run {run_id}: cannot list artifacts: {exc}") from None
-        if path is None:
-            raise CompareError(f"MLflow run {run_id} has no {name} artifact")
-        try:
-            local = download_artifacts(run_id=run_id, artifact_path=path, dst_path=str(dst),
-                                       tracking_uri=tracking_uri)
-        except Exception as exc:
-            raise CompareError(f"MLflow run {run_id}: cannot download {path}: {exc}") from None
-        if Path(local).resolve() != (dst / name).resolve():
-            Path(local).replace(dst / name)
-    name = run.info.run_name or run_id[:8]
-    link = None
-    if tracking_uri.startswith(("http://", "https://")):
-        link = (f"{_mask(tracking_uri).rstrip('/')}/#/experiments/{run.info.experiment_id}"
-                f"/runs/{run_id}")
-    return _read_folder(dst, label=name, source=f"mlflow run {run_id}", link=link)
-
-
-def _mask(uri: str) -> str:
-    """A URI without any user:password part (never shown or written)."""
-    return re.sub(r"//[^/@]*@", "//", uri)
-
-
-def load_run(spec: str, tracking_uri: str | None, workdir: Path) -> RunData:
-    """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)."""
-    path = Path(spec)
-    if path.is_file() and path.name == METRICS_FILE:
-        path = path.parent
-    if path.is_dir():
-        return _read_folder(path, label=path.resolve().name, source=str(path))
-    run_id = spec[len("runs:/"):].strip("/") if spec.startswith("runs:/") else spec
-    if _RUN_ID.match(run_id):
-        return _download_run(run_id, tracking_uri, workdir)
-    raise CompareError(f"{spec}: neither a run folder nor an MLflow run id (32 hex digits)")
+__all__ = ["CompareError", "RunData", "check_gates", "compare_runs", "load_run", "main",
+           "render_compare_report"]
 
 
 # --- comparing ----------------------------------------------------------------------------------
@@ -208,7 +71,7 @@ def _side_summary(run: RunData) -> dict[str, Any]:
         "model": (m.get("model") or {}).get("name"),
         "model_params": _params((m.get("model") or {}).get("identity")),
         "matcher_params": _params(matcher.get("identity")),
-        "matcher": matcher.get("name"), "threshold": matcher.get("threshold"),
+        "matcher": matcher.get("name"), "threshold": (m.get("threshold") or {}).get("value"),
         "n_cases": m.get("n_cases"), "n_scored": m.get("n_scored"),
         "n_errors": m.get("n_errors"), "error_rate": m.get("error_rate"),
         "metrics": {k: (m.get("metrics") or {}).get(k) for k in METRIC_KEYS},
@@ -344,98 +207,12 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
             "active": bool(chosen) or max_new_errors is not None}
 
 
-# --- report -------------------------------------------------------------------------------------
-
-
-def _forest(comparison: Mapping[str, Any], max_drop: float | None) -> dict[str, Any]:
-    """Geometry of the difference chart: each metric's paired mean and interval around 0."""
-    entries = comparison["metrics"]
-    extent = 0.05
-    for key in METRIC_KEYS:
-        e = entries[key]
-        for v in (e["paired_mean_delta"], *(e["ci"] or [])):
-            if v is not None and math.isfinite(v):
-                extent = max(extent, abs(v))
-    if max_drop:
-        extent = max(extent, float(max_drop))
-    extent = min(1.0, math.ceil(extent * 1.15 * 20) / 20)
-    width, left, right, row_h, top = 560.0, 130.0, 20.0, 26.0, 28.0
-
-    def x(v: float) -> float:
-        return round(left + (v + extent) / (2 * extent) * (width - left - right), 2)
-
-    rows = []
-    for i, key in enumerate(METRIC_KEYS):
-        e = entries[key]
-        y = top + i * row_h + row_h / 2
-        rows.append({"key": key, "name": METRIC_NAMES[key], "y": y,
-                     "mean": None if e["paired_mean_delta"] is None else x(e["paired_mean_delta"]),
-                     "ci": None if e["ci"] is None else [x(e["ci"][0]), x(e["ci"][1])],
-                     "verdict": e["verdict"]})
-    ticks = [{"x": x(t), "label": f"{t:+g}" if t else "0"}
-             for t in (-extent, -extent / 2, 0.0, extent / 2, extent)]
-    return {"width": width, "height": top + len(METRIC_KEYS) * row_h + 22, "left": left,
-            "zero": x(0.0), "rows": rows, "ticks": ticks, "top": top,
-            "bottom": top + len(METRIC_KEYS) * row_h,
-            "drop": x(-float(max_drop)) if max_drop else None}
-
-
-def _case_side(case: CaseResult, bands: Mapping[str, float]) -> dict[str, Any]:
-    response = case.response or {}
-    cits = response.get("citations") or []
-    return {
-        "error": case.error,
-        "answer": response.get("answer"),
-        "citations": [{"source": c.get("source", ""), "content": c.get("content", ""),
-                       "label": case.citation_labels[j] if j < len(case.citation_labels) else ""}
-                      for j, c in enumerate(cits)],
-        "references": [{"source": r.get("source", ""), "content": r.get("content", ""),
-                        "label": case.reference_labels[i] if i < len(case.reference_labels)
-                        else ""} for i, r in enumerate(case.references)],
-        "explanations": [case.explanations[k] for k in _EXPLAIN_KEYS if case.explanations.get(k)],
-        "bands": {k: band_of(case.metrics.get(k), bands) for k in METRIC_KEYS},
-    }
-
-
-def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
-                          gates: Mapping[str, Any], output: Path,
-                          max_drop: float | None = None) -> Path:
-    """Write the comparison report (HTML) to `output`."""
-    bands_a = (a.metrics.get("scoring") or {}).get("bands") or {"green": 0.75, "medium": 0.25}
-    bands_b = (b.metrics.get("scoring") or {}).get("bands") or {"green": 0.75, "medium": 0.25}
-    changed = []
-    for entry in comparison["changed"]:
-        ca, cb = a.cases[entry["id"]], b.cases[entry["id"]]
-        changed.append({**entry, "query": ca.query, "side_a": _case_side(ca, bands_a),
-                        "side_b": _case_side(cb, bands_b)})
-    rows = []
-    for key in METRIC_KEYS:
-        e = comparison["metrics"][key]
-        rows.append({"key": key, "name": METRIC_NAMES[key], **e,
-                     "band_a": band_of(e["a"], bands_a), "band_b": band_of(e["b"], bands_b),
-                     "gated": key in gates["metrics"],
-                     "failed": any(f.startswith(key + ":") for f in gates["failures"])})
-    sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
-    for side in sides.values():
-        side["href"] = safe_href(side.get("link"))
-        # Two runs of one config share a name: the heading then uses the folder or run id.
-        side["title"] = (side["name"] if comparison["a"]["name"] != comparison["b"]["name"]
-                         else side["label"])
-    context = {
-        "title": f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
-        "A": sides["a"], "B": sides["b"], "cmp": comparison, "rows": rows,
-        "gates": gates, "changed": changed, "forest": _forest(comparison, max_drop),
-        "label_text": LABEL_TEXT,
-    }
-    return write_html(output, render("report_compare.html.j2", **context))
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "run"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The ``ragcite-compare`` console script."""
+def _parser() -> argparse.ArgumentParser:
+    """The arguments of ``ragcite-compare``."""
     parser = argparse.ArgumentParser(
         prog="ragcite-compare",
         description="Compare two ragcite runs (A = baseline, B = candidate): per-metric "
@@ -444,8 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Gates: a gated metric fails when the upper end of the paired CI of B − A is "
                "below -MAX_DROP (B significantly worse by more than MAX_DROP). Exit status: "
                "0 all gates pass, 1 a gate failed, 2 bad input.")
-    parser.add_argument("a", help="baseline: a run folder or an MLflow run id")
-    parser.add_argument("b", help="candidate: a run folder or an MLflow run id")
+    parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
+    parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
     parser.add_argument("--out", type=Path, default=None,
                         help="the HTML report (default: outputs/compare/A_vs_B.html); "
                              "the JSON summary is written beside it")
@@ -470,6 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--top", type=int, default=50,
                         help="changed cases listed in the report (default 50)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``ragcite-compare`` console script."""
+    parser = _parser()
     args = parser.parse_args(argv)
     if not 0.0 < args.confidence < 1.0:
         parser.error("--confidence must be between 0 and 1")

@@ -1,9 +1,13 @@
 """The sweep report: ``sweep.html`` in a multirun's folder, from its ``sweep.json``.
 
-``runner.sweep`` writes ``sweep.json`` (every job's ``metrics.json`` embedded) when a multirun
-ends and then calls :func:`render_sweep_report`. The report shows every job side by side, the
-best job per metric, metric-versus-threshold charts per matcher and links to each job's
-``report.html``. Re-render by hand with ``python -m runner.reports.sweep SWEEP_DIR``.
+``sweep.json`` (schema version 2, written by ``runner.sweep``) lists one entry per *result*
+(every threshold of every job): its folder relative to the sweep (``dir``), its job folder
+(``job``) and number (``num``), its ``threshold`` (``value``, ``level``), the job's
+``overrides``, whether it is ``complete`` and its ``metrics.json``; and ``best``, the best
+result per metric (``{"dir", "value"}``). The report shows every result side by side, the best
+per metric as the summary names it (the reader computes no best), charts of each metric versus
+the threshold (``threshold.value``) per matcher, and links to each result's ``report.html``.
+Re-render by hand with ``python -m runner.reports.sweep SWEEP_DIR``.
 """
 
 from __future__ import annotations
@@ -15,25 +19,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.reports.common import (
-    METRIC_KEYS,
-    METRIC_NAMES,
-    band_of,
-    fmt,
-    rel_link,
-    render,
-    write_html,
-)
+from runner.reports.common import METRIC_KEYS, METRIC_NAMES, rel_link, render, write_html
+from runner.reports.sweep_charts import charts
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"
-_TIE = 1e-12
+RUN_REPORT = "report.html"
 # Overrides that only name where or how a job writes: never a difference worth a column.
 _QUIET_KEYS = ("output_root", "progress", "report", "tracking", "hydra.", "cache.", "run_name",
                "experiment")
 
 
-def _split(override: str) -> tuple[str, str]:
+def split_override(override: str) -> tuple[str, str]:
+    """``key=value`` → (key without ``+``/``~``, value)."""
     key, _, value = str(override).partition("=")
     return key.lstrip("+~"), value
 
@@ -43,18 +41,17 @@ def _quiet(key: str) -> bool:
                for q in _QUIET_KEYS)
 
 
-def _varying(jobs: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
-    """Override keys whose values differ between jobs, and those every job shares."""
+def _varying(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """Override keys whose values differ between results, and those every result shares."""
     values: dict[str, set[str]] = {}
     order: list[str] = []
-    for job in jobs:
-        seen = dict(_split(o) for o in job.get("overrides") or [])
-        for key in seen:
+    for entry in entries:
+        for key in dict(split_override(o) for o in entry.get("overrides") or []):
             if key not in values:
                 values[key] = set()
                 order.append(key)
-    for job in jobs:
-        seen = dict(_split(o) for o in job.get("overrides") or [])
+    for entry in entries:
+        seen = dict(split_override(o) for o in entry.get("overrides") or [])
         for key in order:
             values[key].add(seen.get(key, "∅"))
     varying = [k for k in order if len(values[k]) > 1 and not _quiet(k)]
@@ -63,137 +60,77 @@ def _varying(jobs: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, st
     return varying, common
 
 
-def _job_row(job: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> dict[str, Any]:
-    m = job.get("metrics") or {}
-    bands = (m.get("scoring") or {}).get("bands") or {"green": 0.75, "medium": 0.25}
-    overrides = dict(_split(o) for o in job.get("overrides") or [])
-    report = sweep_dir / str(job["dir"]) / "report.html"
-    values = (m.get("metrics") or {})
-    ci = m.get("ci") or {}
+def _threshold_text(threshold: Mapping[str, Any]) -> str:
+    value = threshold.get("value")
+    text = f"{value:g}" if isinstance(value, (int, float)) else "n/a"
+    return f"{text} ({threshold['level']})" if threshold.get("level") else text
+
+
+def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> dict[str, Any]:
+    """One result of the sweep as a table row."""
+    m = entry.get("metrics") or {}
+    overrides = dict(split_override(o) for o in entry.get("overrides") or [])
+    folder = str(entry["dir"])
+    threshold = dict(entry.get("threshold") or m.get("threshold") or {})
     matcher = m.get("matcher") or {}
+    report = sweep_dir / folder / RUN_REPORT
     return {
-        "num": job.get("num"),
-        "dir": str(job["dir"]),
-        "link": rel_link(str(job["dir"]), "report.html") if report.is_file() else None,
-        "complete": bool(job.get("complete")),
+        "num": entry.get("num"), "dir": folder, "job": str(entry.get("job") or folder),
+        "link": rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
+        "complete": bool(entry.get("complete")) and bool(m),
         "dataset": (m.get("dataset") or {}).get("name") or "?",
         "model": (m.get("model") or {}).get("name") or "?",
         "matcher": matcher.get("name") or overrides.get("matcher") or "?",
-        "threshold": matcher.get("threshold"),
-        "config": [f"{k}={overrides[k]}" for k in varying if k in overrides],
-        "vals": {k: values.get(k) for k in METRIC_KEYS},
-        "bands": {k: band_of(values.get(k), bands) for k in METRIC_KEYS},
-        "ci": {k: ci.get(k) for k in METRIC_KEYS},
-        "n_cases": m.get("n_cases"), "n_scored": m.get("n_scored"),
-        "n_errors": m.get("n_errors"),
-        "gates": (m.get("gates") or {}).get("passed"),
         "matcher_identity": matcher.get("identity") or {},
+        "threshold": threshold.get("value"),
+        "threshold_text": _threshold_text(threshold),
+        "config": [f"{k}={overrides[k]}" for k in varying if k in overrides],
+        "vals": {k: (m.get("metrics") or {}).get(k) for k in METRIC_KEYS},
+        "bands": {k: (m.get("bands") or {}).get(k) or "none" for k in METRIC_KEYS},
+        "ci": {k: (m.get("ci") or {}).get(k) for k in METRIC_KEYS},
+        "n_scored": m.get("n_scored"), "n_errors": m.get("n_errors"),
+        "gates": (m.get("gates") or {}).get("passed"),
     }
 
 
-def _best(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for key in METRIC_KEYS:
-        scored = [r for r in rows if r["complete"] and r["vals"][key] is not None]
-        if not scored:
-            out.append({"key": key, "name": METRIC_NAMES[key], "value": None, "jobs": []})
-            continue
-        top = max(r["vals"][key] for r in scored)
-        winners = [r for r in scored if r["vals"][key] >= top - _TIE]
-        out.append({"key": key, "name": METRIC_NAMES[key], "value": top, "jobs": winners})
-    return out
-
-
-def _series_key(row: Mapping[str, Any], varying: Sequence[str]) -> tuple[str, str]:
-    """Jobs that differ only in threshold form one line; the label names what else differs."""
-    parts = [c for c in row["config"]
-             if not _split(c)[0].endswith("threshold") and _split(c)[0] != "matcher"]
-    identity = {k: v for k, v in (row["matcher_identity"] or {}).items() if k != "class"}
-    key = json.dumps([row["dataset"], row["model"], identity, parts], sort_keys=True, default=str)
-    label = " ".join(parts) if parts else f"{row['model']} · {row['dataset']}"
-    return key, label
-
-
-def _charts(rows: Sequence[dict[str, Any]], varying: Sequence[str]) -> list[dict[str, Any]]:
-    """Per matcher: six small charts of a metric versus the threshold, one line per series."""
-    width, height, left, right, top, bottom = 330.0, 190.0, 34.0, 10.0, 10.0, 22.0
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        if row["complete"] and row["threshold"] is not None:
-            groups.setdefault(row["matcher"], []).append(row)
+def _best(summary: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best result per metric, as ``sweep.json``'s ``best`` names it (ties: a list)."""
+    by_dir = {r["dir"]: r for r in rows}
     out = []
-    for matcher, members in groups.items():
-        series: dict[str, dict[str, Any]] = {}
-        for row in members:
-            key, label = _series_key(row, varying)
-            series.setdefault(key, {"label": label, "rows": []})["rows"].append(row)
-        xs = sorted({float(r["threshold"]) for r in members})
-        lo, hi = xs[0], xs[-1]
-        if hi - lo < 1e-9:
-            lo, hi = lo - 0.1, hi + 0.1
-
-        def sx(v: float, lo: float = lo, hi: float = hi) -> float:
-            return round(left + (v - lo) / (hi - lo) * (width - left - right), 2)
-
-        def sy(v: float) -> float:
-            v = min(max(v, 0.0), 1.0)
-            return round(top + (1.0 - v) * (height - top - bottom), 2)
-
-        legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series.values())]
-        charts = []
-        for metric in METRIC_KEYS:
-            lines = []
-            for i, s in enumerate(series.values()):
-                points = []
-                for row in sorted(s["rows"], key=lambda r: float(r["threshold"])):
-                    value = row["vals"][metric]
-                    if value is None:
-                        continue
-                    ci = row["ci"][metric]
-                    points.append({
-                        "x": sx(float(row["threshold"])), "y": sy(value), "value": value,
-                        "threshold": row["threshold"],
-                        "ci": [sy(ci[1]), sy(ci[0])] if ci else None,
-                        "ci_text": f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "",
-                    })
-                path = " ".join(("M" if k == 0 else "L") + f"{p['x']} {p['y']}"
-                                for k, p in enumerate(points)) if len(points) > 1 else ""
-                lines.append({"index": i % 8, "label": s["label"], "points": points,
-                              "path": path})
-            charts.append({
-                "metric": metric, "title": f"{METRIC_NAMES[metric]} versus threshold ({matcher})",
-                "name": METRIC_NAMES[metric],
-                "width": width, "height": height, "left": left, "right": right,
-                "series": lines,
-                "yticks": [{"y": sy(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
-                "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs],
-            })
-        out.append({"matcher": matcher, "legend": legend, "charts": charts,
-                    "n_jobs": len(members), "thresholds": xs})
+    for key in METRIC_KEYS:
+        entry = (summary.get("best") or {}).get(key) or {}
+        dirs = entry.get("dir")
+        names = [dirs] if isinstance(dirs, str) else list(dirs or [])
+        winners = [by_dir[d] for d in names if d in by_dir]
+        out.append({"key": key, "name": METRIC_NAMES[key], "value": entry.get("value"),
+                    "rows": winners, "dirs": [r["dir"] for r in winners]})
     return out
 
 
 def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]:
     """Everything the sweep template shows, from ``sweep.json``."""
-    jobs = list(summary.get("jobs") or [])
-    varying, common = _varying(jobs)
-    rows = [_job_row(job, sweep_dir, varying) for job in jobs]
-    started = sorted(str((j.get("metrics") or {}).get("run", {}).get("started_at") or "")
-                     for j in jobs if j.get("metrics"))
+    entries = list(summary.get("jobs") or [])
+    varying, common = _varying(entries)
+    rows = [_row(entry, sweep_dir, varying) for entry in entries]
+    started = sorted(str(((e.get("metrics") or {}).get("run") or {}).get("started_at") or "")
+                     for e in entries)
     started = [s for s in started if s]
+    jobs = list(dict.fromkeys(r["job"] for r in rows))
     return {
         "title": f"ragcite sweep report — {sweep_dir.name}",
         "name": sweep_dir.name,
         "started_at": started[0] if started else None,
         "failed": bool(summary.get("failed")),
-        "n_jobs": len(jobs),
+        "n_jobs": int(summary.get("n_jobs") or len(jobs)),
+        "n_results": len(rows),
         "n_complete": sum(1 for r in rows if r["complete"]),
-        "incomplete": [r for r in rows if not r["complete"]],
+        "incomplete": [*dict.fromkeys([*map(str, summary.get("incomplete_jobs") or []),
+                                       *(r["dir"] for r in rows if not r["complete"])])],
         "varying": varying,
         "common": common,
         "rows": rows,
-        "best": _best(rows),
-        "matcher_charts": _charts(rows, varying),
+        "best": _best(summary, rows),
+        "matcher_charts": charts(rows),
     }
 
 
@@ -205,6 +142,10 @@ def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None)
     """
     sweep_dir = Path(sweep_dir)
     summary = json.loads((sweep_dir / SWEEP_FILE).read_text(encoding="utf-8"))
+    version = summary.get("schema_version")
+    if version != 2:
+        raise ValueError(f"{sweep_dir / SWEEP_FILE}: schema_version {version!r} is not "
+                         "supported (this ragcite reads version 2)")
     context = build_context(summary, sweep_dir)
     return write_html(Path(output) if output else sweep_dir / REPORT_FILE,
                       render("report_sweep.html.j2", **context))

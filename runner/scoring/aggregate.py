@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from runner.results import CaseResult, CaseSequence, RunResult
+from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, f1, precision, recall
 
@@ -22,6 +23,36 @@ if TYPE_CHECKING:
 
 _CITATION_KEYS = {k: f"citation_{k}" for k in CITATION_LABELS}
 _REFERENCE_KEYS = {k: f"reference_{k}" for k in REFERENCE_LABELS}
+HIST_BINS = 20
+"""Bins of the per-metric histograms in ``metrics.json`` (0.05 wide)."""
+MAX_FAILED_LISTED = 500
+"""Failed cases listed by id and error in ``metrics.json`` (``failed.listed``)."""
+
+
+def histogram(values: Sequence[float] | np.ndarray, bins: int = HIST_BINS) -> list[int]:
+    """Counts of `values` in `bins` equal bins over [0, 1]; 1.0 falls in the last bin.
+
+    Value v falls in bin ``floor(v * bins)``; values outside [0, 1] (a raw cosine below 0) are
+    clipped into the end bins.
+    """
+    if not len(values):
+        return [0] * bins
+    index = np.floor(np.asarray(values, dtype=float) * bins)
+    index = np.clip(index, 0, bins - 1).astype(np.int64)
+    counts: list[int] = np.bincount(index, minlength=bins).tolist()
+    return counts
+
+
+def histograms(values: np.ndarray, bins: int = HIST_BINS) -> dict[str, dict[str, Any]]:
+    """Per metric (the columns of `values`, NaN = undefined): its defined values binned over
+    [0, 1] (:func:`histogram`) and how many are undefined."""
+    out: dict[str, dict[str, Any]] = {}
+    for k, key in enumerate(METRIC_KEYS):
+        col = values[:, k]
+        defined = col[~np.isnan(col)]
+        out[key] = {"low": 0.0, "high": 1.0, "bins": bins, "counts": histogram(defined, bins),
+                    "undefined": int(col.size - defined.size)}
+    return out
 
 
 def macro_mean(values: Sequence[float | None]) -> float | None:
@@ -136,15 +167,23 @@ class Aggregator:
         zero_division: The empty-denominator policy for the micro figures.
         resamples, confidence, seed: Bootstrap settings (see :func:`bootstrap_ci`).
         keep_cases: Keep every :class:`CaseResult` in ``RunResult.cases``.
+        bands: Lower bounds of the green and medium bands (``RunResult.bands``).
+        max_failed_listed: Failed cases listed by id and error (``RunResult.failed``), the
+            first ones in case order.
     """
 
     def __init__(self, zero_division: str = "auto", resamples: int = 1000,
-                 confidence: float = 0.95, seed: int = 0, keep_cases: bool = True) -> None:
+                 confidence: float = 0.95, seed: int = 0, keep_cases: bool = True, *,
+                 bands: Mapping[str, float] | None = None,
+                 max_failed_listed: int = MAX_FAILED_LISTED) -> None:
         self.zero_division = zero_division
         self.resamples = resamples
         self.confidence = confidence
         self.seed = seed
         self.keep_cases = keep_cases
+        self.bands = dict(bands if bands is not None else DEFAULT_BANDS)
+        self.max_failed_listed = max_failed_listed
+        self.failed_listed: list[dict[str, str]] = []  # the first failed cases: id, error
         self.rows: list[Sequence[float]] = []
         self.counts = dict.fromkeys(COUNT_KEYS, 0)
         self.labels = {f"citation_{k}": 0 for k in CITATION_LABELS}
@@ -168,6 +207,7 @@ class Aggregator:
             self._parts[-1].append(case)  # type: ignore[attr-defined]
         if case.error is not None:
             self.n_errors += 1
+            self._list_failed((case,))
             return
         nan = math.nan
         metrics = case.metrics
@@ -185,6 +225,8 @@ class Aggregator:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
         self.n_cases += len(batch)
         self.n_errors += batch.n_errors
+        if batch.n_errors:
+            self._list_failed(batch.error_cases())
         self.rows.extend(batch.rows)
         for k, v in batch.counts.items():
             self.counts[k] += v
@@ -193,10 +235,21 @@ class Aggregator:
         if self.keep_cases:
             self._parts.append(batch)
 
+    def _list_failed(self, cases: Iterable[CaseResult]) -> None:
+        """List failed cases (id and error) until ``max_failed_listed`` are listed."""
+        listed = self.failed_listed
+        if len(listed) >= self.max_failed_listed:
+            return
+        for case in cases:
+            listed.append({"id": case.id, "error": str(case.error)})
+            if len(listed) >= self.max_failed_listed:
+                return
+
     def empty(self) -> Aggregator:
         """A new aggregator with the same settings and no cases."""
         return Aggregator(self.zero_division, self.resamples, self.confidence, self.seed,
-                          self.keep_cases)
+                          self.keep_cases, bands=self.bands,
+                          max_failed_listed=self.max_failed_listed)
 
     def merge(self, other: Aggregator) -> None:
         """Add the cases of another aggregator (added after this one's, in order).
@@ -206,6 +259,8 @@ class Aggregator:
         """
         self.n_cases += other.n_cases
         self.n_errors += other.n_errors
+        room = max(self.max_failed_listed - len(self.failed_listed), 0)
+        self.failed_listed.extend(other.failed_listed[:room])
         self.rows.extend(other.rows)
         if self.keep_cases:
             self._parts.extend(other._parts)
@@ -242,13 +297,17 @@ class Aggregator:
             counts=dict(self.counts),
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
+            histograms=histograms(values),
+            bands={key: band(value, self.bands) for key, value in metrics.items()},
+            failed={"count": self.n_errors, "listed": list(self.failed_listed)},
             cases=self.cases if self.keep_cases else [],
         )
 
 
 def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto", resamples: int = 1000,
-              confidence: float = 0.95, seed: int = 0) -> RunResult:
+              confidence: float = 0.95, seed: int = 0, *,
+              bands: Mapping[str, float] | None = None) -> RunResult:
     """Aggregate scored cases into run-level figures (see :class:`Aggregator`)."""
-    agg = Aggregator(zero_division, resamples, confidence, seed)
+    agg = Aggregator(zero_division, resamples, confidence, seed, bands=bands)
     agg.extend(cases)
     return agg.result()

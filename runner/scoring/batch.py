@@ -20,7 +20,7 @@ loop, from lists converted once per batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -234,6 +234,15 @@ class BatchResults(CaseSequence):
             with gc_paused():  # without `select` every record is built
                 self._records = cast(list[CaseResult], self._scored.records())
         return self._records[k]
+
+    def error_cases(self) -> Iterator[CaseResult]:
+        """The failed cases' records, in case order (the scored ones are not built)."""
+        failed = self._scored.failed if self._scored is not None else {}
+        for pos, k in enumerate(self._where):
+            if k < 0:
+                yield self._errors[pos]
+            elif k in failed:
+                yield failed[k]
 
     def lines(self, passages: bool = True,
               like: tuple[BatchResults, list[bytes]] | None = None,

@@ -1,4 +1,5 @@
-"""Fixtures of the report tests: results folders built with the real scoring, and Chromium.
+"""Fixtures of the report tests: result folders built with the real scoring (written with
+:mod:`runner.results`, as a job writes them), and Chromium.
 
 Browser tests drive Debian's headless Chromium (``/usr/bin/chromium``) through Playwright; every
 page is opened from ``file://`` and watched for console errors, page errors, dialogs and network
@@ -21,7 +22,7 @@ import pytest
 
 import runner
 from runner.data.models import Case, Citation, Reference, Response
-from runner.results import CaseResult, write_cases, write_metrics
+from runner.results import CaseResult, write_job, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "reports"
@@ -79,6 +80,23 @@ def plain_cases() -> list[Case]:
     ]
 
 
+def _mangle(text: str, every: int) -> str:
+    return " ".join("zz" if i % every == 0 else w for i, w in enumerate(text.split()))
+
+
+def fuzzy_cases() -> list[Case]:
+    """Citations that match their reference only at low thresholds: ngram similarity 0.375
+    (every 5th word replaced) and 0.0667 (every 3rd), and a failed case."""
+    return [
+        _case("fuzzy-1", "VPN rules?", [("Data Security Policy.pdf", VPN)],
+              [("Data Security Policy.pdf", _mangle(VPN, 5))]),
+        _case("fuzzy-2", "Encryption rules?", [("Remote Work Policy.pdf", ENCRYPTION)],
+              [("Remote Work Policy.pdf", _mangle(ENCRYPTION, 3))]),
+        _case("broken", "Will this fail?", [("Data Security Policy.pdf", VPN)], None,
+              error="TimeoutError: the model did not answer"),
+    ]
+
+
 def xss_cases() -> list[Case]:
     """Payloads in ids, queries, answers, sources, passages, metadata and errors."""
     return [
@@ -94,34 +112,31 @@ def xss_cases() -> list[Case]:
 
 def extra(name: str, dataset: str = "fixture", model: str = "precomputed",
           matcher: str = "ngram", threshold: float = 0.5, digest: str = "0123abcd",
-          identity: dict[str, Any] | None = None) -> dict[str, Any]:
+          identity: dict[str, Any] | None = None, level: str | None = None,
+          index: int = 0) -> dict[str, Any]:
     """The identity part of metrics.json as the pipeline writes it."""
     now = dt.datetime(2026, 12, 2, 10, 0, tzinfo=dt.timezone.utc).isoformat()
     return {
+        "threshold": {"value": threshold, "level": level, "index": index},
         "run": {"name": name, "ragcite_version": runner.__version__, "started_at": now,
                 "finished_at": now, "output_dir": "."},
         "dataset": {"name": dataset, "path": "cases.jsonl", "digest": digest, "n_cases": 0},
         "model": {"name": model, "identity": {"class": "x", "system": "fixture"}},
-        "matcher": {"name": matcher, "identity": identity or {"class": "y", "n": 3},
-                    "threshold": threshold, "threshold_level": None},
+        "matcher": {"name": matcher, "identity": identity or {"class": "y", "n": 3}},
         "scoring": {"zero_division": "auto", "require_same_source": False,
                     "source_normalization": ["nfc", "casefold"],
                     "bands": {"green": 0.75, "medium": 0.25}},
-        "timings": {}, "cache": {}, "gates": {"passed": True, "failures": [], "config": {}},
+        "usage": {}, "gates": {"passed": True, "failures": [], "config": {}},
+        "execution": {"workers": 1, "timings": {}, "cache": {}},
     }
 
 
-def build_run(folder: Path, cases: Sequence[Case], matcher: str = "ngram",
-              threshold: float = 0.5, name: str | None = None, dataset: str = "fixture",
-              report: dict[str, Any] | None = None, **extra_args: Any) -> Path:
-    """Score `cases` with the real engine and write a run folder's results files."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _write(folder: Path, cases: Sequence[Case], matcher: str, threshold: float,
+           passages: str, report: dict[str, Any] | None, **extra_args: Any) -> Path:
     result = runner.evaluate(cases, matcher=matcher, threshold=threshold, bootstrap_resamples=200)
-    result.extra = extra(name or folder.name, dataset=dataset, matcher=matcher,
-                         threshold=threshold, **extra_args)
+    result.extra = extra(matcher=matcher, threshold=threshold, **extra_args)
     result.extra["dataset"]["n_cases"] = len(cases)
-    write_cases(folder / "cases.jsonl", result.cases)
-    write_metrics(folder / "metrics.json", result)
+    write_result(folder, result, passages=passages)
     if report is not None:
         import yaml
 
@@ -129,10 +144,35 @@ def build_run(folder: Path, cases: Sequence[Case], matcher: str = "ngram",
     return folder
 
 
+def build_run(folder: Path, cases: Sequence[Case], matcher: str = "ngram",
+              threshold: float = 0.5, name: str | None = None, dataset: str = "fixture",
+              report: dict[str, Any] | None = None, **extra_args: Any) -> Path:
+    """Score `cases` with the real engine and write a job folder deciding one threshold (its
+    own result folder: passages.jsonl, cases.jsonl, metrics.json, job.json)."""
+    _write(folder, cases, matcher, threshold, "passages.jsonl", report,
+           name=name or folder.name, dataset=dataset, **extra_args)
+    write_job(folder, ["."])
+    return folder
+
+
+def build_job(folder: Path, cases: Sequence[Case], thresholds: Sequence[float],
+              matcher: str = "ngram", name: str | None = None, level: str | None = None,
+              report: dict[str, Any] | None = None, **extra_args: Any) -> list[Path]:
+    """A job folder deciding several thresholds: one passages.jsonl, a result folder
+    ``t<value>`` per threshold, job.json. Returns the result folders."""
+    dirs = []
+    for index, threshold in enumerate(thresholds):
+        dirs.append(_write(folder / f"t{threshold:g}", cases, matcher, threshold,
+                           "../passages.jsonl", report, name=name or folder.name, level=level,
+                           index=index, **extra_args))
+    write_job(folder, [d.name for d in dirs])
+    return dirs
+
+
 def read_cases_raw(folder: Path) -> list[CaseResult]:
     from runner.results import read_cases
 
-    return list(read_cases(folder / "cases.jsonl"))
+    return list(read_cases(folder))
 
 
 # --- HTML without a browser ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.reports.common import fmt, signed
-from runner.reports.compare import compare_runs, load_run, main
+from runner.reports.compare import CompareError, compare_runs, load_run, main
 from runner.scoring.metrics import METRIC_KEYS
 from tests.reports.conftest import (
     CLOSE,
@@ -157,7 +157,8 @@ def test_report_numbers_equal_the_results(runs: tuple[Path, Path], tmp_path: Pat
 
 @pytest.mark.slow
 def test_mlflow_run_ids(runs: tuple[Path, Path], tmp_path: Path) -> None:
-    """Run ids: metrics.json and cases.jsonl are downloaded from the tracking store."""
+    """Run ids: metrics.json, cases.jsonl and passages.jsonl are downloaded from the tracking
+    store."""
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -170,6 +171,8 @@ def test_mlflow_run_ids(runs: tuple[Path, Path], tmp_path: Path) -> None:
         client.log_artifact(run.info.run_id, str(folder / "metrics.json"))
         # One artifact in a sub-folder: found by listing, not only at the root.
         client.log_artifact(run.info.run_id, str(folder / "cases.jsonl"), artifact_path="results")
+        client.log_artifact(run.info.run_id, str(folder / "passages.jsonl"),
+                            artifact_path="job")
         client.set_terminated(run.info.run_id)
         ids.append(run.info.run_id)
     del mlflow
@@ -225,6 +228,25 @@ def test_compare_report_in_chromium(tmp_path: Path, open_page: Any) -> None:
     screenshot(page, "compare")
     assert page.evaluate("window.__xss") is None
     watch.assert_clean()
+
+
+def test_result_folders_of_one_job(tmp_path: Path) -> None:
+    """Two thresholds of one job: result folders sharing ../passages.jsonl. The job folder
+    itself is not a result: the error names its result folders."""
+    from tests.reports.conftest import build_job, fuzzy_cases
+
+    low, high = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.5])
+    out = tmp_path / "thr.html"
+    assert main([str(low), str(high), "--out", str(out)]) == 0
+    summary = load_json(out.with_suffix(".json"))
+    assert (summary["a"]["threshold"], summary["b"]["threshold"]) == (0.05, 0.5)
+    # fuzzy-1 (similarity 0.375) and fuzzy-2 (0.0667) both match at 0.05, neither at 0.5:
+    # context recall 1 -> 0 in both paired cases.
+    entry = summary["metrics"]["context_recall"]
+    assert (entry["a"], entry["b"], entry["paired_mean_delta"]) == (1.0, 0.0, -1.0)
+    assert [c["id"] for c in summary["changed"]] == ["fuzzy-1", "fuzzy-2"]
+    with pytest.raises(CompareError, match=r"t0\.05, t0\.5"):
+        load_run(str(tmp_path / "job"), None, tmp_path)
 
 
 def test_compare_json_is_plain_json(runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runner.reports.common import embed_json, fmt, safe_href
-from runner.reports.run import EXPLANATION_KEYS, HtmlOptions, render_run_report
+from runner.reports.run import EXPLANATION_KEYS, HtmlOptions, render_run_report, render_run_reports
 from runner.scoring.bands import BAND_TEXT
 from runner.scoring.metrics import METRIC_KEYS
 from tests.conftest import REPO, only_run_dir, run_cli
@@ -21,7 +22,9 @@ from tests.reports.conftest import (
     IMG,
     SCRIPT,
     assert_no_external_refs,
+    build_job,
     build_run,
+    fuzzy_cases,
     load_json,
     parse,
     plain_cases,
@@ -68,11 +71,13 @@ def test_report_numbers_equal_metrics_json(tmp_path: Path) -> None:
     assert page.text(data_field="dataset") == "fixture"
     assert page.text(data_field="matcher") == "ngram"
     assert page.text(data_field="threshold") == "0.5"
+    assert page.text(data_field="threshold-line") == "Threshold 0.5"
     assert page.text(data_field="date") == "2026-12-02 10:00 UTC"
     shown = page.texts(**{"class": "bandtext"})
     for key, text in zip(METRIC_KEYS, shown):
         value = metrics["metrics"][key]
         band = "green" if value >= 0.75 else "medium" if value >= 0.25 else "red"
+        assert metrics["bands"][key] == band  # written by scoring, shown as it is
         assert text == BAND_TEXT[key][band]
     assert_no_external_refs(page.html)
 
@@ -124,7 +129,8 @@ def test_gzip_embedding_round_trips(tmp_path: Path) -> None:
 
 def test_options_come_from_the_run_config(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", plain_cases(),
-                    report={"format": "html", "max_cases": 2, "page_size": 7})
+                    report={"_target_": "runner.reports.html.HtmlReports", "max_cases": 2,
+                            "page_size": 7})
     page = parse(render_run_report(run))
     meta = json.loads(page.script("ragcite-meta"))
     assert meta["page_size"] == 7 and meta["n_embedded"] == 2 and meta["n_cases"] == 6
@@ -138,19 +144,23 @@ def test_bad_options_are_rejected() -> None:
         HtmlOptions.from_config({"embed": "zip"})
     with pytest.raises(ValueError, match="page_size"):
         HtmlOptions.from_config({"page_size": 0})
-    assert HtmlOptions.from_config({"max_cases": None, "format": "html"}).max_cases is None
+    assert HtmlOptions.from_config({"max_cases": None,
+                                    "_target_": "runner.reports.html.HtmlReports"}
+                                   ).max_cases is None
+    with pytest.raises(ValueError, match="page_size"):
+        HtmlOptions(page_size=0)
 
 
 def test_minimal_metrics_json_renders(tmp_path: Path) -> None:
-    """A results folder written by runner.evaluate alone (no run identity) still renders."""
+    """A result folder written from runner.evaluate alone (no run identity) still renders."""
     import runner
-    from runner.results import write_cases, write_metrics
+    from runner.results import write_result
 
     result = runner.evaluate(plain_cases(), bootstrap_resamples=50)
-    write_cases(tmp_path / "cases.jsonl", result.cases)
-    write_metrics(tmp_path / "metrics.json", result)
+    write_result(tmp_path, result)
     page = parse(render_run_report(tmp_path))
     assert page.text(data_field="dataset") == "unknown"
+    assert page.text(data_field="threshold-line") == "Threshold n/a"
     assert page.text(data_metric="context_recall", data_stat="mean") == fmt(
         result.metrics["context_recall"])
 
@@ -174,7 +184,7 @@ def test_embed_json_escapes_everything_that_could_end_a_script() -> None:
 def _read(run: Path) -> list[Any]:
     from runner.results import read_cases
 
-    return list(read_cases(run / "cases.jsonl"))
+    return list(read_cases(run))
 
 
 # --- in Chromium ----------------------------------------------------------------------------------
@@ -334,26 +344,84 @@ def test_an_empty_run_renders(tmp_path: Path) -> None:
     assert json.loads(page.script("ragcite-meta"))["n_embedded"] == 0
 
 
-def test_cases_past_the_embedded_ones_count_exactly_as_all(tmp_path: Path) -> None:
-    # Past max_cases only metrics and errors are used: the distributions, the failed list and
-    # the counts equal those of a report embedding all.
-    # The report reads those past the embedded ones by their metrics alone (CaseFigures).
-    from runner.reports.cases import SplitCase
-    from runner.reports.run import build_context, report_cases
-    from runner.results import CaseFigures, CaseResult, read_metrics
+def _thirty() -> list[Any]:
+    """30 cases: 3 of every 10 cite a wrong clause of the right document, case 7 has no
+    response."""
+    from tests.reports.test_compare import _cases
 
-    run = build_run(tmp_path / "run", plain_cases())
-    metrics = read_metrics(run / "metrics.json")
-    few = HtmlOptions.from_config({"format": "html", "max_cases": 1})
-    every = HtmlOptions.from_config({"format": "html", "max_cases": None})
-    records = list(report_cases(run / "cases.jsonl", 1))
-    # seed-1 embedded (read in parts); seed-2, seed-3, empty-ref, no-cits by figures; "broken"
-    # failed, so whole (the failed list shows its id, query and error).
-    assert [type(r) for r in records] == [SplitCase, *[CaseFigures] * 4, CaseResult]
-    last = records[-1]
-    assert isinstance(last, CaseResult) and last.id == "broken"
-    a = build_context(metrics, records, few, run)
-    b = build_context(metrics, report_cases(run / "cases.jsonl", None), every, run)
-    assert (a["n_seen"], a["n_embedded"], b["n_embedded"]) == (6, 1, 6)
-    assert a["distributions"] == b["distributions"]
-    assert a["failed"] == b["failed"] and a["n_failed"] == b["n_failed"] == 1
+    cases = _cases(30, wrong={1, 2, 11, 12, 21, 22})
+    return [c if c.id != "c7" else c.model_copy(update={"response": None}) for c in cases]
+
+
+def test_only_the_embedded_cases_are_read(tmp_path: Path) -> None:
+    """30 cases, max_cases=10: exactly the first 10 are embedded; every figure, the
+    distributions included, is metrics.json's."""
+    run = build_run(tmp_path / "run", _thirty())
+    metrics = load_json(run / "metrics.json")
+    # Past line 10 both files are garbage: a report that read them would fail.
+    for name in ("cases.jsonl", "passages.jsonl"):
+        lines = (run / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (run / name).write_text("".join(lines[:10]) + "not json\n" * 20, encoding="utf-8")
+    page = parse(render_run_report(run, options={"max_cases": 10, "embed": "json"}))
+    rows = _decode(json.loads(page.script("ragcite-cases")))
+    assert [r["id"] for r in rows] == [f"c{i}" for i in range(10)]
+    assert len(_decode(json.loads(page.script("ragcite-texts")))) == 10
+    meta = json.loads(page.script("ragcite-meta"))
+    assert (meta["n_cases"], meta["n_embedded"]) == (30, 10)
+    assert "The table holds the first 10 of 30 cases" in " ".join(page.html.split())
+    assert page.text(data_count="n_cases") == "30"
+    # The distributions are the histograms of metrics.json: bar by bar.
+    for key in METRIC_KEYS:
+        bars = [a for tag, a, _ in page.parser.elements
+                if tag == "rect" and a.get("data-bin-of") == key]
+        assert [int(str(a["data-count"])) for a in bars] == metrics["histograms"][key]["counts"]
+    # By hand: 29 scored cases (c7 has no response); context recall 1 in 23 of them, 0 in the
+    # 6 that cite a wrong clause.
+    recall = metrics["histograms"]["context_recall"]
+    assert recall["counts"][19] == 23 and recall["counts"][0] == 6 and recall["undefined"] == 0
+    assert page.text(data_count="failed") == "1"
+    assert page.texts(**{"class": "id"}) == ["c7"]
+
+
+def test_a_job_of_three_thresholds_renders_three_reports(tmp_path: Path) -> None:
+    dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.3, 0.5], level="custom")
+    assert [d.name for d in dirs] == ["t0.05", "t0.3", "t0.5"]
+    paths = render_run_reports(dirs, [None, "http://127.0.0.1:5000/#/r/2", None],
+                               options={"embed": "json"})
+    assert paths == [d / "report.html" for d in dirs]
+    shown = []
+    for d, path, value in zip(dirs, paths, ("0.05", "0.3", "0.5")):
+        page, metrics = parse(path), load_json(d / "metrics.json")
+        assert page.text(data_field="threshold-line") == f"Threshold {value} (level custom)"
+        assert page.text(data_field="threshold") == value
+        _assert_numbers(page, metrics, page.text)
+        rows = _decode(json.loads(page.script("ragcite-cases")))
+        cases = {c.id: c for c in _read(d)}
+        for row in rows:  # each report shows its own decisions
+            assert row["m"] == pytest.approx(
+                [cases[row["id"]].metrics[k] for k in METRIC_KEYS], abs=1e-6)
+        shown.append((metrics["metrics"]["context_recall"], page.text(
+            data_metric="context_recall", data_stat="mean")))
+        # The passages are the same in the three: from the one ../passages.jsonl.
+        texts = _decode(json.loads(page.script("ragcite-texts")))
+        assert [t["R"][0][1] for t in texts] == [c.references[0]["content"]
+                                                 for c in cases.values()]
+    assert (tmp_path / "job" / "passages.jsonl").is_file()
+    assert not (dirs[0] / "passages.jsonl").exists()
+    # Similarities 0.375 and 0.0667: both match at 0.05, one at 0.3, none at 0.5.
+    assert shown == [(1.0, "1.000"), (0.5, "0.500"), (0.0, "0.000")]
+    assert "MLflow run" in parse(paths[1]).html and "MLflow run" not in parse(paths[0]).html
+
+
+def test_reports_of_one_call_equal_reports_rendered_alone(tmp_path: Path) -> None:
+    dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.5])
+    together = [p.read_text() for p in render_run_reports(dirs, [None, None],
+                                                          options={"embed": "gzip"})]
+    alone = [render_run_report(d, options={"embed": "gzip"}).read_text() for d in dirs]
+
+    def strip(html: str) -> str:
+        return re.sub(r"Rendered by ragcite \S+ on [^.]+\.", "", html)
+
+    assert [strip(h) for h in together] == [strip(h) for h in alone]
+    with pytest.raises(ValueError, match="links"):
+        render_run_reports(dirs, [None])

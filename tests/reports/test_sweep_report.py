@@ -7,18 +7,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runner.reports.common import fmt
-from runner.reports.run import render_run_report
-from runner.reports.sweep import render_sweep_report
+from runner.reports.run import render_run_reports
+from runner.reports.sweep import SWEEP_FILE, render_sweep_report
+from runner.results import read_result, result_dirs
 from runner.scoring.metrics import METRIC_KEYS
-from runner.sweep import SWEEP_FILE, collect_jobs
 from tests.conftest import REPO, run_cli
 from tests.reports.conftest import (
     IMG,
     SCRIPT,
     assert_no_external_refs,
+    build_job,
     build_run,
     load_json,
     parse,
@@ -26,31 +26,60 @@ from tests.reports.conftest import (
     screenshot,
 )
 
-GRID = [("ngram", 0.3), ("ngram", 0.5), ("ngram", 0.9), ("substring", 0.5), ("substring", 0.9)]
+# Jobs of a sweep: ngram decides three thresholds (result folders t0.3, t0.5, t0.9), substring
+# one (its job folder is its result folder).
+GRID = [("ngram", [0.3, 0.5, 0.9]), ("substring", [0.9])]
+N_RESULTS = 4
 
 
-def make_sweep(root: Path, dataset: str = "fixture", broken_job: bool = False,
-               job_name: str = "{num}_precomputed_{matcher}_t{threshold}") -> Path:
-    """A sweep folder as runner.sweep leaves it: job folders, their reports, sweep.json."""
+def _best(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """``best`` as the sweep writes it: per metric, the first result with the highest mean."""
+    best: dict[str, Any] = {}
+    for key in METRIC_KEYS:
+        scored = [(e["metrics"]["metrics"][key], e["dir"]) for e in entries
+                  if e["complete"] and e["metrics"]["metrics"][key] is not None]
+        if scored:
+            top = max(v for v, _ in scored)
+            best[key] = {"dir": next(d for v, d in scored if v == top), "value": top}
+    return best
+
+
+def make_sweep(root: Path, dataset: str = "fixture", broken_job: bool = False) -> Path:
+    """A sweep folder as runner.sweep leaves it: job folders with their result folders and
+    reports, and sweep.json with one entry per result."""
     sweep = root / "sweep"
-    for num, (matcher, threshold) in enumerate(GRID):
-        job = sweep / job_name.format(num=num, matcher=matcher, threshold=threshold)
-        build_run(job, plain_cases(), matcher=matcher, threshold=threshold, dataset=dataset,
-                  name=f"{dataset}_{matcher}_t{threshold}")
-        (job / ".hydra").mkdir()
-        overrides = [f"matcher={matcher}", f"matcher.threshold={threshold}", "report=html",
-                     f"dataset={dataset}"]
-        (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-        render_run_report(job)
+    entries: list[dict[str, Any]] = []
+    for num, (matcher, thresholds) in enumerate(GRID):
+        job = sweep / f"{num}_precomputed_{matcher}"
+        if len(thresholds) == 1:
+            build_run(job, plain_cases(), matcher=matcher, threshold=thresholds[0],
+                      dataset=dataset, name=f"{dataset}_{matcher}")
+        else:
+            build_job(job, plain_cases(), thresholds, matcher=matcher, dataset=dataset,
+                      name=f"{dataset}_{matcher}")
+        dirs = result_dirs(job)
+        render_run_reports(dirs, [None] * len(dirs))
+        overrides = [f"matcher={matcher}",
+                     f"scoring.threshold={','.join(f'{t:g}' for t in thresholds)}",
+                     "report=html", f"dataset={dataset}"]
+        for d in dirs:
+            metrics = read_result(d)
+            entries.append({"dir": d.relative_to(sweep).as_posix(), "job": job.name, "num": num,
+                            "threshold": {"value": metrics["threshold"]["value"],
+                                          "level": None},
+                            "overrides": overrides, "complete": True, "metrics": metrics})
+    incomplete = []
     if broken_job:
-        job = sweep / f"{len(GRID)}_precomputed_ngram_t0.7"
-        (job / ".hydra").mkdir(parents=True)
-        (job / ".hydra" / "overrides.yaml").write_text(
-            yaml.safe_dump(["matcher=ngram", "matcher.threshold=0.7"]))
-    jobs = collect_jobs(sweep)
-    incomplete = [j["dir"] for j in jobs if not j["complete"]]
-    summary = {"sweep_dir": str(sweep), "failed": bool(incomplete), "n_jobs": len(jobs),
-               "incomplete_jobs": incomplete, "jobs": jobs}
+        job = sweep / f"{len(GRID)}_precomputed_ngram_n2"
+        job.mkdir(parents=True)
+        incomplete.append(job.name)
+        entries.append({"dir": job.name, "job": job.name, "num": len(GRID),
+                        "threshold": {"value": 0.7, "level": None},
+                        "overrides": ["matcher=ngram", "matcher.n=2"], "complete": False,
+                        "metrics": None})
+    summary = {"schema_version": 2, "sweep_dir": str(sweep), "failed": bool(incomplete),
+               "n_jobs": len(GRID) + len(incomplete), "incomplete_jobs": incomplete,
+               "jobs": entries, "best": _best(entries)}
     (sweep / SWEEP_FILE).write_text(json.dumps(summary, indent=2))
     return sweep
 
@@ -62,29 +91,49 @@ def test_sweep_report_numbers_best_and_links(tmp_path: Path) -> None:
     page = parse(path)
     summary = load_json(sweep / SWEEP_FILE)
     complete = [j for j in summary["jobs"] if j["complete"]]
-    for job in complete:
+    assert [j["dir"] for j in complete] == ["0_precomputed_ngram/t0.3",
+                                            "0_precomputed_ngram/t0.5",
+                                            "0_precomputed_ngram/t0.9", "1_precomputed_substring"]
+    for job in complete:  # every threshold is a row
+        assert page.text(data_threshold=job["dir"]) == f"{job['threshold']['value']:g}"
         for key in METRIC_KEYS:
-            assert page.text(data_job=str(job["num"]), data_metric=key) == fmt(
+            assert page.text(data_job=job["dir"], data_metric=key) == fmt(
                 job["metrics"]["metrics"][key])
-    for key in METRIC_KEYS:
-        best = max(j["metrics"]["metrics"][key] for j in complete)
-        assert page.text(data_best_value=key) == fmt(best)
-        winners = [j["num"] for j in complete if j["metrics"]["metrics"][key] >= best - 1e-12]
-        text = page.text(data_best_jobs=key)
-        for num in winners:
-            assert f"#{num}" in text
-    # Each complete job links to its own report; the unfinished one is listed.
-    links = {int(n): href for n, href in _links(page)}
-    assert sorted(links) == [j["num"] for j in complete]
+    for key in METRIC_KEYS:  # the best is the summary's, not the reader's
+        best = summary["best"][key]
+        assert page.text(data_best_value=key) == fmt(best["value"])
+        assert best["dir"] in page.text(data_best_jobs=key)
+    # Each complete result links to its own report; the unfinished job is listed.
+    links = dict(_links(page))
+    assert sorted(links) == sorted(j["dir"] for j in complete)
     for job in complete:
-        assert (sweep / links[job["num"]]).resolve() == (sweep / job["dir"] / "report.html")
-    assert "5_precomputed_ngram_t0.7" in page.html
-    assert page.text(data_count="n_jobs") == "6"
+        assert (sweep / links[job["dir"]]).resolve() == (sweep / job["dir"] / "report.html")
+    assert links["0_precomputed_ngram/t0.3"] == "0_precomputed_ngram/t0.3/report.html"
+    assert "2_precomputed_ngram_n2" in page.html
+    assert page.text(data_count="n_jobs") == "3"
+    assert page.text(data_count="n_results") == "5"
     # One chart per metric for each matcher, one point per threshold of that matcher.
     assert page.html.count('data-matcher="ngram"') == 1
     assert page.html.count('data-matcher="substring"') == 1
-    assert page.html.count('class="series-0" cx=') == 6 * len(GRID)
+    assert page.html.count('class="series-0" cx=') == 6 * N_RESULTS
     assert_no_external_refs(page.html)
+
+
+def test_the_best_is_read_not_computed(tmp_path: Path) -> None:
+    sweep = make_sweep(tmp_path)
+    summary = load_json(sweep / SWEEP_FILE)
+    summary["best"]["context_f1"] = {"dir": "0_precomputed_ngram/t0.9", "value": 0.123}
+    del summary["best"]["source_f1"]
+    (sweep / SWEEP_FILE).write_text(json.dumps(summary))
+    page = parse(render_sweep_report(sweep))
+    assert page.text(data_best_value="context_f1") == "0.123"
+    assert "0_precomputed_ngram/t0.9" in page.text(data_best_jobs="context_f1")
+    assert page.text(data_best_value="source_f1") == "n/a"
+    assert page.text(data_best_jobs="source_f1") == "no result defines it"
+    summary["schema_version"] = 1
+    (sweep / SWEEP_FILE).write_text(json.dumps(summary))
+    with pytest.raises(ValueError, match="schema_version"):
+        render_sweep_report(sweep)
 
 
 def _links(page: Any) -> list[tuple[str, str]]:
@@ -96,12 +145,12 @@ def test_series_split_by_what_else_varies(tmp_path: Path) -> None:
     sweep = make_sweep(tmp_path)
     summary = load_json(sweep / SWEEP_FILE)
     # Two models in one sweep: each matcher then gets one line per model.
-    for job in summary["jobs"]:
-        if job["num"] % 2:
-            job["metrics"]["model"]["name"] = "other"
-            job["overrides"].append("model=other")
+    for entry in summary["jobs"]:
+        if entry["dir"].endswith(("t0.5", "t0.9")):
+            entry["metrics"]["model"]["name"] = "other"
+            entry["overrides"] = [*entry["overrides"], "model=other"]
         else:
-            job["overrides"].append("model=precomputed")
+            entry["overrides"] = [*entry["overrides"], "model=precomputed"]
     (sweep / SWEEP_FILE).write_text(json.dumps(summary))
     page = parse(render_sweep_report(sweep))
     assert "model=other" in page.html and "model=precomputed" in page.html
@@ -118,16 +167,16 @@ def test_sweep_report_in_chromium(tmp_path: Path, open_page: Any) -> None:
         if not job["complete"]:
             continue
         for key in METRIC_KEYS:
-            cell = page.locator(f'[data-job="{job["num"]}"][data-metric="{key}"]')
+            cell = page.locator(f'[data-job="{job["dir"]}"][data-metric="{key}"]')
             assert cell.is_visible()
             assert cell.inner_text().strip() == fmt(job["metrics"]["metrics"][key])
     assert f"d{SCRIPT}{IMG}" in page.locator("#job-table").inner_text()
     # Filtering narrows the job table; sorting reorders it.
     page.fill("#job-filter", "substring")
     visible = page.locator("#job-table tbody tr:visible")
-    assert visible.count() == 2
+    assert visible.count() == 1
     page.fill("#job-filter", "")
-    assert page.locator("#job-table tbody tr:visible").count() == len(GRID) + 1
+    assert page.locator("#job-table tbody tr:visible").count() == N_RESULTS + 1
     page.click("#job-table thead th:nth-child(5) button")   # threshold, ascending
     page.click("#job-table thead th:nth-child(5) button")   # descending
     first = page.locator("#job-table tbody tr").first.locator("td").nth(4).inner_text()
@@ -137,8 +186,9 @@ def test_sweep_report_in_chromium(tmp_path: Path, open_page: Any) -> None:
     assert page.evaluate("window.__xss") is None
     watch.assert_clean()
     # The link opens the job's own report, from disk.
-    page.locator('[data-report-link="0"]').click()
-    page.wait_for_url("**/0_precomputed_ngram_t0.3/report.html")
+    page.locator('[data-report-link="0_precomputed_ngram/t0.3"]').click()
+    page.wait_for_url("**/0_precomputed_ngram/t0.3/report.html")
+    assert page.locator('[data-field="threshold-line"]').inner_text() == "Threshold 0.3"
     page.locator("html[data-ready='1']").wait_for(state="attached")
     assert page.locator('[data-metric="context_f1"][data-stat="mean"]').is_visible()
     assert all(url.startswith("file://") for url in watch.requests)
@@ -153,7 +203,7 @@ def test_multirun_writes_sweep_report(tmp_path: Path) -> None:
         f"path: {REPO / 'tests' / 'fixtures' / 'seed_examples.jsonl'}\n", encoding="utf-8")
     proc = run_cli(["-m", "--config-dir", str(tmp_path / "conf"), "dataset=mine",
                     "model=precomputed", "report=html", "tracking=none", "progress=false",
-                    "matcher=ngram,substring", "matcher.threshold=0.4,0.8",
+                    "matcher=ngram,substring", "scoring.threshold=0.4,0.8",
                     f"output_root={tmp_path / 'out'}"], cwd=tmp_path,
                    env={"PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -164,19 +214,20 @@ def test_multirun_writes_sweep_report(tmp_path: Path) -> None:
     for href in links.values():
         assert (sweep / href).is_file()
     summary = load_json(sweep / SWEEP_FILE)
-    for job in summary["jobs"]:
-        assert page.text(data_job=str(job["num"]), data_metric="context_f1") == fmt(
-            job["metrics"]["metrics"]["context_f1"])
+    for entry in summary["jobs"]:
+        assert page.text(data_job=entry["dir"], data_metric="context_f1") == fmt(
+            entry["metrics"]["metrics"]["context_f1"])
 
 
 def test_a_sweep_where_no_job_finished_renders(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    job = sweep / "0_precomputed_ngram_t0.5"
-    (job / ".hydra").mkdir(parents=True)
-    (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["matcher=ngram"]))
-    jobs = collect_jobs(sweep)
-    (sweep / SWEEP_FILE).write_text(json.dumps({"failed": True, "n_jobs": 1, "jobs": jobs,
-                                                "incomplete_jobs": [job.name]}))
+    (sweep / "0_precomputed_ngram").mkdir(parents=True)
+    (sweep / SWEEP_FILE).write_text(json.dumps({
+        "schema_version": 2, "sweep_dir": str(sweep), "failed": True, "n_jobs": 1,
+        "incomplete_jobs": ["0_precomputed_ngram"], "best": {},
+        "jobs": [{"dir": "0_precomputed_ngram", "job": "0_precomputed_ngram", "num": 0,
+                  "threshold": {"value": None, "level": None}, "overrides": ["matcher=ngram"],
+                  "complete": False, "metrics": None}]}))
     page = parse(render_sweep_report(sweep))
-    assert "no job defines it" in page.html and "0_precomputed_ngram_t0.5" in page.html
-    assert "No complete job has a threshold to chart." in page.html
+    assert "no result defines it" in page.html and "0_precomputed_ngram" in page.html
+    assert "No complete result has a threshold to chart." in page.html

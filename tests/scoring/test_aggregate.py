@@ -216,3 +216,102 @@ def test_merged_aggregators_equal_one_over_all_cases() -> None:
     assert (merged.n_cases, merged.n_errors) == (4, 1)
     assert (merged.counts["references"], merged.counts["citations"]) == (5, 5)
     assert merged.labels["citation_supported"] == 2
+
+
+# --- what the reports read from metrics.json: histograms, bands, failed cases -------------------
+
+
+def test_histograms_by_hand() -> None:
+    # Per-case context recall: seed-1 1.0 (bin floor(20 * 1.0) = 20, the last: 19), seed-2 0.0
+    # (bin 0), seed-3 1/3 (bin floor(6.67) = 6). Source recall: 1.0, 1.0, 2/3 (bin 13).
+    # The failed case is in no bin and not undefined: it is not scored.
+    failed_c = case([("A", VPN)], [("A", VPN)], id="bad", error="timeout")
+    result = aggregate([*scored(seed_example_1(), seed_example_2(), seed_example_3()),
+                        error_case(failed_c, failed_c.response, "timeout")], resamples=0)
+    hist = result.histograms
+    assert set(hist) == set(METRIC_KEYS)
+    assert hist["context_recall"] == {"low": 0.0, "high": 1.0, "bins": 20,
+                                      "counts": [1] + [0] * 5 + [1] + [0] * 12 + [1],
+                                      "undefined": 0}
+    assert hist["source_recall"]["counts"] == [0] * 13 + [1] + [0] * 5 + [2]
+    assert result.to_dict()["histograms"] == hist
+
+
+def test_histograms_count_undefined_values() -> None:
+    # zero_division=nan: a case with a reference and no citation has context recall 0/1 = 0 and
+    # context precision 0/0, undefined; seed-1 defines both (1.0).
+    nocit = case([("a.pdf", VPN)], [], id="nocit")
+    result = aggregate(scored(seed_example_1(), nocit, zero_division="nan"),
+                       zero_division="nan", resamples=0)
+    assert result.histograms["context_precision"]["counts"] == [0] * 19 + [1]
+    assert result.histograms["context_precision"]["undefined"] == 1
+    assert result.histograms["context_recall"]["counts"] == [1] + [0] * 18 + [1]
+    assert result.histograms["context_recall"]["undefined"] == 0
+
+
+def test_histogram_bins_by_hand() -> None:
+    from runner.scoring.aggregate import histogram
+
+    # floor(v * 20): 0.0, 0.04 -> bin 0; 0.05 -> 1; 0.5 -> 10; 0.99 -> 19; 1.0 -> 20, clipped to
+    # 19; a negative value -> bin 0 and one above 1 -> bin 19.
+    counts = histogram([0.0, 0.04, 0.05, 0.5, 0.99, 1.0, -0.2, 1.3], bins=20)
+    assert counts == [3, 1] + [0] * 8 + [1] + [0] * 8 + [3]
+    assert histogram([], bins=4) == [0, 0, 0, 0]
+    assert all(isinstance(c, int) for c in counts)
+
+
+def test_bands_of_the_macro_means() -> None:
+    # Macro means over seed-1..3: context recall (1 + 0 + 1/3) / 3 = 4/9 = 0.444; source recall
+    # (1 + 1 + 2/3) / 3 = 8/9 = 0.889.
+    cases = scored(seed_example_1(), seed_example_2(), seed_example_3())
+    default = aggregate(cases, resamples=0)
+    assert default.metrics["context_recall"] == pytest.approx(4 / 9)
+    assert default.bands["context_recall"] == "medium"      # 0.25 <= 0.444 < 0.75
+    assert default.bands["source_recall"] == "green"        # 0.889 >= 0.75
+    strict = aggregate(cases, resamples=0, bands={"green": 0.9, "medium": 0.5})
+    assert strict.bands["context_recall"] == "red"          # 0.444 < 0.5
+    assert strict.bands["source_recall"] == "medium"        # 0.5 <= 0.889 < 0.9
+    assert aggregate([], resamples=0).bands == dict.fromkeys(METRIC_KEYS)
+    assert strict.to_dict()["bands"] == strict.bands
+
+
+def _failed(cid: str, error: str) -> CaseResult:
+    c = case([("A", VPN)], [("A", VPN)], id=cid, error=error)
+    return error_case(c, c.response, error)
+
+
+def test_failed_cases_listed_in_case_order_up_to_the_limit() -> None:
+    ok = scored(seed_example_1(), seed_example_2())
+    agg = Aggregator(resamples=0, max_failed_listed=2)
+    agg.extend([_failed("f1", "timeout"), ok[0], _failed("f2", "HTTP 500"), ok[1],
+                _failed("f3", "boom")])
+    result = agg.result()
+    assert result.failed == {"count": 3, "listed": [{"id": "f1", "error": "timeout"},
+                                                    {"id": "f2", "error": "HTTP 500"}]}
+    assert result.to_dict()["failed"] == result.failed
+    assert aggregate(ok, resamples=0).failed == {"count": 0, "listed": []}
+
+
+def test_failed_cases_keep_their_order_across_merged_chunks() -> None:
+    first = Aggregator(resamples=0, max_failed_listed=3)
+    first.extend([_failed("a1", "x"), _failed("a2", "y")])
+    second = first.empty()
+    assert second.max_failed_listed == 3
+    second.extend([_failed("b1", "z"), _failed("b2", "w")])
+    first.merge(second)
+    result = first.result()
+    assert result.failed["count"] == 4
+    assert [f["id"] for f in result.failed["listed"]] == ["a1", "a2", "b1"]
+
+
+def test_failed_cases_of_batches_are_listed() -> None:
+    # runner.evaluate adds BatchResults (add_batch): the error records of failed responses and
+    # of cases without a response are listed, in case order, without scoring them.
+    import runner
+
+    cases = [seed_example_1(), case([("A", VPN)], None, id="no-response"), seed_example_2(),
+             case([("A", VPN)], [("A", VPN)], id="bad", error="HTTP 500")]
+    result = runner.evaluate(cases, bootstrap_resamples=0, batch_size=2)
+    assert result.failed == {"count": 2, "listed": [
+        {"id": "no-response", "error": "no response for this case"},
+        {"id": "bad", "error": "HTTP 500"}]}

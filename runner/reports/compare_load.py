@@ -1,0 +1,168 @@
+"""The two sides of ``ragcite-compare``: result folders, or MLflow runs whose results files are
+downloaded and laid out as a result folder; read with :mod:`runner.results`."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.results import (
+    CASES_FILE,
+    METRICS_FILE,
+    PASSAGES_FILE,
+    CaseResult,
+    passages_path,
+    read_cases,
+    read_result,
+    result_dirs,
+)
+
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+class CompareError(Exception):
+    """Bad input for a comparison (exit status 2)."""
+
+
+@dataclass
+class RunData:
+    """One side of a comparison: its results files, read."""
+
+    label: str
+    source: str
+    metrics: dict[str, Any]
+    cases: dict[str, CaseResult] = field(default_factory=dict)
+    link: str | None = None
+
+
+def _read_folder(folder: Path, label: str, source: str, link: str | None = None) -> RunData:
+    """A result folder's ``metrics.json`` and its cases (:func:`runner.results.read_cases`)."""
+    if not (folder / METRICS_FILE).is_file():
+        several = [str(d.relative_to(folder)) for d in result_dirs(folder)]
+        hint = (f"; this job decided several thresholds: compare one of its result folders "
+                f"({', '.join(several)})" if several else " (is it a ragcite result folder?)")
+        raise CompareError(f"{source}: no {METRICS_FILE}{hint}")
+    try:
+        metrics = read_result(folder)
+    except (ValueError, OSError) as exc:
+        raise CompareError(str(exc)) from None
+    for path in (folder / CASES_FILE, passages_path(folder, metrics)):
+        if not path.is_file():
+            raise CompareError(f"{source}: no {path.name}: the per-case results are needed to "
+                               "pair cases")
+    cases: dict[str, CaseResult] = {}
+    try:
+        for case in read_cases(folder):
+            if case.id in cases:
+                raise CompareError(f"{folder / CASES_FILE}: case id {case.id!r} occurs twice; "
+                                   "cases are paired by id")
+            cases[case.id] = case
+    except (ValueError, KeyError, OSError) as exc:
+        raise CompareError(f"{folder / CASES_FILE}: unreadable: {exc}") from None
+    return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link)
+
+
+def tracking_uri_from(arg: str | None) -> str | None:
+    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present."""
+    if arg:
+        return arg
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    default = Path("outputs") / "mlflow.db"
+    if default.is_file():
+        return f"sqlite:///{default.resolve()}"
+    return None
+
+
+def _find_artifact(client: Any, run_id: str, name: str, path: str = "",
+                   depth: int = 3) -> str | None:
+    """The artifact path of the first file called `name` (breadth-first, a few levels deep)."""
+    level = [path]
+    for _ in range(depth):
+        deeper = []
+        for folder in level:
+            for info in client.list_artifacts(run_id, folder or None):
+                if info.is_dir:
+                    deeper.append(info.path)
+                elif info.path.rsplit("/", 1)[-1] == name:
+                    return str(info.path)
+        level = deeper
+    return None
+
+
+def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: str,
+              workdir: Path) -> None:
+    """Download the run's first artifact called `name` to `target`."""
+    from mlflow.artifacts import download_artifacts
+
+    try:
+        path = _find_artifact(client, run_id, name)
+    except Exception as exc:
+        raise CompareError(f"MLflow run {run_id}: cannot list artifacts: {exc}") from None
+    if path is None:
+        raise CompareError(f"MLflow run {run_id} has no {name} artifact")
+    fetched = workdir / "fetched" / name
+    fetched.mkdir(parents=True, exist_ok=True)
+    try:
+        local = download_artifacts(run_id=run_id, artifact_path=path, dst_path=str(fetched),
+                                   tracking_uri=tracking_uri)
+    except Exception as exc:
+        raise CompareError(f"MLflow run {run_id}: cannot download {path}: {exc}") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    Path(local).replace(target)
+
+
+def _download_run(run_id: str, tracking_uri: str | None, workdir: Path) -> RunData:
+    """An MLflow run's ``metrics.json``, ``cases.jsonl`` and ``passages.jsonl`` artifacts, laid
+    out as a result folder under `workdir` (the passages where ``files.passages`` says)."""
+    if not tracking_uri:
+        raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
+                           "--tracking-uri or MLFLOW_TRACKING_URI")
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:  # pragma: no cover - mlflow is a dependency
+        raise CompareError("reading MLflow runs needs the mlflow package") from None
+    base = workdir / run_id
+    dst = base / "result"
+    client = MlflowClient(tracking_uri=tracking_uri)
+    try:
+        run = client.get_run(run_id)
+    except Exception as exc:
+        raise CompareError(f"MLflow run {run_id} not found at {_mask(tracking_uri)}: "
+                           f"{type(exc).__name__}: {exc}") from None
+    for name in (METRICS_FILE, CASES_FILE):
+        _download(client, run_id, name, dst / name, tracking_uri, base)
+    try:
+        passages = passages_path(dst, read_result(dst)).resolve()
+    except (ValueError, OSError) as exc:
+        raise CompareError(f"MLflow run {run_id}: {exc}") from None
+    if not passages.is_relative_to(base.resolve()):
+        raise CompareError(f"MLflow run {run_id}: its passages file is outside its folder")
+    _download(client, run_id, PASSAGES_FILE, passages, tracking_uri, base)
+    name = run.info.run_name or run_id[:8]
+    link = None
+    if tracking_uri.startswith(("http://", "https://")):
+        link = (f"{_mask(tracking_uri).rstrip('/')}/#/experiments/{run.info.experiment_id}"
+                f"/runs/{run_id}")
+    return _read_folder(dst, label=name, source=f"mlflow run {run_id}", link=link)
+
+
+def _mask(uri: str) -> str:
+    """A URI without any user:password part (never shown or written)."""
+    return re.sub(r"//[^/@]*@", "//", uri)
+
+
+def load_run(spec: str, tracking_uri: str | None, workdir: Path) -> RunData:
+    """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)."""
+    path = Path(spec)
+    if path.is_file() and path.name == METRICS_FILE:
+        path = path.parent
+    if path.is_dir():
+        return _read_folder(path, label=path.resolve().name, source=str(path))
+    run_id = spec[len("runs:/"):].strip("/") if spec.startswith("runs:/") else spec
+    if _RUN_ID.match(run_id):
+        return _download_run(run_id, tracking_uri, workdir)
+    raise CompareError(f"{spec}: neither a run folder nor an MLflow run id (32 hex digits)")

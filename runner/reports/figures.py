@@ -1,0 +1,205 @@
+"""The figures of the run report, laid out from ``metrics.json`` alone.
+
+Every number shown here is read from ``metrics.json``: the macro means, intervals and micro
+figures, the bands of the means (``bands``), the label counts, the per-metric histograms
+(``histograms``) and the failed cases (``failed``). This module only places them: card texts,
+the geometry of the small scales and charts, and the diagnosis sentence from the label counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runner.reports.cases import clip
+from runner.reports.common import (
+    BAND_TEXT,
+    CITATION_LABELS,
+    LABEL_TEXT,
+    METRIC_KEYS,
+    METRIC_NAMES,
+    REFERENCE_LABELS,
+    safe_href,
+)
+from runner.scoring.bands import DEFAULT_BANDS, band
+
+UNDEFINED_TEXT = "Undefined: no scored case defines this metric."
+
+
+def run_bands(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The run's band bounds (``scoring.bands``), for the scales' zones."""
+    return dict((metrics.get("scoring") or {}).get("bands") or DEFAULT_BANDS)
+
+
+def metric_cards(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One card per metric: its mean, band (``metrics.json``'s ``bands``), interval, micro."""
+    bounds = run_bands(metrics)
+    cards = []
+    for key in METRIC_KEYS:
+        value = (metrics.get("metrics") or {}).get(key)
+        ci = (metrics.get("ci") or {}).get(key)
+        micro = (metrics.get("micro") or {}).get(key)
+        name = (metrics.get("bands") or {}).get(key) or "none"
+        cards.append({
+            "key": key, "name": METRIC_NAMES[key], "value": value, "band": name,
+            "band_text": BAND_TEXT[key].get(name, UNDEFINED_TEXT),
+            "ci": ci, "micro": micro, "bar": interval_bar(value, ci, micro, bounds),
+        })
+    return cards
+
+
+def interval_bar(value: float | None, ci: list[float] | None, micro: float | None,
+                 bands: Mapping[str, float], width: float = 240.0) -> dict[str, Any]:
+    """Geometry of the small 0-1 scale under a figure: band zones, the CI, the mean, micro."""
+    def x(v: float) -> float:
+        return round(min(max(v, 0.0), 1.0) * width, 2)
+
+    medium, green = float(bands.get("medium", 0.25)), float(bands.get("green", 0.75))
+    zones = [{"band": "red", "x": 0.0, "w": x(medium)},
+             {"band": "medium", "x": x(medium), "w": round(x(green) - x(medium), 2)},
+             {"band": "green", "x": x(green), "w": round(width - x(green), 2)}]
+    return {
+        "width": width, "zones": zones,
+        "ci": None if not ci else {"x": x(ci[0]), "w": max(round(x(ci[1]) - x(ci[0]), 2), 1.0)},
+        "mean": None if value is None else x(value),
+        "micro": None if micro is None else x(micro),
+    }
+
+
+def label_bars(labels: Mapping[str, int]) -> list[dict[str, Any]]:
+    """A stacked bar each for citation and reference labels."""
+    out = []
+    for kind, prefix, names in (("Citations", "citation_", CITATION_LABELS),
+                                ("References", "reference_", REFERENCE_LABELS)):
+        counts = [(name, int(labels.get(prefix + name, 0))) for name in names]
+        total = sum(c for _, c in counts)
+        x = 0.0
+        segments = []
+        for name, count in counts:
+            w = 100.0 * count / total if total else 0.0
+            segments.append({"label": name, "key": prefix + name, "count": count,
+                             "share": w, "x": round(x, 3), "w": round(w, 3),
+                             "text": LABEL_TEXT[name]})
+            x += w
+        out.append({"kind": kind, "total": total, "segments": segments})
+    return out
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.0f}%" if whole else "—"
+
+
+def diagnosis(labels: Mapping[str, int]) -> dict[str, str]:
+    """Where citations go wrong (the seed's question), as a headline and a sentence of shares:
+    wrong documents (retrieval), wrong passages of the right documents, or mostly right."""
+    sup = int(labels.get("citation_supported", 0))
+    wrong = int(labels.get("citation_wrong_passage", 0))
+    unexp = int(labels.get("citation_unexpected_source", 0))
+    cited = int(labels.get("reference_cited", 0))
+    p_missed = int(labels.get("reference_passage_missed", 0))
+    s_missed = int(labels.get("reference_source_missed", 0))
+    total, refs = sup + wrong + unexp, cited + p_missed + s_missed
+    if total == 0 and refs == 0:
+        return {"headline": "Nothing to diagnose", "detail": "No citation or reference was scored."}
+    detail = (f"{_share(sup, total)} of {total} citations are supported, {_share(wrong, total)} "
+              f"cite an expected document but a wrong passage, and {_share(unexp, total)} cite "
+              f"a document that is not expected. {_share(cited, refs)} of {refs} ground-truth "
+              f"passages are cited; {_share(p_missed, refs)} are missed although their document "
+              f"is cited, {_share(s_missed, refs)} belong to documents not cited at all.")
+    if total and sup >= 0.75 * total and (not refs or cited >= 0.75 * refs):
+        headline = "Mostly right: the model cites the right passages of the right documents."
+    elif total == 0:
+        headline = "No citations: the responses cite nothing."
+    elif unexp >= wrong and unexp > 0 and (unexp >= sup or s_missed >= p_missed):
+        headline = ("Main problem: wrong documents. Citations come from documents that are not "
+                    "expected, and expected documents go uncited — a retrieval problem.")
+    elif wrong > 0 and (wrong >= sup or p_missed >= s_missed):
+        headline = ("Main problem: wrong passages. The model cites the expected documents but "
+                    "quotes passages of them that do not match the ground truth.")
+    elif sup >= 0.75 * total:
+        headline = ("Main problem: incomplete citations. What is cited is mostly right, but many "
+                    "ground-truth passages are not cited.")
+    else:
+        headline = "Mixed: right passages, wrong passages and wrong documents all occur."
+    return {"headline": headline, "detail": detail}
+
+
+def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A histogram chart per metric from ``metrics.json``'s ``histograms``; each bar coloured
+    by the band zone its lower edge lies in, the mean marked."""
+    width, height = 240.0, 80.0
+    bounds = run_bands(metrics)
+    means = metrics.get("metrics") or {}
+    out = []
+    for key in METRIC_KEYS:
+        hist = (metrics.get("histograms") or {}).get(key) or {}
+        counts = [int(c) for c in hist.get("counts") or []]
+        low, high = float(hist.get("low", 0.0)), float(hist.get("high", 1.0))
+        step, bw = (high - low) / max(len(counts), 1), width / max(len(counts), 1)
+        top = max(counts, default=0) or 1
+        bars = []
+        for i, count in enumerate(counts):
+            h = round(height * count / top, 2)
+            edge = low + i * step
+            last = i == len(counts) - 1
+            bars.append({"x": round(i * bw, 2), "y": round(height - h, 2), "w": round(bw - 1, 2),
+                         "h": h, "count": count, "band": band(edge, bounds) or "none",
+                         "range": f"{edge:.2f}–{edge + step:.2f}"
+                                  + (f" (incl. {high:.2f})" if last else "")})
+        mean = means.get(key)
+        out.append({"key": key, "name": METRIC_NAMES[key], "bars": bars, "width": width,
+                    "height": height, "n": sum(counts), "counts": counts,
+                    "undefined": int(hist.get("undefined") or 0),
+                    "mean_x": None if mean is None else round(min(max(mean, 0), 1) * width, 2),
+                    "max": top})
+    return out
+
+
+def failed_list(metrics: Mapping[str, Any], shown: int) -> tuple[int, list[dict[str, str]]]:
+    """The number of failed cases and the first `shown` of ``failed.listed`` (errors clipped
+    for the page)."""
+    failed = metrics.get("failed") or {}
+    count = int(failed.get("count", metrics.get("n_errors") or 0))
+    listed = [{"id": str(f.get("id")), "error": clip(f.get("error"), 2000)}
+              for f in (failed.get("listed") or [])[:max(shown, 0)]]
+    return count, listed
+
+
+def _params(identity: Any) -> str:
+    if not isinstance(identity, dict):
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in identity.items() if k != "class" and v is not None)
+
+
+def identity(metrics: Mapping[str, Any], result_dir: Path,
+             tracking_link: str | None) -> dict[str, Any]:
+    """What the run is: its name, dataset, model, matcher, threshold, scoring settings."""
+    run, dataset = metrics.get("run") or {}, metrics.get("dataset") or {}
+    model, matcher = metrics.get("model") or {}, metrics.get("matcher") or {}
+    scoring, boot = metrics.get("scoring") or {}, metrics.get("bootstrap") or {}
+    threshold = metrics.get("threshold") or {}
+    return {
+        "name": run.get("name") or result_dir.name,
+        "started_at": run.get("started_at"),
+        "version": run.get("ragcite_version"),
+        "dataset": dataset.get("name") or "unknown",
+        "dataset_path": dataset.get("path"),
+        "dataset_digest": dataset.get("digest"),
+        "model": model.get("name") or "unknown",
+        "model_params": _params(model.get("identity")),
+        "matcher": matcher.get("name") or "unknown",
+        "matcher_params": _params(matcher.get("identity")),
+        "threshold": threshold.get("value"),
+        "threshold_level": threshold.get("level"),
+        "zero_division": scoring.get("zero_division"),
+        "require_same_source": scoring.get("require_same_source"),
+        "normalization": ", ".join(scoring.get("source_normalization") or []),
+        "bootstrap": (f"{int(boot['resamples'])} resamples, "
+                      f"{100 * float(boot['confidence']):g}% percentile"
+                      if boot.get("resamples") is not None and boot.get("confidence") is not None
+                      else None),
+        "confidence": boot.get("confidence"),
+        "tracking_link": tracking_link,
+        "tracking_href": safe_href(tracking_link),
+    }

@@ -1,0 +1,30 @@
+"""``report=html``: self-contained HTML reports, ``report.html`` per result folder and
+``sweep.html`` per sweep folder (:class:`HtmlReports`, named by ``conf/report/html.yaml``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.reports.options import HtmlOptions
+from runner.reports.run import render_run_report, render_run_reports
+from runner.reports.sweep import render_sweep_report
+
+
+@dataclass
+class HtmlReports(HtmlOptions):
+    """The HTML reports, with their options (the fields of :class:`HtmlOptions`)."""
+
+    def render_run(self, result_dir: Path, link: str | None) -> None:
+        """Write ``report.html`` in `result_dir` (`link`: the tracked run, shown in it)."""
+        render_run_report(result_dir, tracking_link=link, options=self.options())
+
+    def render_runs(self, result_dirs: Sequence[Path], links: Sequence[str | None]) -> None:
+        """Write ``report.html`` in each of a job's result folders, their shared passages
+        read once."""
+        render_run_reports(result_dirs, links, options=self.options())
+
+    def render_sweep(self, sweep_dir: Path) -> None:
+        """Write ``sweep.html`` in `sweep_dir` from its ``sweep.json``."""
+        render_sweep_report(sweep_dir)
