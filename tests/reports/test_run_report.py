@@ -160,7 +160,7 @@ def test_minimal_metrics_json_renders(tmp_path: Path) -> None:
     write_result(tmp_path, result)
     page = parse(render_run_report(tmp_path))
     assert page.text(data_field="dataset") == "unknown"
-    assert page.text(data_field="threshold-line") == "Threshold n/a"
+    assert page.text(data_field="threshold-line") == "Threshold 0.5 (level default)"
     assert page.text(data_metric="context_recall", data_stat="mean") == fmt(
         result.metrics["context_recall"])
 
