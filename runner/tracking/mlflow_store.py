@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from runner.redact import scrub_text
+from runner.redact import scrub_files
 
 log = logging.getLogger("ragcite")
 
@@ -229,7 +229,8 @@ def log_artifact(mlflow: Any, run_id: str, path: Path, secrets: set[str],
         return
     with tempfile.TemporaryDirectory(prefix="ragcite-") as tmp:
         copy = Path(tmp) / path.name
-        copy.write_text(scrub_text(text, secrets), encoding="utf-8")
+        copy.write_text(text, encoding="utf-8")
+        scrub_files(tmp, secrets)  # YAML stays YAML (``key: '***'``)
         mlflow.log_artifact(run_id, str(copy), artifact_path)
 
 
