@@ -72,26 +72,28 @@ def _scenario_args(name: str, work: Path) -> list[str]:
 
 
 _PHASES = """
-import json, sys, time, yaml
+import json, sys, time
 from pathlib import Path
 run_dir, store = Path(sys.argv[1]), Path(sys.argv[2])
-from runner.tracking.mlflow import MlflowTracker
-cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-cfg["tracking"] = {"backend": "mlflow", "tracking_uri": f"sqlite:///{store / 'mlflow.db'}",
-                   "artifact_location": str(store / "mlartifacts")}
+from runner.tracking.base import make_tracker
+cfg = {"tracking": {"_target_": "runner.tracking.mlflow.MlflowTracker",
+                    "tracking_uri": f"sqlite:///{store / 'mlflow.db'}",
+                    "artifact_location": str(store / "mlartifacts")},
+       "experiment": "ragcite", "output_root": str(store)}
 out = {}
 t = time.perf_counter()
-tr = MlflowTracker(cfg)
+tr = make_tracker(cfg)
+tr.check()
 out["open store (incl. import)"] = time.perf_counter() - t
 t = time.perf_counter()
-tr.start({"dataset": "d", "model": "m", "matcher": "ngram"}, run_dir)
-out["start run + params"] = time.perf_counter() - t
+tr.open(run_dir)
+out["open run"] = time.perf_counter() - t
 t = time.perf_counter()
-tr.log_results(run_dir)
+tr.log(run_dir)
 out["log results"] = time.perf_counter() - t
 t = time.perf_counter()
-tr.end("FINISHED")
-out["end run"] = time.perf_counter() - t
+tr.close("FINISHED")
+out["close run"] = time.perf_counter() - t
 print(json.dumps(out))
 """
 

@@ -185,20 +185,24 @@ class CacheConf:
 
 @dataclass
 class TrackingConf:
-    """Where runs are tracked. `none` switches tracking off."""
+    """Where runs are tracked: the tracker class (``_target_``) and its keyword arguments.
 
-    backend: str = "none"
+    Built by :func:`runner.tracking.base.make_tracker`, which also passes the root keys
+    ``experiment`` and ``output_root``. The default, ``tracking=none``, switches tracking off.
+    """
+
+    _target_: str = "runner.tracking.base.NullTracker"
 
 
 @dataclass
 class MlflowTrackingConf(TrackingConf):
-    """MLflow tracking (`tracking=mlflow`): one run per job, a parent run per sweep.
+    """MLflow tracking (`tracking=mlflow`): one run per result, a parent run per sweep.
 
     ``tracking_uri`` null means ``MLFLOW_TRACKING_URI`` when set, else
     ``sqlite:////<abs output_root>/mlflow.db``. See runner/tracking/mlflow.py.
     """
 
-    backend: str = "mlflow"
+    _target_: str = "runner.tracking.mlflow.MlflowTracker"
     tracking_uri: Optional[str] = None
     artifact_location: Optional[str] = None
     required: bool = True

@@ -1,104 +1,136 @@
-"""The tracker protocol: how a job reports itself to an experiment tracker.
+"""The tracker protocol: how a job reports its results to an experiment tracker.
 
-The job flow (runner/cli.py) is::
+A tracker only reads the files a job has written (docs/results.md); it never recomputes a figure.
+One tracker object serves one job, whose K thresholds give K result folders, logged one after
+another as K runs. The command line (runner/cli.py) drives it::
 
-    tracker = make_tracker(cfg)      # checks a remote URI before any model call
-    tracker.start(names, run_dir)    # opens the run (child of the sweep's parent run, if any)
-    ... run_experiment loads the cases ...
-    tracker.ready()                  # waits for the run to be open, before any model call
-    ... run_experiment writes config.yaml, cases.jsonl, metrics.json ...
-    ... reports are rendered (they may show tracker.link) ...
-    tracker.log_results(run_dir)     # reads the results files; never recomputes
-    tracker.end("FINISHED")          # or "FAILED" when the job raised
+    tracker = make_tracker(cfg)
+    tracker.check()                      # before any model call: a bad store stops the job
+    ... the job writes its result folders and job.json ...
+    for result_dir in result_dirs(job_dir):
+        try:
+            link = tracker.open(result_dir)
+            ... render result_dir's report with `link` ...
+            tracker.log(result_dir)
+        except BaseException:
+            tracker.close("FAILED")      # "KILLED" on Ctrl-C
+            raise
+        tracker.close("FINISHED")
 
-A sweep additionally calls :func:`runner.sweep` hooks in the main process.
+A sweep's parent run is opened and closed by :func:`runner.tracking.mlflow_sweep.start_sweep`
+and :func:`~runner.tracking.mlflow_sweep.end_sweep`; a job's runs find it on their own.
+
+Which tracker a config asks for is its ``tracking._target_`` (``conf/tracking/*.yaml``): any
+class implementing :class:`Tracker`, built by :func:`make_tracker` with the keys of the
+``tracking`` section plus two keyword arguments from the root config, ``experiment`` and
+``output_root``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from runner.errors import RagciteError
+
 
 class Tracker(Protocol):
-    """An experiment tracker for one job."""
+    """An experiment tracker for one job: one run per result folder, one after another."""
 
-    link: str | None
+    def check(self) -> None:
+        """Make sure the tracker can record runs, before any model call.
 
-    def start(self, names: dict[str, str], run_dir: Path) -> None:
-        """Open the run (a tracker may do so in the background; see :meth:`ready`)."""
-        ...
-
-    def ready(self) -> None:
-        """Return once the run is open; raise what went wrong opening it."""
-        ...
-
-    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
-        """Log the job's results files (metrics.json, cases.jsonl, reports, config).
-
-        Args:
-            run_dir: The job's folder.
-            skip: File names not to log now (a report still being written).
-            wait: False lets a tracker that logs in a helper process return at once; its error
-                is then raised by the next call that waits (:meth:`log_file`), and
-                :meth:`end` waits for it.
+        Raises:
+            RagciteError: A required store is unusable or unreachable (one line).
         """
         ...
 
-    def log_file(self, path: Path) -> None:
-        """Log one more file of the job (a report written after :meth:`log_results`)."""
+    def open(self, result_dir: Path) -> str | None:
+        """Open the run of one result folder (its results are written).
+
+        In a sweep (``<sweep>/.ragcite/parent_run.json`` above `result_dir`) the run is a child
+        of the sweep's parent run.
+
+        Args:
+            result_dir: A result folder of the job (holding ``metrics.json``).
+
+        Returns:
+            A link to the run for the report, or None.
+        """
         ...
 
-    def end(self, status: str) -> None:
-        """Close the run with ``FINISHED`` or ``FAILED``."""
+    def log(self, result_dir: Path) -> None:
+        """Log the result folder's params, metrics, tags and artifacts to the open run.
+
+        Args:
+            result_dir: The folder given to :meth:`open`.
+        """
+        ...
+
+    def close(self, status: str) -> None:
+        """End the open run (if any); never raises.
+
+        Args:
+            status: ``"FINISHED"``, ``"FAILED"`` or ``"KILLED"``.
+        """
         ...
 
 
 class NullTracker:
-    """Tracking switched off (``tracking=none``)."""
+    """Tracking switched off (``tracking=none``): every call does nothing.
 
-    link: str | None = None
+    Args:
+        experiment: Ignored (every tracker is built with it).
+        output_root: Ignored.
+    """
 
-    def start(self, names: dict[str, str], run_dir: Path) -> None:
-        """Nothing to open."""
+    def __init__(self, experiment: str = "ragcite", output_root: str = "outputs") -> None:
+        del experiment, output_root
 
-    def ready(self) -> None:
-        """Nothing to wait for."""
+    def check(self) -> None:
+        """Nothing to check."""
 
-    def log_results(self, run_dir: Path, skip: Collection[str] = (), wait: bool = True) -> None:
+    def open(self, result_dir: Path) -> str | None:
+        """Nothing to open; no link."""
+        return None
+
+    def log(self, result_dir: Path) -> None:
         """Nothing to log."""
 
-    def log_file(self, path: Path) -> None:
-        """Nothing to log."""
-
-    def end(self, status: str) -> None:
+    def close(self, status: str) -> None:
         """Nothing to close."""
 
 
-def make_tracker(cfg: dict[str, Any]) -> Tracker:
-    """The tracker the config asks for (``cfg["tracking"]["backend"]``).
+def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
+    """The tracker a job's config asks for, by ``cfg["tracking"]["_target_"]``.
 
-    An MLflow tracker is built in a helper process when that pays
-    (:mod:`runner.tracking.process`); a problem with its store is then raised by
-    :meth:`Tracker.ready`, still before any model call.
+    Built with ``hydra.utils.instantiate(cfg["tracking"], experiment=..., output_root=...)``:
+    the keys of the ``tracking`` section are the class's keyword arguments, and the root keys
+    ``experiment`` and ``output_root`` are passed too, so every tracker class accepts them.
+    No ``tracking`` section means no tracking (:class:`NullTracker`). Building does no I/O;
+    :meth:`Tracker.check` does.
+
+    Args:
+        cfg: The job's composed config, plain (``OmegaConf.to_container(resolve=True)``).
 
     Raises:
-        RagciteError: The backend is unknown, or a required remote store is unreachable.
+        RagciteError: No ``_target_``, or the class cannot be built.
     """
-    backend = (cfg.get("tracking") or {}).get("backend", "none")
-    if backend == "none":
+    section = cfg.get("tracking")
+    if not section:
         return NullTracker()
-    if backend == "mlflow":
-        from runner.tracking.mlflow import MlflowTracker
-        from runner.tracking.process import TrackerProcess, active_host, use_helper
+    if not isinstance(section, Mapping) or not section.get("_target_"):
+        raise RagciteError("tracking: the tracking config names no class (_target_); choose "
+                           "tracking=mlflow or tracking=none")
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
 
-        host = active_host()
-        if host is not None:  # a job of a sweep whose trackers live in one helper
-            return host.tracker(cfg)
-        if use_helper():
-            return TrackerProcess(lambda: MlflowTracker(cfg))
-        return MlflowTracker(cfg)
-    from runner.errors import RagciteError
-
-    raise RagciteError(f"tracking.backend: unknown backend {backend!r}; expected none or mlflow")
+    try:
+        tracker: Tracker = instantiate(dict(section), _convert_="all",
+                                       experiment=str(cfg.get("experiment") or "ragcite"),
+                                       output_root=str(cfg.get("output_root") or "outputs"))
+    except InstantiationException as exc:
+        message = " ".join(str(exc).split())
+        raise RagciteError(f"tracking: cannot build {section['_target_']}: {message}") from None
+    return tracker

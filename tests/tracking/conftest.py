@@ -1,4 +1,4 @@
-"""Fixtures for the MLflow tracking tests: CLI arguments, a run reader, a real `mlflow server`."""
+"""Fixtures for the MLflow tracking tests: run readers, trackers, a real `mlflow server`."""
 
 from __future__ import annotations
 
@@ -16,16 +16,38 @@ from typing import Any
 
 import pytest
 
+from runner.tracking.base import make_tracker
+from runner.tracking.mlflow import MlflowTracker
 from tests.conftest import REPO
-from tests.helpers import FIXTURES
 
-SEED = FIXTURES / "seed_examples.jsonl"
 # MLflow's usage telemetry stays off in the tests (no network beyond 127.0.0.1).
 ENV = {"PYTHONPATH": str(REPO), "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
-# The seed examples replayed by a callable, so a test can tell whether the model was called.
-BASE = ["dataset=file", f"dataset.path={SEED}", "model=python",
-        "model.function=tests.tracking.fake_models.stored", "progress=false", "report=none",
-        "tracking=mlflow"]
+MLFLOW_TARGET = "runner.tracking.mlflow.MlflowTracker"
+
+
+def sqlite_uri(root: Path) -> str:
+    """The sqlite store file under `root`."""
+    return f"sqlite:///{root.resolve() / 'mlflow.db'}"
+
+
+def mlflow_tracker(uri: str, root: Path, experiment: str = "ragcite",
+                   **keys: Any) -> MlflowTracker:
+    """An MLflow tracker built as a job builds it (make_tracker), on `uri`."""
+    tracker = make_tracker({"tracking": {"_target_": MLFLOW_TARGET, "tracking_uri": uri, **keys},
+                            "experiment": experiment, "output_root": str(root)})
+    assert isinstance(tracker, MlflowTracker)
+    return tracker
+
+
+def track(tracker: Any, result_dirs: list[Path]) -> list[str | None]:
+    """Track a job's result folders as the command line does; returns the links."""
+    tracker.check()
+    links = []
+    for folder in result_dirs:
+        links.append(tracker.open(folder))
+        tracker.log(folder)
+        tracker.close("FINISHED")
+    return links
 
 
 def free_port() -> int:

@@ -1,4 +1,4 @@
-"""Tracking to a real `mlflow server` on 127.0.0.1 over HTTP: a run and a joblib sweep."""
+"""Tracking to a real `mlflow server` on 127.0.0.1 over HTTP: a run, and a sweep's job."""
 
 from __future__ import annotations
 
@@ -6,59 +6,66 @@ from pathlib import Path
 
 import pytest
 
-from runner.tracking import mlflow as tracking
-from tests.conftest import only_run_dir, run_cli
+from runner.results import read_result
+from runner.tracking.flatten import metrics_from_results
+from runner.tracking.mlflow_sweep import end_sweep, start_sweep
 from tests.tracking.conftest import (
-    BASE,
-    ENV,
     MlflowServer,
     all_runs,
     artifact_paths,
     client,
     download_text,
-    read_json,
+    mlflow_tracker,
+    track,
 )
+from tests.tracking.jobs import make_job
+from tests.tracking.test_mlflow import RESULT_FILES, sweep_config
 
 pytestmark = pytest.mark.slow
 
 
 def test_run_logged_to_a_server_over_http(tmp_path: Path, mlflow_server: MlflowServer) -> None:
     uri = mlflow_server.uri
-    out = tmp_path / "out"
-    proc = run_cli([*BASE, "report=html", f"output_root={out}", "experiment=server-run"],
-                   cwd=tmp_path, env={**ENV, "MLFLOW_TRACKING_URI": uri})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert not (out / "mlflow.db").exists()  # nothing local: the server holds the run
-    run_dir = only_run_dir(out)
+    (folder,) = make_job(tmp_path / "job", [0.3], report=True)
+    (link,) = track(mlflow_tracker(uri, tmp_path / "out", experiment="server-run"), [folder])
+    assert not (tmp_path / "out").exists()  # nothing local: the server holds the run
     exp = client(uri).get_experiment_by_name("server-run")
     (run,) = client(uri).search_runs([exp.experiment_id])
     assert run.info.status == "FINISHED"
-    assert run.data.metrics == tracking.metrics_from_results(read_json(run_dir / "metrics.json"))
-    assert {"cases.jsonl", "metrics.json", "config.yaml", "report.html",
-            "cases_table.json"} <= artifact_paths(uri, run.info.run_id)
+    assert run.data.metrics == metrics_from_results(read_result(folder))
+    assert artifact_paths(uri, run.info.run_id) == RESULT_FILES | {"passages.jsonl",
+                                                                   "report.html"}
     assert download_text(uri, run.info.run_id, "cases.jsonl", tmp_path / "dl") == \
-        (run_dir / "cases.jsonl").read_text(encoding="utf-8")
+        (folder / "cases.jsonl").read_text(encoding="utf-8")
     # A remote store gives the report a link to the run in the server's UI.
-    link = f"{uri}/#/experiments/{exp.experiment_id}/runs/{run.info.run_id}"
-    assert link in (run_dir / "report.html").read_text(encoding="utf-8")
+    assert link == f"{uri}/#/experiments/{exp.experiment_id}/runs/{run.info.run_id}"
 
 
-def test_joblib_sweep_logged_to_a_server_over_http(
+def test_a_sweep_job_logged_to_a_server_over_http(
         tmp_path: Path, mlflow_server: MlflowServer) -> None:
     uri = mlflow_server.uri
-    out = tmp_path / "out"
-    proc = run_cli(["-m", *BASE, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                    "matcher=ngram,substring", f"output_root={out}", "experiment=server-sweep",
-                    f"tracking.tracking_uri={uri}"], cwd=tmp_path, env=ENV, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    sweep = tmp_path / "sweep"
+    config = sweep_config(uri, tmp_path / "out")
+    config.experiment = "server-sweep"
+    start_sweep(config, sweep)
+    dirs = make_job(sweep / "0_job", [0.15, 0.8])
+    track(mlflow_tracker(uri, tmp_path / "out", experiment="server-sweep"), dirs)
+    (sweep / "sweep.json").write_text("{}\n", encoding="utf-8")
+    end_sweep(config, sweep, {"failed": False, "n_jobs": 1, "incomplete_jobs": [],
+                              "jobs": [{"dir": f"0_job/{d.name}", "complete": True}
+                                       for d in dirs],
+                              "best": {"context_recall": {"dir": "0_job/t0.15", "value": 1.0}}})
     exp = client(uri).get_experiment_by_name("server-sweep")
     runs = [r for r in all_runs(uri) if r.info.experiment_id == exp.experiment_id]
     (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    children = sorted((r for r in runs
+                       if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id),
+                      key=lambda r: r.info.run_name)
     assert len(children) == 2 and len(runs) == 3
-    assert parent.info.status == "FINISHED"
-    assert all(c.info.status == "FINISHED" for c in children)
-    assert sorted(c.data.params["matcher._target_"].rsplit(".", 1)[1] for c in children) == [
-        "NgramMatcher", "SubstringMatcher"]
-    assert "sweep.json" in artifact_paths(uri, parent.info.run_id)
-    assert parent.data.metrics["n_jobs"] == 2
+    assert [r.info.status for r in (parent, *children)] == ["FINISHED"] * 3
+    assert [c.data.params["scoring.threshold"] for c in children] == ["0.15", "0.8"]
+    assert [artifact_paths(uri, c.info.run_id) for c in children] == [
+        RESULT_FILES | {"passages.jsonl"}, RESULT_FILES]
+    assert artifact_paths(uri, parent.info.run_id) == {"sweep.json"}
+    assert (parent.data.metrics["n_results"], parent.data.metrics["best/context_recall"]) == (
+        2.0, 1.0)

@@ -1,0 +1,128 @@
+"""What a run logs, as plain values: params from a config, metrics from a ``metrics.json``.
+
+Pure functions of their input (no MLflow, no files), shared by the MLflow tracker and the sweep's
+parent run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from runner.redact import env_secrets, redact, scrub_text, secret_values
+from runner.tracking.mlflow_store import mask_uri, uri_passwords
+
+METRIC_KEYS = ("context_recall", "context_precision", "context_f1",
+               "source_recall", "source_precision", "source_f1")
+"""The six headline metrics, logged first and under their own names."""
+
+# Sections of metrics.json that describe the run rather than measure it: no metric is taken
+# from them (their config values are the run's params; names and levels are tags).
+NOT_FIGURES = frozenset({"schema_version", "complete", "bootstrap", "run", "files", "dataset",
+                         "model", "matcher", "scoring", "threshold", "metrics", "gates"})
+MAX_PARAM = 6000  # MLflow's limit on a param value
+MAX_KEY = 250
+_BAD_KEY_CHARS = re.compile(r"[^/\w.\- ]")
+
+
+def all_secrets(cfg: Any) -> set[str]:
+    """Every secret value a config carries: secret-named keys, secret env vars, URI passwords."""
+    return (secret_values(cfg) | env_secrets() | uri_passwords(cfg)) - {"***"}
+
+
+def param_value(value: Any) -> str:
+    """A config value as an MLflow param: JSON for lists and mappings, ``null``/``true``."""
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (dict, list, tuple)):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= MAX_PARAM else text[:MAX_PARAM - 3] + "..."
+
+
+def key(parts: list[str], sep: str = ".") -> str:
+    """An MLflow key from path parts (characters MLflow refuses become ``_``)."""
+    return _BAD_KEY_CHARS.sub("_", sep.join(parts))[:MAX_KEY]
+
+
+def flatten_params(cfg: dict[str, Any], secrets: set[str] | None = None) -> dict[str, str]:
+    """A config as ``dotted.key → value`` strings, secrets redacted.
+
+    Lists are logged whole (as JSON); an empty mapping is logged as ``{}`` so that every key of
+    the config shows up. Any value of `secrets` (default: :func:`all_secrets`) is replaced by
+    ``***`` wherever it occurs, and so is any password written into a URI.
+    """
+    secrets = all_secrets(cfg) if secrets is None else secrets
+    out: dict[str, str] = {}
+
+    def walk(node: Any, parts: list[str]) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(v, [*parts, str(k)])
+            return
+        text = param_value(node)
+        if isinstance(node, str) and "://" in node:
+            text = mask_uri(text)
+        out[key(parts)] = scrub_text(text, secrets)
+
+    walk(redact(cfg), [])
+    return out
+
+
+def _figure(value: Any) -> float | None:
+    """`value` as a metric: a finite int or float (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _figures(node: Any, parts: list[str]) -> Iterator[tuple[list[str], float]]:
+    """Every numeric leaf under `node`, with its path (a ``ci`` pair as ``low``/``high``)."""
+    value = _figure(node)
+    if value is not None:
+        yield parts, value
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from _figures(v, [*parts, str(k)])
+    elif isinstance(node, list):
+        names = ["low", "high"] if len(node) == 2 and parts[:1] == ["ci"] else None
+        for i, v in enumerate(node):
+            yield from _figures(v, [*parts, names[i] if names else str(i)])
+
+
+def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
+    """Every run-level figure of a ``metrics.json`` as an MLflow metric, in logging order.
+
+    First the six headline metrics under their own names (``context_recall``, ...), then
+    ``threshold`` (the threshold's value) and ``gates/passed`` (1 or 0), then every other numeric
+    leaf under its JSON path joined by ``/``: ``n_cases``, ``error_rate``,
+    ``ci/context_recall/low``, ``micro/context_recall``, ``labels/citation_supported``,
+    ``counts/references``, ``usage/...``, and the execution details namespaced under
+    ``execution/`` (``execution/workers``, ``execution/timings/score_s``,
+    ``execution/cache/...``). Undefined figures (``null``, NaN) and the sections that describe the
+    run (:data:`NOT_FIGURES`: ``run``, ``dataset``, ``model``, ``matcher``, ``scoring``,
+    ``files``, ``bootstrap``, ...) are left out.
+    """
+    out: dict[str, float] = {}
+    headline = data.get("metrics") or {}
+    for name in (*METRIC_KEYS, *(k for k in headline if k not in METRIC_KEYS)):
+        value = _figure(headline.get(name))
+        if value is not None:
+            out[key([name])] = value
+    threshold = _figure((data.get("threshold") or {}).get("value"))
+    if threshold is not None:
+        out["threshold"] = threshold
+    passed = (data.get("gates") or {}).get("passed")
+    if isinstance(passed, bool):
+        out["gates/passed"] = 1.0 if passed else 0.0
+    for top, node in data.items():
+        if top not in NOT_FIGURES:
+            for parts, value in _figures(node, [top]):
+                out[key(parts, "/")] = value
+    return out

@@ -1,0 +1,263 @@
+"""The MLflow store: where runs go, whether it answers, the client, the experiment, uploads.
+
+Where runs go (first that applies):
+
+1. ``tracking.tracking_uri`` in the config;
+2. the ``MLFLOW_TRACKING_URI`` environment variable;
+3. ``sqlite:////<abs output_root>/mlflow.db`` (embedded, no server), with artifacts of new
+   experiments under ``<output_root>/mlartifacts``.
+
+MLflow's own default is never used: an explicit URI is always passed, because MLflow ≥ 3.17
+refuses the old ``./mlruns`` file store and a stray ``mlruns/`` folder silently switches its
+default back to it. MLflow itself is imported inside the functions that need it, so importing
+this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from runner.redact import scrub_files
+
+log = logging.getLogger("ragcite")
+
+PARENT_FILE = Path(".ragcite") / "parent_run.json"
+"""Where a sweep leaves its parent run id for the jobs, relative to the sweep folder."""
+DB_FILE = "mlflow.db"
+ARTIFACTS_DIR = "mlartifacts"
+MAX_TAG = 8000  # MLflow's limit on a tag value
+_URI_USERINFO = re.compile(
+    r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
+
+
+class TrackingError(Exception):
+    """A store problem found by ragcite itself; its message is one line for the user."""
+
+
+def one_line(exc: BaseException) -> str:
+    """`exc`'s message on one line (at most 300 characters)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def mask_uri(uri: str) -> str:
+    """`uri` with any password in its user-info replaced by ``***`` (safe to print or log)."""
+    return _URI_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", uri)
+
+
+def uri_passwords(obj: Any) -> set[str]:
+    """Passwords written into URIs (``scheme://user:password@host``) anywhere in `obj`."""
+    if isinstance(obj, str):
+        return {m["password"] for m in _URI_USERINFO.finditer(obj) if len(m["password"]) >= 4}
+    values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
+    found: set[str] = set()
+    for value in values:
+        found |= uri_passwords(value)
+    return found
+
+
+def is_remote(uri: str) -> bool:
+    """True for an ``http(s)://`` tracking server."""
+    return uri.lower().startswith(("http://", "https://"))
+
+
+def default_tracking_uri(output_root: str | os.PathLike[str]) -> str:
+    """``sqlite:////abs/path/<output_root>/mlflow.db``."""
+    return "sqlite:///" + str(Path(output_root).resolve() / DB_FILE)
+
+
+def resolve_tracking_uri(tracking_uri: str | None, output_root: str | os.PathLike[str]) -> str:
+    """The tracking URI: `tracking_uri`, else ``MLFLOW_TRACKING_URI``, else the local sqlite."""
+    uri = (tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "").strip()
+    if not uri:
+        return default_tracking_uri(output_root)
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        # A relative sqlite path would depend on each process's working directory.
+        return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())
+    return uri
+
+
+def artifact_location(explicit: str | None, output_root: str | os.PathLike[str],
+                      uri: str) -> str | None:
+    """Where a new experiment keeps its artifacts (None: the server decides)."""
+    if explicit:
+        return explicit if "://" in explicit else Path(explicit).resolve().as_uri()
+    if is_remote(uri):
+        return None
+    return (Path(output_root).resolve() / ARTIFACTS_DIR).as_uri()
+
+
+def check_reachable(uri: str, timeout: float) -> None:
+    """Fail fast when an ``http(s)`` tracking server cannot be reached.
+
+    Raises:
+        TrackingError: No connection, a timeout, a server error, or a refusal (401/403).
+    """
+    if not is_remote(uri):
+        return
+    parts = urllib.parse.urlsplit(uri)
+    netloc = parts.netloc.rsplit("@", 1)[-1]  # user-info is not sent by urllib; /health is open
+    url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/health",
+                                   "", ""))
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        text = one_line(reason) if isinstance(reason, BaseException) else str(reason)
+        raise TrackingError(f"cannot reach the MLflow tracking server at {mask_uri(uri)} "
+                            f"({text}; timeout {timeout:g} s)") from None
+    if status >= 500:
+        raise TrackingError(f"the MLflow tracking server at {mask_uri(uri)} answered HTTP "
+                            f"{status} on /health")
+    if status in (401, 403):
+        raise TrackingError(f"the MLflow tracking server at {mask_uri(uri)} refused the "
+                            f"connection (HTTP {status}); check credentials or the server's "
+                            f"--allowed-hosts")
+
+
+def client(uri: str) -> Any:
+    """An ``MlflowClient`` on `uri` (a new sqlite store's migration chatter kept quiet)."""
+    for name in ("alembic", "alembic.runtime.migration", "mlflow.store.db.utils"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
+    """The id of experiment `name`, created (with `location` for artifacts) when missing.
+
+    Raises:
+        TrackingError: The experiment is deleted.
+    """
+    for attempt in range(3):
+        exp = mlflow.get_experiment_by_name(name)
+        if exp is not None:
+            if exp.lifecycle_stage == "deleted":
+                raise TrackingError(f"experiment {name!r} is deleted; restore it "
+                                    f"(mlflow experiments restore) or choose another name")
+            return str(exp.experiment_id)
+        try:
+            return str(mlflow.create_experiment(name, artifact_location=location))
+        except Exception:  # another process created it first: read it back
+            if attempt == 2:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise TrackingError(f"could not open experiment {name!r}")  # pragma: no cover
+
+
+def git_commit() -> str | None:
+    """The commit of the ragcite source tree, when it is a git checkout."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
+                             capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def code_tags() -> dict[str, str]:
+    """MLflow's usual system tags (user, source) and the code version of ragcite."""
+    from runner import __version__
+
+    tags: dict[str, str] = {}
+    try:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        tags = {k: str(v) for k, v in resolve_tags({}).items()}
+    except Exception:  # pragma: no cover - best effort only
+        tags = {}
+    tags["ragcite.version"] = __version__
+    commit = git_commit()
+    if commit:
+        tags["ragcite.git_commit"] = commit
+    return tags
+
+
+def log_batch(mlflow: Any, run_id: str, metrics: dict[str, float] | None = None,
+              params: dict[str, str] | None = None, tags: dict[str, str] | None = None) -> None:
+    """Log metrics (in their order), params and tags of a run in one request."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    mlflow.log_batch(
+        run_id,
+        metrics=[Metric(k, v, now, 0) for k, v in (metrics or {}).items()],
+        params=[Param(k, v) for k, v in (params or {}).items()],
+        tags=[RunTag(k, v[:MAX_TAG]) for k, v in (tags or {}).items()],
+    )
+
+
+def run_link(uri: str, ui_url: str | None, experiment: str, run_id: str) -> str | None:
+    """The run's page in an MLflow UI: `ui_url`, else a remote tracking URI; else None."""
+    base = ui_url or (uri if is_remote(uri) else None)
+    if not base:
+        return None
+    return f"{mask_uri(base).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
+
+
+def log_artifact(mlflow: Any, run_id: str, path: Path, secrets: set[str],
+                 artifact_path: str | None = None) -> None:
+    """``log_artifact`` of one file; a text file holding a secret goes as a scrubbed copy."""
+    secrets = {s for s in secrets if s}
+    text = None
+    if secrets:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            text = None
+    if text is None or not any(s in text for s in secrets):
+        mlflow.log_artifact(run_id, str(path), artifact_path)
+        return
+    with tempfile.TemporaryDirectory(prefix="ragcite-") as tmp:
+        copy = Path(tmp) / path.name
+        copy.write_text(text, encoding="utf-8")
+        scrub_files(tmp, secrets)  # YAML stays YAML (``key: '***'``)
+        mlflow.log_artifact(run_id, str(copy), artifact_path)
+
+
+def read_parent_file(sweep_dir: Path) -> dict[str, Any] | None:
+    """The content of ``<sweep_dir>/.ragcite/parent_run.json`` (None when absent or unreadable)."""
+    path = sweep_dir / PARENT_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def find_parent(result_dir: Path, levels: int = 4) -> dict[str, Any] | None:
+    """The sweep's ``parent_run.json`` in one of the `levels` folders above `result_dir`."""
+    for folder in list(result_dir.resolve().parents)[:levels]:
+        if (folder / PARENT_FILE).is_file():
+            return read_parent_file(folder)
+    return None
+
+
+def write_parent_file(sweep_dir: Path, data: dict[str, Any]) -> None:
+    """Write ``<sweep_dir>/.ragcite/parent_run.json`` atomically."""
+    path = sweep_dir / PARENT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,75 @@
+"""The per-case table of a run, for the MLflow UI (``cases_table.json``).
+
+One row per case, built from the result folder's records (:func:`runner.results.iter_records`):
+id, query, answer, reference and citation counts, the six metrics, the citation and reference
+labels, and the error. The file is the JSON MLflow writes for ``mlflow.log_table`` (pandas'
+``split`` orientation without an index: ``{"columns": [...], "data": [[...], ...]}``), written
+row by row so memory stays flat at any number of cases; the run's ``mlflow.loggedArtifacts`` tag
+lists it as a table, so the MLflow UI and ``MlflowClient.load_table`` read it as one.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from runner.results import iter_records
+from runner.tracking.flatten import METRIC_KEYS
+
+TABLE_FILE = "cases_table.json"
+TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC_KEYS,
+                 "citation_labels", "reference_labels", "error")
+"""The columns of the per-case table."""
+
+
+def case_row(record: dict[str, Any]) -> list[Any]:
+    """One case's row (:data:`TABLE_COLUMNS`) from its record (passage and decisions joined)."""
+    response = record.get("response") or {}
+    metrics = record.get("metrics") or {}
+    labels = record.get("labels") or {}
+    return [str(record["id"]), record.get("query"), response.get("answer"),
+            len(record.get("references") or []), len(response.get("citations") or []),
+            *(metrics.get(name) for name in METRIC_KEYS),
+            ", ".join(labels.get("citations") or []),
+            ", ".join(labels.get("references") or []),
+            record.get("error")]
+
+
+def case_rows(result_dir: Path) -> Iterator[list[Any]]:
+    """The table's rows of a result folder, in case order."""
+    for record in iter_records(result_dir):
+        yield case_row(record)
+
+
+def _row_json(row: list[Any]) -> bytes:
+    try:
+        return orjson.dumps(row)
+    except TypeError:  # a lone surrogate in a text: the standard library escapes it
+        return json.dumps(row, separators=(",", ":")).encode("utf-8")
+
+
+def write_table(result_dir: Path, path: Path) -> None:
+    """Write the table of `result_dir` to `path`, row by row."""
+    with path.open("wb") as fh:
+        fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
+        for n, row in enumerate(case_rows(result_dir)):
+            fh.write(b"," + _row_json(row) if n else _row_json(row))
+        fh.write(b"]}")
+
+
+def log_case_table(mlflow: Any, run_id: str, result_dir: Path) -> None:
+    """Log the table of `result_dir` to run `run_id` as the table ``cases_table.json``."""
+    with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
+        path = Path(tmp) / TABLE_FILE
+        write_table(result_dir, path)
+        mlflow.log_artifact(run_id, str(path))
+    tag = "mlflow.loggedArtifacts"
+    logged = json.loads(mlflow.get_run(run_id).data.tags.get(tag, "[]"))
+    entry = {"path": TABLE_FILE, "type": "table"}
+    if entry not in logged:
+        mlflow.set_tag(run_id, tag, json.dumps([*logged, entry]))
