@@ -17,6 +17,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from runner.errors import RagciteError
 from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
 from runner.scoring.metrics import METRIC_KEYS
 
@@ -120,12 +121,16 @@ def summarize(sweep_dir: Path, failed: bool) -> dict[str, Any]:
 
 def start_sweep(config: DictConfig) -> None:
     """Open the sweep: its folder and the tracking parent run (main process)."""
-    from runner.tracking.base import open_sweep
+    from runner.tracking.mlflow_sweep import start_sweep as open_parent
 
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        open_parent(config, sweep_dir)  # a store that cannot be used stops the sweep here
+    except RagciteError as exc:
+        log.error("ragcite: error: %s", exc)
+        raise SystemExit(2) from None
     SWEEPS.open, SWEEPS.last = (sweep_dir, config), None
-    open_sweep(_plain(config), sweep_dir)
 
 
 def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, Any] | None:
@@ -153,9 +158,12 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
     except Exception as exc:  # a report must not hide the sweep's own outcome
         log.error("ragcite: could not write the sweep report: %s", exc)
         summary["failed"] = True
-    from runner.tracking.base import close_sweep
+    from runner.tracking.mlflow_sweep import close_open_sweep, end_sweep
 
-    close_sweep(cfg, sweep_dir, summary, status)
+    if status is not None:
+        close_open_sweep(sweep_dir, status)
+    else:
+        end_sweep(config, sweep_dir, summary)
     done = summary["n_results"]
     log.info("sweep: %d result%s of %d job%s%s: %s", done, "" if done == 1 else "s",
              summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
