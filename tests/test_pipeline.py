@@ -1,0 +1,81 @@
+"""One job in process, as `ragcite` runs it (runner.cli.run): the real config composed, the
+pipeline, then each threshold's result tracked on a real sqlite MLflow store and reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.cli import run
+from runner.results import PASSAGES_FILE, read_cases, result_dirs
+from runner.schema import plain_config
+from tests.conftest import read_json
+
+
+def _cfg(compose_cfg: Any, tmp_path: Path, *overrides: str) -> dict[str, Any]:
+    return plain_config(compose_cfg("model=precomputed", "progress=false",
+                                    f"output_root={tmp_path}", *overrides))
+
+
+def test_a_job_of_three_thresholds_writes_and_tracks_one_result_each(compose_cfg,
+                                                                      tmp_path: Path) -> None:
+    import mlflow
+
+    cfg = _cfg(compose_cfg, tmp_path, "scoring.threshold=[0.05,default,strict]")
+    outcomes = run(cfg, tmp_path / "job", {"dataset": "demo", "model": "precomputed",
+                                           "matcher": "ngram"})
+    folders = [o.folder for o in outcomes]
+    assert folders == result_dirs(tmp_path / "job")
+    assert [f.name for f in folders] == ["t0.05", "default_t0.5", "strict_t0.75"]
+    assert [(o.threshold.value, o.threshold.level) for o in outcomes] == [
+        (0.05, None), (0.5, "default"), (0.75, "strict")]
+    assert (tmp_path / "job" / PASSAGES_FILE).is_file()
+    for folder in folders:
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "cases.jsonl", "config.yaml", "metrics.json", "report.html"]
+        assert read_json(folder / "metrics.json")["files"]["passages"] == "../passages.jsonl"
+    # One MLflow run per threshold, each with its own params and metrics.
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["ragcite"], output_format="list")
+    by_name = {r.info.run_name: r for r in runs}
+    assert sorted(by_name) == ["demo_precomputed_ngram_default_t0.5",
+                               "demo_precomputed_ngram_strict_t0.75",
+                               "demo_precomputed_ngram_t0.05"]
+    for outcome in outcomes:
+        logged = by_name[read_json(outcome.folder / "metrics.json")["run"]["name"]]
+        assert logged.info.status == "FINISHED"
+        assert float(logged.data.params["scoring.threshold"]) == outcome.threshold.value
+        assert logged.data.metrics["context_recall"] == pytest.approx(
+            outcome.result.metrics["context_recall"], rel=1e-12)
+
+
+def test_each_threshold_of_a_job_equals_a_job_of_its_own(compose_cfg, tmp_path: Path) -> None:
+    names = {"dataset": "demo", "model": "precomputed", "matcher": "ngram"}
+    together = run(_cfg(compose_cfg, tmp_path / "a", "tracking=none", "report=none",
+                        "scoring.threshold=[0.05,0.065,lenient]"), tmp_path / "a" / "job", names)
+    for outcome in together:
+        spec = outcome.threshold.level or str(outcome.threshold.value)
+        (alone,) = run(_cfg(compose_cfg, tmp_path / spec, "tracking=none", "report=none",
+                            f"scoring.threshold={spec}"), tmp_path / spec / "job", names)
+        assert list(read_cases(outcome.folder)) == list(read_cases(alone.folder))
+        assert (outcome.folder / "cases.jsonl").read_bytes() == (
+            alone.folder / "cases.jsonl").read_bytes()
+        mine, theirs = outcome.result.to_dict(), alone.result.to_dict()
+        for key in ("metrics", "ci", "micro", "labels", "counts", "histograms", "bands",
+                    "failed", "threshold"):
+            assert mine[key] == theirs[key] or key == "threshold" and mine[key]["index"] > 0
+    recalls = [o.result.metrics["context_recall"] for o in together]
+    assert recalls[0] > recalls[1]  # 0.065 un-matches the demo's 0.06 pair
+
+
+def test_a_threshold_the_matcher_cannot_give_fails_before_any_work(compose_cfg,
+                                                                    tmp_path: Path) -> None:
+    from runner.errors import RagciteError
+
+    with pytest.raises(RagciteError) as exc:
+        run(_cfg(compose_cfg, tmp_path, "scoring.threshold=[0.5,1.5]"), tmp_path / "job")
+    assert str(exc.value) == ("scoring.threshold: 1.5 is outside [0, 1], the similarities this "
+                              "matcher gives")
+    assert not (tmp_path / "job" / PASSAGES_FILE).exists()
