@@ -21,11 +21,12 @@ def test_seed_examples_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     run = only_run_dir(tmp_path / "out")
     metrics = read_json(run / "metrics.json")
-    assert metrics["schema_version"] == 1
+    assert metrics["schema_version"] == 2
     assert (metrics["n_cases"], metrics["n_scored"], metrics["n_errors"]) == (3, 3, 0)
-    # Stage timings, the wait for the tracker (none here: tracking=none) among them.
-    assert list(metrics["timings"]) == ["load_s", "tracking_wait_s", "model_s", "score_s",
-                                        "aggregate_s"]
+    # How the run went is its own section: stage timings, workers, cache counters.
+    assert list(metrics["execution"]) == ["workers", "timings", "cache"]
+    assert list(metrics["execution"]["timings"]) == ["load_s", "model_s", "score_s"]
+    assert metrics["threshold"] == {"value": 0.5, "level": "default", "index": 0}
     # Per case (CR, CP | SR, SP): (1, 1 | 1, 1), (0, 0 | 1, 1), (1/3, 1/3 | 2/3, 2/3).
     # Macro CR = (1 + 0 + 1/3) / 3 = 4/9; SR = (1 + 1 + 2/3) / 3 = 8/9.
     assert metrics["metrics"]["context_recall"] == pytest.approx(4 / 9)
@@ -41,6 +42,9 @@ def test_seed_examples_end_to_end(tmp_path: Path) -> None:
         "reference_cited": 2, "reference_passage_missed": 2, "reference_source_missed": 1}
     cases = read_jsonl(run / "cases.jsonl")
     assert [c["id"] for c in cases] == ["seed-1", "seed-2", "seed-3"]
+    assert [p["id"] for p in read_jsonl(run / "passages.jsonl")] == ["seed-1", "seed-2",
+                                                                     "seed-3"]
+    assert read_json(run / "job.json") == {"schema_version": 2, "results": ["."]}
     assert cases[2]["metrics"]["source_recall"] == pytest.approx(2 / 3)
     assert cases[2]["labels"]["citations"] == ["supported", "wrong_passage", "unexpected_source"]
     assert cases[0]["error"] is None
@@ -139,5 +143,5 @@ def test_cache_can_be_disabled(tmp_path: Path) -> None:
                    cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr
     metrics = read_json(only_run_dir(tmp_path) / "metrics.json")
-    assert metrics["cache"]["enabled"] is False
+    assert metrics["execution"]["cache"]["enabled"] is False
     assert not (tmp_path / "cache").exists()
