@@ -10,13 +10,14 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import BaseMatcher, Matcher
-from runner.results import CaseResult
-from runner.scoring.aggregate import Aggregator
+from runner.results import CaseResult, RunResult
+from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.batch import BatchResults, score_batch_thresholds
+from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
 from runner.scoring.case import ScoringOptions
+from runner.scoring.records import BatchResults
 from runner.scoring.sources import DEFAULT_STEPS
-from runner.scoring.thresholds import resolve_thresholds
+from runner.scoring.thresholds import Threshold, resolve_thresholds
 
 
 def matcher_from_name(name: str, **kwargs: Any) -> Matcher:
@@ -58,7 +59,7 @@ def score_batches(
     matcher: Matcher,
     options: ScoringOptions,
     thresholds: Sequence[float],
-    batch_size: int = 10_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     on_batch: Callable[[int], None] | None = None,
 ) -> Iterator[list[BatchResults]]:
     """Score (case, response) pairs batch by batch at every threshold, each distinct pair's
@@ -86,7 +87,7 @@ def score_stream(
     items: Iterable[tuple[Case, Response | None]],
     matcher: Matcher,
     options: ScoringOptions,
-    batch_size: int = 10_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     on_batch: Callable[[int], None] | None = None,
 ) -> Iterator[CaseResult]:
     """Score at ``options.threshold``, case by case.
@@ -110,10 +111,10 @@ def evaluate(
     require_same_source: bool = False,
     source_normalization: Sequence[str] = DEFAULT_STEPS,
     bands: Mapping[str, float] | None = None,
-    bootstrap_resamples: int = 1000,
-    confidence: float = 0.95,
+    bootstrap_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
-    batch_size: int = 10_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> Any:
     """Score cases and return the run-level and per-case results.
 
@@ -159,23 +160,32 @@ def evaluate(
         source_normalization=tuple(source_normalization),
         bands=dict(bands or DEFAULT_BANDS),
     )
+    empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
+    results = _aggregate(cases, responses, m, options, decided, empty, batch_size)
+    return results if thresholds is not None else results[0]
+
+
+def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, matcher: Matcher,
+               options: ScoringOptions, decided: Sequence[Threshold], empty: Aggregator,
+               batch_size: int) -> list[RunResult]:
+    """Score `cases` at every threshold of `decided`: one result each."""
     pairs: Iterable[tuple[Case, Response | None]] = (
         (c, responses.get(c.id) if responses is not None else c.response) for c in cases)
     if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
         stored = [r for _, r in pairs]
-        m = m.for_workload(count_pairs(cases, stored))
+        matcher = matcher.for_workload(count_pairs(cases, stored))
         pairs = zip(cases, stored)
-    aggs = [Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-            for _ in decided]
+    aggs = [empty.empty() for _ in decided]
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave
     # behind are collected as usual once the collector resumes.
     with gc_paused():
-        for scored in score_batches(pairs, m, options, [t.value for t in decided], batch_size):
+        for scored in score_batches(pairs, matcher, options, [t.value for t in decided],
+                                    batch_size):
             for agg, one in zip(aggs, scored):
                 agg.add_batch(one)  # the sums now; a case's record is built when it is read
         results = [agg.result() for agg in aggs]
     for t, result in zip(decided, results):
         result.extra["threshold"] = t.to_dict()
-    return results if thresholds is not None else results[0]
+    return results

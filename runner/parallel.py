@@ -26,8 +26,8 @@ from runner.data.models import Case, Response
 from runner.evaluate import count_pairs, score_batches
 from runner.matchers.base import Matcher
 from runner.scoring.aggregate import Aggregator
-from runner.scoring.batch import BatchResults
 from runner.scoring.case import ScoringOptions
+from runner.scoring.records import BatchResults
 
 
 def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> int:

@@ -21,13 +21,12 @@ figure. ``SCHEMA_VERSION`` and ``CASES_VERSION`` change whenever a field changes
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, overload
 
-import orjson
+from runner.jsonio import clean_json, default_json, json_line, parse_line
 
 SCHEMA_VERSION = 2
 CASES_VERSION = 2
@@ -228,67 +227,6 @@ class RunResult:
         }
 
 
-def _clean(value: Any) -> Any:
-    """Make `value` strict JSON: NaN and infinities become null (JSON has neither), recursively.
-
-    ``json.dumps(default=...)`` is only consulted for objects JSON cannot encode, and a float NaN
-    is encoded as the invalid token ``NaN``, so the cleaning happens before dumping.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def _default(value: Any) -> Any:
-    # numpy scalars and arrays (and anything else with `.tolist()`/`.item()`).
-    for attr in ("tolist", "item"):
-        if hasattr(value, attr):
-            return _clean(getattr(value, attr)())
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-_ORJSON_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-
-
-def json_line(record: dict[str, Any]) -> bytes:
-    """One record as a strict-JSON UTF-8 line.
-
-    orjson writes NaN and infinities as null, as :func:`_clean` does; what it cannot encode (an
-    integer beyond 64 bits, say) goes through the standard library instead.
-    """
-    try:  # numpy values go through _default; the options below make orjson twice as slow
-        return orjson.dumps(record, default=_default) + b"\n"
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    try:  # keys that are not strings
-        return orjson.dumps(record, default=_default, option=_ORJSON_OPTIONS) + b"\n"
-    except (TypeError, orjson.JSONEncodeError):
-        return (json.dumps(_clean(record), ensure_ascii=False, allow_nan=False,
-                           default=_default) + "\n").encode("utf-8")
-
-
-# orjson reads an integer beyond 64 bits as a float; such an integer needs 19 or more digits in
-# a row. Lines with such a run (rare: big metadata values, long decimals) go to the standard
-# library, so every record is read exactly. The run is found by mapping digits to "0" and every
-# other byte to a space, then a plain substring search (a regex is ten times slower here).
-_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_LONG_RUN = b"0" * 19
-
-
-def parse_line(line: bytes) -> Any:
-    """One JSON line, exactly as ``json.loads`` reads it, with orjson where that is the same."""
-    if _LONG_RUN not in line.translate(_DIGITS_ONLY):
-        try:
-            return orjson.loads(line)
-        except orjson.JSONDecodeError:  # NaN, lone surrogates: the standard library
-            pass
-    return json.loads(line)
-
-
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
     """The records of a JSONL results file, checking their format version."""
     with path.open("rb") as fh:
@@ -401,8 +339,8 @@ def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
     data = result.to_dict() if isinstance(result, RunResult) else result
     target = Path(path)
     tmp = target.with_suffix(".json.tmp")
-    text = json.dumps(_clean(data), indent=2, ensure_ascii=False, allow_nan=False,
-                      default=_default)
+    text = json.dumps(clean_json(data), indent=2, ensure_ascii=False, allow_nan=False,
+                      default=default_json)
     tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(target)
 

@@ -17,6 +17,9 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from runner.scoring.bands import DEFAULT_BANDS
+from runner.scoring.batch import DEFAULT_BATCH_SIZE
 from runner.scoring.sources import DEFAULT_STEPS
 
 
@@ -122,16 +125,16 @@ class DatasetConf:
 class BandsConf:
     """Lower bounds of the metric bands: green ≥ green, medium ≥ medium, red below."""
 
-    green: float = 0.75
-    medium: float = 0.25
+    green: float = DEFAULT_BANDS["green"]
+    medium: float = DEFAULT_BANDS["medium"]
 
 
 @dataclass
 class BootstrapConf:
     """Percentile bootstrap of the macro means."""
 
-    resamples: int = 1000
-    confidence: float = 0.95
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
 
 
 class ZeroDivision(str, Enum):
@@ -157,7 +160,7 @@ class ScoringConf:
     source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS))
     bands: BandsConf = field(default_factory=BandsConf)
     bootstrap: BootstrapConf = field(default_factory=BootstrapConf)
-    batch_size: int = 10_000
+    batch_size: int = DEFAULT_BATCH_SIZE
     workers: Optional[int] = None
 
 

@@ -18,8 +18,13 @@ from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, f1, precision, recall
 
+DEFAULT_RESAMPLES = 1000
+"""Bootstrap resamples of the macro means' confidence intervals."""
+DEFAULT_CONFIDENCE = 0.95
+"""Two-sided coverage of those intervals."""
+
 if TYPE_CHECKING:
-    from runner.scoring.batch import BatchResults
+    from runner.scoring.records import BatchResults
 
 _CITATION_KEYS = {k: f"citation_{k}" for k in CITATION_LABELS}
 _REFERENCE_KEYS = {k: f"reference_{k}" for k in REFERENCE_LABELS}
@@ -78,7 +83,8 @@ def micro_metrics(counts: dict[str, int], zero_division: str = "auto") -> dict[s
             "source_recall": sr, "source_precision": sp, "source_f1": f1(sp, sr)}
 
 
-def bootstrap_ci(values: np.ndarray, resamples: int = 1000, confidence: float = 0.95,
+def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
+                 confidence: float = DEFAULT_CONFIDENCE,
                  seed: int = 0) -> list[list[float] | None]:
     """Percentile bootstrap intervals of the column means of `values`.
 
@@ -172,8 +178,8 @@ class Aggregator:
             first ones in case order.
     """
 
-    def __init__(self, zero_division: str = "auto", resamples: int = 1000,
-                 confidence: float = 0.95, seed: int = 0, keep_cases: bool = True, *,
+    def __init__(self, zero_division: str = "auto", resamples: int = DEFAULT_RESAMPLES,
+                 confidence: float = DEFAULT_CONFIDENCE, seed: int = 0, keep_cases: bool = True, *,
                  bands: Mapping[str, float] | None = None,
                  max_failed_listed: int = MAX_FAILED_LISTED) -> None:
         self.zero_division = zero_division
@@ -304,8 +310,9 @@ class Aggregator:
         )
 
 
-def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto", resamples: int = 1000,
-              confidence: float = 0.95, seed: int = 0, *,
+def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto",
+              resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
+              seed: int = 0, *,
               bands: Mapping[str, float] | None = None) -> RunResult:
     """Aggregate scored cases into run-level figures (see :class:`Aggregator`)."""
     agg = Aggregator(zero_division, resamples, confidence, seed, bands=bands)

@@ -20,19 +20,21 @@ loop, from lists converted once per batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import Matcher, PairError
-from runner.results import CaseResult, CaseSequence, json_line
+from runner.results import CaseResult
 from runner.scoring.case import ScoringOptions, error_case
-from runner.scoring.metrics import COUNT_KEYS
-from runner.scoring.records import Scored
+from runner.scoring.records import BatchResults, Scored
+
+DEFAULT_BATCH_SIZE = 10_000
+"""Cases scored per matcher call (and answered per adapter call): bounds a batch's memory."""
 
 _SUPPORTED, _WRONG_PASSAGE, _UNEXPECTED = range(3)  # indexes into CITATION_LABELS
 _CITED, _PASSAGE_MISSED, _SOURCE_MISSED = range(3)  # indexes into REFERENCE_LABELS
@@ -196,85 +198,6 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
                          _decide(prep, options.normalizer, float(t), options.zero_division,
                                  options.bands) if prep is not None else None)
             for t in thresholds]
-
-
-class BatchResults(CaseSequence):
-    """The results of one batch, in input order; records are built on first read.
-
-    Attributes:
-        n_errors: Cases that failed (no response, a failed response or a failed pair).
-        rows: Each scored case's six metric values (NaN where undefined), in case order.
-        counts: The scored cases' counts, summed.
-        labels: The scored cases' citation and reference labels, counted
-            (``citation_supported``, ...).
-    """
-
-    def __init__(self, where: list[int], errors: dict[int, CaseResult],
-                 scored: Scored | None) -> None:
-        self._where = where
-        self._errors = errors
-        self._scored = scored
-        self._records: list[CaseResult] | None = None
-        n_failed = len(scored.failed) if scored is not None else 0
-        self.n_errors = len(errors) + n_failed
-        self.rows = scored.rows if scored is not None else []
-        self.counts = scored.counts if scored is not None else dict.fromkeys(COUNT_KEYS, 0)
-        self.labels = scored.labels if scored is not None else {}
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def _at(self, pos: int) -> CaseResult:
-        k = self._where[pos]
-        if k < 0:
-            return self._errors[pos]
-        if self._records is None:
-            if self._scored is None:  # a scored position implies scored cases
-                raise RuntimeError("BatchResults: scored position without scored cases")
-            with gc_paused():  # without `select` every record is built
-                self._records = cast(list[CaseResult], self._scored.records())
-        return self._records[k]
-
-    def error_cases(self) -> Iterator[CaseResult]:
-        """The failed cases' records, in case order (the scored ones are not built)."""
-        failed = self._scored.failed if self._scored is not None else {}
-        for pos, k in enumerate(self._where):
-            if k < 0:
-                yield self._errors[pos]
-            elif k in failed:
-                yield failed[k]
-
-    def lines(self, passages: bool = True,
-              like: tuple[BatchResults, list[bytes]] | None = None,
-              ) -> tuple[list[bytes], list[bytes]]:
-        """Each case's ``passages.jsonl`` and ``cases.jsonl`` lines, in order.
-
-        Args:
-            passages: Whether to make the passages lines (another threshold of the same batch
-                may have made them).
-            like: Another threshold's results of the same batch and their ``cases.jsonl``
-                lines: a case whose match decisions are the same there takes that line (a
-                line follows from the case, its response, its decisions and the scoring
-                options, which the thresholds of one batch share), and only the others are
-                built.
-        """
-        shared = [json_line(c.passages_dict()) for c in self] if passages else []
-        scored = self._scored
-        if like is None or scored is None or like[0]._scored is None:
-            return shared, [json_line(c.decisions_dict()) for c in self]
-        same = scored.same_decisions(like[0]._scored)
-        build = [k for k, kept in enumerate(same) if not kept]
-        built = scored.records(build)
-        out = []
-        for pos, k in enumerate(self._where):
-            if k >= 0 and not same[k]:
-                record = built[k]
-                if record is None:  # pragma: no cover - every changed case is built above
-                    raise RuntimeError(f"case {pos} was not built")
-                out.append(json_line(record.decisions_dict()))
-            else:  # an error, or the same decisions: the same line
-                out.append(like[1][pos])
-        return shared, out
 
 
 @dataclass
