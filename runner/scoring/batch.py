@@ -271,27 +271,41 @@ def _prepare(f: _Flat, matcher: Matcher, norm: Callable[[str], str],
     needs_sim = ~s_ref_blank & ~blank[cit_tid[slot_cit]]
     if same_source:
         needs_sim &= s_same
-    sim = np.full(n_slots, np.nan)
-    failed_msg: dict[int, str] = {}
-    need = np.flatnonzero(needs_sim)
-    n_pairs = 0
-    if len(need):
-        n_texts = len(texts)
-        codes = ref_tid[slot_ref[need]] * n_texts + cit_tid[slot_cit[need]]
-        distinct, inverse = np.unique(codes, return_inverse=True)
-        n_pairs = len(distinct)
-        values, failed = _similarities(matcher, texts, distinct // n_texts,
-                                       distinct % n_texts)
-        sim[need] = values[inverse.reshape(-1)]
-        if failed:
-            bad = np.zeros(len(distinct), dtype=bool)
-            bad[list(failed)] = True
-            hit = bad[inverse.reshape(-1)]
-            for slot, pair in zip(need[hit].tolist(), inverse.reshape(-1)[hit].tolist()):
-                failed_msg[slot] = failed[pair]
+    pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
+    sim, failed_msg, n_pairs = _slot_similarities(matcher, texts, pair_codes, needs_sim)
     return _Prepared(f, n_cases, ref_case, cit_case, exp_case, ref_sid, cit_sid, exp_sid, n_src,
                      len(cit_tid), per_ref, ref_slot_first, slot_ref, slot_cit, s_ref_blank,
                      s_same, needs_sim, sim, failed_msg, n_pairs)
+
+
+def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,
+                       needs_sim: np.ndarray) -> tuple[np.ndarray, dict[int, str], int]:
+    """The similarity of every slot that needs one (NaN elsewhere), each distinct pair asked
+    for once; the failed slots' messages; the number of distinct pairs.
+
+    Args:
+        matcher: The matcher.
+        texts: The batch's distinct texts.
+        pair_codes: Per slot, ``reference text id * len(texts) + citation text id``.
+        needs_sim: Per slot, whether the match rules need its similarity.
+    """
+    sim = np.full(len(pair_codes), np.nan)
+    failed_msg: dict[int, str] = {}
+    need = np.flatnonzero(needs_sim)
+    if not len(need):
+        return sim, failed_msg, 0
+    n_texts = len(texts)
+    distinct, inverse = np.unique(pair_codes[need], return_inverse=True)
+    inverse = inverse.reshape(-1)
+    values, failed = _similarities(matcher, texts, distinct // n_texts, distinct % n_texts)
+    sim[need] = values[inverse]
+    if failed:
+        bad = np.zeros(len(distinct), dtype=bool)
+        bad[list(failed)] = True
+        hit = bad[inverse]
+        for slot, pair in zip(need[hit].tolist(), inverse[hit].tolist()):
+            failed_msg[slot] = failed[pair]
+    return sim, failed_msg, len(distinct)
 
 
 def _decide(p: _Prepared, norm: Callable[[str], str], threshold: float, zero_division: str,
