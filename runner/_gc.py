@@ -25,17 +25,3 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Move every object alive now to the collector's permanent generation for the block.
-
-    Objects that live through a long job (its loaded cases) are then skipped by every
-    collection; unfrozen afterwards, so garbage among them is collected again.
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()

@@ -8,23 +8,24 @@ threshold is decided and written as its own result (docs/results.md).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from hydra.utils import instantiate
 from tqdm import tqdm
 
-from runner._gc import frozen_heap, gc_paused
+from runner._gc import gc_paused
 from runner.adapters.base import AdapterContext, ModelAdapter
 from runner.cache import CacheStats, DiskCache
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
+from runner.evaluate import count_pairs
 from runner.matchers.base import Matcher
 from runner.matching import CachedMatcher
 from runner.parallel import resolve_workers, score_parallel
@@ -99,25 +100,33 @@ def run_job(cfg: dict[str, Any], out: Path,
     matcher.check()
     thresholds = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
                                     matcher.similarity_range)
-    t0 = time.perf_counter()
     dataset = Dataset(cfg["dataset"])
-    # The loaded cases live until the end of the job and hold no reference cycle: frozen, the
-    # cyclic collector stops walking them on every full collection (runner._gc).
-    with contextlib.ExitStack() as frozen:
-        with gc_paused():
-            cases = list(dataset.iter_cases())
-            frozen.enter_context(frozen_heap())
-        run.timings["load_s"] = time.perf_counter() - t0
-        run.n_cases = len(cases)
-        cache = _open_cache(cfg)
-        try:
-            responses = _respond(run, adapter, dataset, cases, cache)
-            results = _score(run, matcher, cases, responses, thresholds, cache)
-        finally:
-            if cache is not None:
-                cache.close()
-        del cases, responses
+    cache = _open_cache(cfg)
+    adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
+    matcher.bind_cache(cache.dir if cache else None)
+    try:
+        results = _score(run, dataset, adapter, matcher, thresholds, cache)
+    finally:
+        if cache is not None:
+            cache.close()
     return _finish(run, dataset, adapter, matcher, thresholds, results)
+
+
+def _batches(run: _Run, cases: Iterator[Case], size: int) -> Iterator[tuple[list[Case], bool]]:
+    """The cases in batches of `size`, each with whether more follow; loading time counted."""
+    ahead: list[Case] = []
+    while True:
+        t0 = time.perf_counter()
+        with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
+            batch = ahead + list(islice(cases, size - len(ahead)))
+            ahead = list(islice(cases, 1))  # one case ahead: is this batch the last?
+        run.timings["load_s"] = run.timings.get("load_s", 0.0) + time.perf_counter() - t0
+        if not batch:
+            return
+        run.n_cases += len(batch)
+        yield batch, bool(ahead)
+        if not ahead:
+            return
 
 
 def _open_cache(cfg: dict[str, Any]) -> DiskCache | None:
@@ -133,11 +142,9 @@ def _open_cache(cfg: dict[str, Any]) -> DiskCache | None:
 def _respond(run: _Run, adapter: ModelAdapter, dataset: Dataset, cases: list[Case],
              cache: DiskCache | None) -> list[Response]:
     t0 = time.perf_counter()
-    adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
-    responses = get_responses(adapter, cases, dataset.digest, cache, run.stats,
-                              int(run.cfg["scoring"]["batch_size"]),
-                              bool(run.cfg.get("progress", True)))
-    run.timings["model_s"] = time.perf_counter() - t0
+    responses = get_responses(adapter, cases, dataset.digest, cache, run.stats, len(cases),
+                              False)
+    run.timings["model_s"] = run.timings.get("model_s", 0.0) + time.perf_counter() - t0
     return responses
 
 
@@ -152,12 +159,11 @@ def scoring_options(scoring: dict[str, Any], threshold: float) -> ScoringOptions
     )
 
 
-def _score(run: _Run, matcher: Matcher, cases: list[Case], responses: list[Response],
+def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
            thresholds: Sequence[Threshold], cache: DiskCache | None) -> list[RunResult]:
-    """Similarities once, every threshold decided, the lines written as they come."""
-    t0 = time.perf_counter()
+    """Batch by batch: load, answer, compute the similarities once and decide every threshold;
+    the lines are written as they come, so memory holds one batch and a few numbers a case."""
     cfg, scoring = run.cfg, run.cfg["scoring"]
-    matcher.bind_cache(cache.dir if cache else None)
     options = scoring_options(scoring, thresholds[0].value)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
@@ -166,22 +172,30 @@ def _score(run: _Run, matcher: Matcher, cases: list[Case], responses: list[Respo
                        max_failed_listed=int((cfg.get("report") or {}).get("max_failed_listed",
                                                                             500)))
     aggs = [empty.empty() for _ in thresholds]
-    run.workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
-    bar = tqdm(total=len(cases), desc="score", unit="case",
-               disable=not cfg.get("progress", True), leave=False)
+    scorer: Matcher = CachedMatcher(matcher, cache, run.stats)
     writer = run.writer = ResultWriter(run.out, thresholds)
+    bar = tqdm(desc="cases", unit="case", disable=not cfg.get("progress", True), leave=False)
     try:
-        for chunk in score_parallel(
-                cases, responses, CachedMatcher(matcher, cache, run.stats), options,
-                [t.value for t in thresholds], run.workers, empty,
-                chunk=min(int(scoring["batch_size"]), 2_500), on_chunk=bar.update):
-            writer.write(chunk.passages, chunk.cases)
-            for agg, part in zip(aggs, chunk.aggregators):
-                agg.merge(part)
+        for cases, more in _batches(run, dataset.iter_cases(), int(scoring["batch_size"])):
+            responses = _respond(run, adapter, dataset, cases, cache)
+            t0 = time.perf_counter()
+            if writer.lines == 0:  # the first batch plans for the job
+                run.workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
+                # The job's pairs: this batch's, at least twice as many when more follow.
+                scorer = scorer.for_workload(count_pairs(cases, responses) * (2 if more else 1),
+                                             run.workers)
+            for chunk in score_parallel(cases, responses, scorer, options,
+                                        [t.value for t in thresholds],
+                                        min(run.workers, len(cases)), empty,
+                                        chunk=min(int(scoring["batch_size"]), 2_500)):
+                writer.write(chunk.passages, chunk.cases)
+                for agg, part in zip(aggs, chunk.aggregators):
+                    agg.merge(part)
+            run.timings["score_s"] = run.timings.get("score_s", 0.0) + time.perf_counter() - t0
+            bar.update(len(cases))
     finally:
         writer.close()
         bar.close()
-    run.timings["score_s"] = time.perf_counter() - t0
     return [agg.result() for agg in aggs]
 
 

@@ -51,10 +51,12 @@ class ResultWriter:
             folder.mkdir(parents=True, exist_ok=True)
         self._passages: IO[bytes] = _partial(job_dir / PASSAGES_FILE).open("wb")
         self._cases: list[IO[bytes]] = [_partial(d / CASES_FILE).open("wb") for d in self.dirs]
+        self.lines = 0  # cases written so far
 
     def write(self, passages: Sequence[bytes], cases: Sequence[Sequence[bytes]]) -> None:
         """Append lines: each case's passages line, and per threshold each case's line."""
         self._passages.write(b"".join(passages))
+        self.lines += len(passages)
         for fh, lines in zip(self._cases, cases):
             fh.write(b"".join(lines))
 
