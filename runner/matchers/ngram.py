@@ -174,19 +174,24 @@ class NgramMatcher(BaseMatcher):
                              "(or set matcher.kernel=auto)")
 
     def for_workload(self, n_pairs: int, processes: int = 1) -> NgramMatcher:
-        """This matcher for a process that will score about `n_pairs` pairs in several calls,
-        one of `processes` scoring at once.
+        """This matcher for a job that scores about `n_pairs` pairs in several calls, on
+        `processes` processes at once.
 
-        ``kernel=auto`` is decided here, once for the whole workload (a worker of the parallel
-        scorer sees chunks far below what one call needs to pay for the compiled kernel); with
-        several processes each uses one thread (they already use every core).
+        ``kernel=auto`` is decided here, once for the whole workload (a worker sees chunks far
+        below what one call needs to pay for the compiled kernel). The compiled kernel is
+        loaded here, in the process that forks the workers, so they inherit it instead of each
+        loading it again. With several processes each uses one thread (they already use every
+        core).
         """
         changes: dict[str, object] = {}
         if self.kernel == "auto":
             changes["kernel"] = "numba" if ngram_numba.worth_it(n_pairs) else "numpy"
         if processes > 1:
             changes["threads"] = 1
-        return dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
+        adapted = dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
+        if adapted.kernel == "numba":
+            adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel
+        return adapted
 
     def _compiled(self, n_pairs: int) -> bool:
         """Whether a call of `n_pairs` pairs uses the compiled kernel."""
