@@ -2,8 +2,8 @@
 
 Every number shown here is read from ``metrics.json``: the macro means, intervals and micro
 figures, the bands of the means (``bands``), the label counts, the per-metric histograms
-(``histograms``) and the failed cases (``failed``). This module only places them: card texts,
-the geometry of the small scales and charts, and the diagnosis sentence from the label counts.
+(``histograms``) and the failed cases (``failed``). This module only places them: card texts
+and the geometry of the small scales and charts (the template words the diagnosis).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.reports.cases import clip
-from runner.reports.common import LABEL_TEXT, METRIC_KEYS, METRIC_NAMES, params_text, pct, safe_href
+from runner.reports.common import LABEL_TEXT, METRIC_KEYS, METRIC_NAMES, params_text, safe_href
 from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS, band
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 
@@ -77,41 +77,6 @@ def label_bars(labels: Mapping[str, int]) -> list[dict[str, Any]]:
             x += w
         out.append({"kind": kind, "total": total, "segments": segments})
     return out
-
-
-def diagnosis(labels: Mapping[str, int]) -> dict[str, str]:
-    """Where citations go wrong (the seed's question), as a headline and a sentence of shares:
-    wrong documents (retrieval), wrong passages of the right documents, or mostly right."""
-    sup = int(labels.get("citation_supported", 0))
-    wrong = int(labels.get("citation_wrong_passage", 0))
-    unexp = int(labels.get("citation_unexpected_source", 0))
-    cited = int(labels.get("reference_cited", 0))
-    p_missed = int(labels.get("reference_passage_missed", 0))
-    s_missed = int(labels.get("reference_source_missed", 0))
-    total, refs = sup + wrong + unexp, cited + p_missed + s_missed
-    if total == 0 and refs == 0:
-        return {"headline": "Nothing to diagnose", "detail": "No citation or reference was scored."}
-    detail = (f"{pct(sup, total)} of {total} citations are supported, {pct(wrong, total)} "
-              f"cite an expected document but a wrong passage, and {pct(unexp, total)} cite "
-              f"a document that is not expected. {pct(cited, refs)} of {refs} ground-truth "
-              f"passages are cited; {pct(p_missed, refs)} are missed although their document "
-              f"is cited, {pct(s_missed, refs)} belong to documents not cited at all.")
-    if total and sup >= 0.75 * total and (not refs or cited >= 0.75 * refs):
-        headline = "Mostly right: the model cites the right passages of the right documents."
-    elif total == 0:
-        headline = "No citations: the responses cite nothing."
-    elif unexp >= wrong and unexp > 0 and (unexp >= sup or s_missed >= p_missed):
-        headline = ("Main problem: wrong documents. Citations come from documents that are not "
-                    "expected, and expected documents go uncited — a retrieval problem.")
-    elif wrong > 0 and (wrong >= sup or p_missed >= s_missed):
-        headline = ("Main problem: wrong passages. The model cites the expected documents but "
-                    "quotes passages of them that do not match the ground truth.")
-    elif sup >= 0.75 * total:
-        headline = ("Main problem: incomplete citations. What is cited is mostly right, but many "
-                    "ground-truth passages are not cited.")
-    else:
-        headline = "Mixed: right passages, wrong passages and wrong documents all occur."
-    return {"headline": headline, "detail": detail}
 
 
 def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -146,7 +146,6 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "cards": figures.metric_cards(metrics),
         "bands": figures.run_bands(metrics),
         "label_bars": figures.label_bars(metrics.get("labels") or {}),
-        "diagnosis": figures.diagnosis(metrics.get("labels") or {}),
         "distributions": figures.distributions(metrics),
         "failed": failed,
         "n_failed": n_failed,
