@@ -20,20 +20,24 @@ same call (:func:`runner.reports.run.render_run_reports`) embed it without readi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator, MutableMapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from markupsafe import Markup
 
-from runner.reports.common import METRIC_KEYS, dumps_compact, embed_packed, pack_text, packed_block
+from runner.reports.common import (
+    EXPLANATION_KEYS,
+    METRIC_KEYS,
+    dumps_compact,
+    embed_packed,
+    pack_text,
+)
 from runner.results import iter_decisions, iter_records, passages_path
 
-EXPLANATION_KEYS = ("context_recall", "context_precision", "context",
-                    "source_recall", "source_precision", "source")
 BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
 
 
@@ -94,16 +98,10 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
     return record
 
 
-@contextmanager
-def _reading(lines: Iterator[dict[str, Any]]) -> Iterator[Iterator[dict[str, Any]]]:
-    """`lines` (a reader of :mod:`runner.results`), closed when left: a report that stops
-    after its first cases leaves no file open."""
-    try:
-        yield lines
-    finally:
-        close = getattr(lines, "close", None)
-        if callable(close):
-            close()
+def _closing(lines: Iterator[Any]) -> closing[Generator[Any, None, None]]:
+    # The readers of runner.results are generators: closed when left, a report that stops
+    # after its first cases leaves no file open.
+    return closing(cast("Generator[Any, None, None]", lines))
 
 
 @dataclass
@@ -135,11 +133,9 @@ class PassageTexts:
 
     def block(self, encoding: str) -> Markup:
         """The passages block as embedded (``json`` or ``gzip-base64``)."""
-        if encoding == "json":
-            return embed_packed(self.text, encoding)
-        if self._packed is None:
+        if encoding != "json" and self._packed is None:
             self._packed = pack_text(self.text)
-        return packed_block(*self._packed)
+        return embed_packed(self.text, encoding, self._packed)
 
 
 PassagesKey = tuple[Path, "int | None", int]
@@ -175,7 +171,7 @@ def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | No
         return _with_known(result_dir, texts, limit)
     texts = PassageTexts()
     rows, scores = [], []
-    with _reading(iter_records(result_dir, metrics)) as records:
+    with _closing(iter_records(result_dir, metrics)) as records:
         for record in islice(records, max_cases):
             texts.add(record, limit)
             rows.append(dumps_compact(row_record(record, texts.queries[-1], limit)))
@@ -191,7 +187,7 @@ def _with_known(result_dir: Path, texts: PassageTexts, limit: int) -> Embedded:
     """The embedded cases of a folder whose passages are known: from its decisions."""
     rows, scores = [], []
     n = len(texts.ids)
-    with _reading(iter_decisions(result_dir)) as decisions:
+    with _closing(iter_decisions(result_dir)) as decisions:
         for pos, decided in enumerate(islice(decisions, n)):
             if decided["id"] != texts.ids[pos]:
                 raise ValueError(f"{result_dir}, case {pos + 1}: id {decided['id']!r} does not "

@@ -19,7 +19,6 @@ import hashlib
 import json
 import math
 import os
-import re
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -30,7 +29,6 @@ import jinja2
 import orjson
 from markupsafe import Markup
 
-from runner.scoring.bands import BAND_TEXT
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import METRIC_KEYS
 
@@ -46,22 +44,6 @@ METRIC_NAMES: dict[str, str] = {
     "source_precision": "Source Precision",
     "source_f1": "Source F1",
 }
-METRIC_SHORT: dict[str, str] = {
-    "context_recall": "Ctx R", "context_precision": "Ctx P", "context_f1": "Ctx F1",
-    "source_recall": "Src R", "source_precision": "Src P", "source_f1": "Src F1",
-}
-METRIC_ABOUT: dict[str, str] = {
-    "context_recall": "The fraction of ground-truth reference passages matched by at least one "
-                      "response citation.",
-    "context_precision": "The fraction of response citations whose passage matches at least one "
-                         "ground-truth reference.",
-    "context_f1": "The harmonic mean of context recall and context precision.",
-    "source_recall": "The fraction of expected source documents that appear in the response "
-                     "citations.",
-    "source_precision": "The fraction of response-cited source documents that are among the "
-                        "expected sources.",
-    "source_f1": "The harmonic mean of source recall and source precision.",
-}
 LABEL_TEXT: dict[str, str] = {
     "supported": "its passage matches a reference",
     "wrong_passage": "right document, but its passage matches no reference",
@@ -70,13 +52,13 @@ LABEL_TEXT: dict[str, str] = {
     "passage_missed": "its document was cited, but not this passage",
     "source_missed": "its document was not cited at all",
 }
-BANDS = ("green", "medium", "red")
+EXPLANATION_KEYS = ("context_recall", "context_precision", "context",
+                    "source_recall", "source_precision", "source")
+"""The explanations of a case in the order the reports show them."""
 
-__all__ = [
-    "BANDS", "BAND_TEXT", "CITATION_LABELS", "LABEL_TEXT", "METRIC_ABOUT", "METRIC_KEYS",
-    "METRIC_NAMES", "REFERENCE_LABELS", "embed_json", "embed_packed", "fmt", "page_assets",
-    "render", "safe_href", "write_html",
-]
+
+def _undefined(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -84,14 +66,12 @@ def fmt(value: Any, digits: int = 3) -> str:
 
     Tests compare report text with ``metrics.json`` through this same function.
     """
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return f"{float(value):.{digits}f}"
+    return "n/a" if _undefined(value) else f"{float(value):.{digits}f}"
 
 
 def signed(value: Any, digits: int = 3) -> str:
     """A difference with its sign: ``+0.012``, ``-0.034``, ``0.000`` (no sign), ``n/a``."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+    if _undefined(value):
         return "n/a"
     text = f"{float(value):+.{digits}f}"
     return text[1:] if float(text) == 0.0 else text  # no sign on a difference that shows as 0
@@ -111,9 +91,15 @@ def short_date(iso: str | None) -> str:
     except ValueError:
         return iso
     if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(dt.timezone.utc)
-        return stamp.strftime("%Y-%m-%d %H:%M UTC")
+        return stamp.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return stamp.strftime("%Y-%m-%d %H:%M")
+
+
+def params_text(identity: Any) -> str:
+    """A model's or matcher's identity as ``key=value, ...`` (its class and nulls left out)."""
+    if not isinstance(identity, dict):
+        return ""
+    return ", ".join(f"{k}={v}" for k, v in identity.items() if k != "class" and v is not None)
 
 
 def safe_href(url: str | None) -> str | None:
@@ -162,20 +148,6 @@ def dumps_compact(data: Any) -> str:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def embed_packed(text: str, encoding: str, level: int = 3) -> Markup:
-    """A JSON document `text` wrapped for an embedded block, safe inside ``<script>``.
-
-    ``json``: ``{"encoding": "json", "data": <text>}``. ``gzip-base64``: ``{"encoding":
-    "gzip-base64", "bytes": n, "data": "<base64 of gzipped text>"}``, which the page inflates
-    with the browser's built-in ``DecompressionStream``.
-    """
-    if encoding == "json":
-        return Markup(_escape_script_json('{"encoding":"json","data":' + text + "}"))
-    if encoding != "gzip-base64":
-        raise ValueError(f"unknown encoding {encoding!r}")
-    return packed_block(*pack_text(text, level))
-
-
 def pack_text(text: str, level: int = 3) -> tuple[int, str]:
     """`text` as UTF-8 bytes gzipped (no timestamp: the same text packs the same) in base64,
     with its length in bytes."""
@@ -184,18 +156,20 @@ def pack_text(text: str, level: int = 3) -> tuple[int, str]:
                                                     mtime=0)).decode("ascii")
 
 
-def packed_block(n_bytes: int, data: str) -> Markup:
-    """The ``gzip-base64`` block of :func:`embed_packed` from :func:`pack_text`'s parts.
+def embed_packed(text: str, encoding: str, packed: tuple[int, str] | None = None) -> Markup:
+    """A JSON document `text` wrapped for an embedded block, safe inside ``<script>``.
 
-    Raises:
-        ValueError: `data` is not base64 text (it could not be embedded safely).
+    ``json``: ``{"encoding": "json", "data": <text>}``. ``gzip-base64``: ``{"encoding":
+    "gzip-base64", "bytes": n, "data": "<base64 of gzipped text>"}`` (`packed`: the
+    :func:`pack_text` of `text`, when known), which the page inflates with the browser's
+    built-in ``DecompressionStream``. Base64 holds no character that could end the block.
     """
-    if not _BASE64.fullmatch(data):
-        raise ValueError("packed data must be base64 text")
+    if encoding == "json":
+        return Markup(_escape_script_json('{"encoding":"json","data":' + text + "}"))
+    if encoding != "gzip-base64":
+        raise ValueError(f"unknown encoding {encoding!r}")
+    n_bytes, data = packed or pack_text(text)
     return Markup(f'{{"encoding":"gzip-base64","bytes":{int(n_bytes)},"data":"{data}"}}')
-
-
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 @cache
@@ -203,12 +177,11 @@ def _template_source(name: str) -> str:
     return (files(TEMPLATE_PACKAGE) / name).read_text(encoding="utf-8")
 
 
-def _load(name: str) -> tuple[str, str, Any]:
+def _load(name: str) -> str | None:
     try:
-        source = _template_source(name)
+        return _template_source(name)
     except FileNotFoundError:
-        raise jinja2.TemplateNotFound(name) from None
-    return source, name, lambda: True
+        return None  # jinja2.TemplateNotFound
 
 
 @cache
@@ -224,9 +197,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date)
     env.globals.update(METRIC_KEYS=METRIC_KEYS, METRIC_NAMES=METRIC_NAMES,
-                       METRIC_SHORT=METRIC_SHORT, METRIC_ABOUT=METRIC_ABOUT,
-                       LABEL_TEXT=LABEL_TEXT, CITATION_LABELS=CITATION_LABELS,
-                       REFERENCE_LABELS=REFERENCE_LABELS)
+                       CITATION_LABELS=CITATION_LABELS, REFERENCE_LABELS=REFERENCE_LABELS)
     return env
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import tempfile
@@ -29,9 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from runner.reports.common import METRIC_KEYS, fmt, signed
+from runner.reports.common import (
+    EXPLANATION_KEYS,
+    METRIC_KEYS,
+    METRIC_NAMES,
+    fmt,
+    params_text,
+    render,
+    safe_href,
+    signed,
+    write_html,
+)
 from runner.reports.compare_load import CompareError, RunData, load_run, tracking_uri_from
-from runner.reports.compare_report import render_compare_report
 from runner.results import CaseResult
 from runner.scoring.aggregate import bootstrap_ci
 
@@ -44,38 +54,31 @@ __all__ = ["CompareError", "RunData", "check_gates", "compare_runs", "load_run",
 
 
 def _status(a: CaseResult, b: CaseResult) -> str:
-    if a.error is None and b.error is None:
-        return "scored"
     if a.error is None:
-        return "newly failed"
-    if b.error is None:
-        return "fixed"
-    return "failed in both"
+        return "scored" if b.error is None else "newly failed"
+    return "fixed" if b.error is None else "failed in both"
 
 
-def _params(identity: Any) -> str:
-    if not isinstance(identity, dict):
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in identity.items() if k != "class" and v is not None)
+def _deltas(a: CaseResult, b: CaseResult) -> list[float | None]:
+    """B − A per metric (None where either value is undefined)."""
+    pairs = [(a.metrics.get(k), b.metrics.get(k)) for k in METRIC_KEYS]
+    return [None if va is None or vb is None else float(vb) - float(va) for va, vb in pairs]
 
 
 def _side_summary(run: RunData) -> dict[str, Any]:
     m = run.metrics
-    matcher = m.get("matcher") or {}
+    section = {k: m.get(k) or {} for k in ("run", "dataset", "model", "matcher", "threshold")}
     return {
         "label": run.label, "source": run.source, "link": run.link,
-        "name": (m.get("run") or {}).get("name") or run.label,
-        "started_at": (m.get("run") or {}).get("started_at"),
-        "dataset": (m.get("dataset") or {}).get("name"),
-        "digest": (m.get("dataset") or {}).get("digest"),
-        "model": (m.get("model") or {}).get("name"),
-        "model_params": _params((m.get("model") or {}).get("identity")),
-        "matcher_params": _params(matcher.get("identity")),
-        "matcher": matcher.get("name"), "threshold": (m.get("threshold") or {}).get("value"),
-        "n_cases": m.get("n_cases"), "n_scored": m.get("n_scored"),
-        "n_errors": m.get("n_errors"), "error_rate": m.get("error_rate"),
-        "metrics": {k: (m.get("metrics") or {}).get(k) for k in METRIC_KEYS},
-        "ci": {k: (m.get("ci") or {}).get(k) for k in METRIC_KEYS},
+        "name": section["run"].get("name") or run.label,
+        "started_at": section["run"].get("started_at"),
+        "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
+        "model": section["model"].get("name"),
+        "model_params": params_text(section["model"].get("identity")),
+        "matcher_params": params_text(section["matcher"].get("identity")),
+        "matcher": section["matcher"].get("name"), "threshold": section["threshold"].get("value"),
+        **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
+        **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
     }
 
 
@@ -90,25 +93,17 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
     """
     common = [cid for cid in a.cases if cid in b.cases]
     paired = [cid for cid in common if a.cases[cid].error is None and b.cases[cid].error is None]
-    diffs = np.full((len(paired), len(METRIC_KEYS)), np.nan)
-    for row, cid in enumerate(paired):
-        ma, mb = a.cases[cid].metrics, b.cases[cid].metrics
-        for k, key in enumerate(METRIC_KEYS):
-            va, vb = ma.get(key), mb.get(key)
-            if va is not None and vb is not None:
-                diffs[row, k] = float(vb) - float(va)
+    diffs = np.array([_deltas(a.cases[cid], b.cases[cid]) for cid in paired],
+                     dtype=float).reshape(len(paired), len(METRIC_KEYS))  # None → nan
     cis = bootstrap_ci(diffs, resamples, confidence, seed)
     metrics: dict[str, Any] = {}
     for k, key in enumerate(METRIC_KEYS):
-        col = diffs[:, k]
-        col = col[~np.isnan(col)]
+        col = diffs[:, k][~np.isnan(diffs[:, k])]
         mean_a = (a.metrics.get("metrics") or {}).get(key)
         mean_b = (b.metrics.get("metrics") or {}).get(key)
         ci = cis[k]
-        verdict = "undefined"
-        if ci is not None:
-            verdict = ("worse" if ci[1] < 0 else "better" if ci[0] > 0
-                       else "no significant change")
+        verdict = ("undefined" if ci is None else "worse" if ci[1] < 0 else "better"
+                   if ci[0] > 0 else "no significant change")
         metrics[key] = {
             "a": mean_a, "b": mean_b,
             "delta": None if mean_a is None or mean_b is None else mean_b - mean_a,
@@ -117,14 +112,13 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
             "ci": ci, "verdict": verdict,
         }
     statuses = {cid: _status(a.cases[cid], b.cases[cid]) for cid in common}
+    count = list(statuses.values()).count
     pairing = {
         "n_a": len(a.cases), "n_b": len(b.cases), "n_common": len(common),
         "n_paired_scored": len(paired),
-        "only_a": sum(1 for cid in a.cases if cid not in b.cases),
-        "only_b": sum(1 for cid in b.cases if cid not in a.cases),
-        "newly_failed": sum(1 for s in statuses.values() if s == "newly failed"),
-        "fixed": sum(1 for s in statuses.values() if s == "fixed"),
-        "failed_in_both": sum(1 for s in statuses.values() if s == "failed in both"),
+        "only_a": len(a.cases) - len(common), "only_b": len(b.cases) - len(common),
+        "newly_failed": count("newly failed"), "fixed": count("fixed"),
+        "failed_in_both": count("failed in both"),
     }
     side_a, side_b = _side_summary(a), _side_summary(b)
     return {
@@ -145,31 +139,20 @@ def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mappi
     by the summed absolute change of the six metrics; ties in id order."""
     ranked = []
     for cid in common:
-        ca, cb = a.cases[cid], b.cases[cid]
-        status = statuses[cid]
-        delta: dict[str, float | None] = {}
-        total = 0.0
-        for key in METRIC_KEYS:
-            va, vb = ca.metrics.get(key), cb.metrics.get(key)
-            if va is None or vb is None:
-                delta[key] = None
-                continue
-            d = float(vb) - float(va)
-            delta[key] = d
-            total += abs(d)
-        status_rank = 0 if status in ("newly failed", "fixed") else 1
-        if status_rank == 1 and total == 0.0:
-            continue
-        ranked.append((status_rank, -total, cid, status, delta))
-    ranked.sort(key=lambda r: (r[0], r[1], r[2]))
+        deltas = _deltas(a.cases[cid], b.cases[cid])
+        total = sum(abs(d) for d in deltas if d is not None)
+        status_rank = 0 if statuses[cid] in ("newly failed", "fixed") else 1
+        if status_rank == 0 or total != 0.0:
+            ranked.append((status_rank, -total, cid, deltas))
     out = []
-    for _, neg_total, cid, status, delta in ranked[:max(top, 0)]:
-        signs = {d > 0 for d in delta.values() if d is not None and d != 0.0}
+    for _, neg_total, cid, deltas in sorted(ranked)[:max(top, 0)]:
+        status = statuses[cid]
+        signs = {d > 0 for d in deltas if d is not None and d != 0.0}
         direction = ("worse" if status == "newly failed" else "better" if status == "fixed"
                      else "mixed" if len(signs) > 1 else "better" if signs == {True}
                      else "worse")
         out.append({"id": cid, "status": status, "change": -neg_total, "direction": direction,
-                    "delta": delta,
+                    "delta": dict(zip(METRIC_KEYS, deltas)),
                     "a": {k: a.cases[cid].metrics.get(k) for k in METRIC_KEYS},
                     "b": {k: b.cases[cid].metrics.get(k) for k in METRIC_KEYS}})
     return out
@@ -181,9 +164,7 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
     `max_drop` (the upper end of the paired interval of B − A is below ``-max_drop``), or when no
     paired case defines it. `max_drop` without `gates` gates all six metrics."""
     chosen = list(dict.fromkeys(gates))
-    if "all" in chosen:
-        chosen = list(METRIC_KEYS)
-    if not chosen and max_drop is not None:
+    if "all" in chosen or (not chosen and max_drop is not None):
         chosen = list(METRIC_KEYS)
     drop = float(max_drop or 0.0)
     failures = []
@@ -205,6 +186,77 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
     return {"metrics": chosen, "max_drop": drop if chosen else max_drop,
             "max_new_errors": max_new_errors, "passed": not failures, "failures": failures,
             "active": bool(chosen) or max_new_errors is not None}
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def _forest(comparison: Mapping[str, Any], max_drop: float | None) -> dict[str, Any]:
+    """Geometry of the difference chart: each metric's paired mean and interval around 0."""
+    entries = [comparison["metrics"][key] for key in METRIC_KEYS]
+    values = [v for e in entries for v in (e["paired_mean_delta"], *(e["ci"] or []))
+              if v is not None and math.isfinite(v)]
+    extent = max([0.05, float(max_drop or 0.0), *map(abs, values)])
+    extent = min(1.0, math.ceil(extent * 1.15 * 20) / 20)
+    width, left, right, row_h, top = 560.0, 130.0, 20.0, 26.0, 28.0
+
+    def x(v: float) -> float:
+        return round(left + (v + extent) / (2 * extent) * (width - left - right), 2)
+
+    rows = [{"key": key, "name": METRIC_NAMES[key], "y": top + i * row_h + row_h / 2,
+             "mean": None if e["paired_mean_delta"] is None else x(e["paired_mean_delta"]),
+             "ci": None if e["ci"] is None else [x(e["ci"][0]), x(e["ci"][1])],
+             "verdict": e["verdict"]} for i, (key, e) in enumerate(zip(METRIC_KEYS, entries))]
+    ticks = [{"x": x(t), "label": f"{t:+g}" if t else "0"}
+             for t in (-extent, -extent / 2, 0.0, extent / 2, extent)]
+    return {"width": width, "height": top + len(METRIC_KEYS) * row_h + 22, "left": left,
+            "zero": x(0.0), "rows": rows, "ticks": ticks, "top": top,
+            "bottom": top + len(METRIC_KEYS) * row_h,
+            "drop": x(-float(max_drop)) if max_drop else None}
+
+
+def _case_side(case: CaseResult) -> dict[str, Any]:
+    """One run's side of a changed case: its answer, labelled passages and explanations."""
+    def items(passages: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
+        return [{"source": p.get("source", ""), "content": p.get("content", ""),
+                 "label": labels[j] if j < len(labels) else ""} for j, p in enumerate(passages)]
+
+    response = case.response or {}
+    return {
+        "error": case.error, "answer": response.get("answer"),
+        "citations": items(response.get("citations") or [], case.citation_labels),
+        "references": items(case.references, case.reference_labels),
+        "explanations": [case.explanations[k] for k in EXPLANATION_KEYS
+                         if case.explanations.get(k)],
+    }
+
+
+def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
+                          gates: Mapping[str, Any], output: Path,
+                          max_drop: float | None = None) -> Path:
+    """Write the comparison report (HTML) to `output`."""
+    bands = {"a": a.metrics.get("bands") or {}, "b": b.metrics.get("bands") or {}}
+    changed = [{**e, "query": a.cases[e["id"]].query, "side_a": _case_side(a.cases[e["id"]]),
+                "side_b": _case_side(b.cases[e["id"]])} for e in comparison["changed"]]
+    rows = [{"key": key, "name": METRIC_NAMES[key], **comparison["metrics"][key],
+             "band_a": bands["a"].get(key) or "none", "band_b": bands["b"].get(key) or "none",
+             "gated": key in gates["metrics"],
+             "failed": any(f.startswith(key + ":") for f in gates["failures"])}
+            for key in METRIC_KEYS]
+    sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
+    for side in sides.values():
+        side["href"] = safe_href(side.get("link"))
+        # Two runs of one config share a name: the heading then uses the folder or run id.
+        side["title"] = (side["name"] if comparison["a"]["name"] != comparison["b"]["name"]
+                         else side["label"])
+    return write_html(output, render(
+        "report_compare.html.j2",
+        title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
+        A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
+        forest=_forest(comparison, max_drop)))
+
+
+# --- the command --------------------------------------------------------------------------------
 
 
 def _slug(text: str) -> str:

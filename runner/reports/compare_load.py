@@ -39,7 +39,7 @@ class RunData:
 
 
 def _read_folder(folder: Path, label: str, source: str, link: str | None = None) -> RunData:
-    """A result folder's ``metrics.json`` and its cases (:func:`runner.results.read_cases`)."""
+    """A result folder's ``metrics.json`` and its cases, paired by id."""
     if not (folder / METRICS_FILE).is_file():
         several = [str(d.relative_to(folder)) for d in result_dirs(folder)]
         hint = (f"; this job decided several thresholds: compare one of its result folders "
@@ -67,39 +67,26 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None)
 
 def tracking_uri_from(arg: str | None) -> str | None:
     """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present."""
-    if arg:
-        return arg
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
+    if arg or os.environ.get("MLFLOW_TRACKING_URI"):
+        return arg or os.environ["MLFLOW_TRACKING_URI"]
     default = Path("outputs") / "mlflow.db"
-    if default.is_file():
-        return f"sqlite:///{default.resolve()}"
-    return None
-
-
-def _find_artifact(client: Any, run_id: str, name: str, path: str = "",
-                   depth: int = 3) -> str | None:
-    """The artifact path of the first file called `name` (breadth-first, a few levels deep)."""
-    level = [path]
-    for _ in range(depth):
-        deeper = []
-        for folder in level:
-            for info in client.list_artifacts(run_id, folder or None):
-                if info.is_dir:
-                    deeper.append(info.path)
-                elif info.path.rsplit("/", 1)[-1] == name:
-                    return str(info.path)
-        level = deeper
-    return None
+    return f"sqlite:///{default.resolve()}" if default.is_file() else None
 
 
 def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: str,
               workdir: Path) -> None:
-    """Download the run's first artifact called `name` to `target`."""
+    """Download the run's first artifact called `name` (breadth-first, 3 levels) to `target`."""
     from mlflow.artifacts import download_artifacts
 
+    path, level = None, [None]
     try:
-        path = _find_artifact(client, run_id, name)
+        for _ in range(3):
+            infos = [info for folder in level for info in client.list_artifacts(run_id, folder)]
+            path = next((i.path for i in infos
+                         if not i.is_dir and i.path.rsplit("/", 1)[-1] == name), None)
+            if path is not None:
+                break
+            level = [i.path for i in infos if i.is_dir]
     except Exception as exc:
         raise CompareError(f"MLflow run {run_id}: cannot list artifacts: {exc}") from None
     if path is None:
@@ -115,16 +102,19 @@ def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: s
     Path(local).replace(target)
 
 
+def _mask(uri: str) -> str:
+    """A URI without any user:password part (never shown or written)."""
+    return re.sub(r"//[^/@]*@", "//", uri)
+
+
 def _download_run(run_id: str, tracking_uri: str | None, workdir: Path) -> RunData:
-    """An MLflow run's ``metrics.json``, ``cases.jsonl`` and ``passages.jsonl`` artifacts, laid
-    out as a result folder under `workdir` (the passages where ``files.passages`` says)."""
+    """An MLflow run's three results artifacts, laid out as a result folder under `workdir`
+    (the passages where ``files.passages`` says)."""
     if not tracking_uri:
         raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
                            "--tracking-uri or MLFLOW_TRACKING_URI")
-    try:
-        from mlflow.tracking import MlflowClient
-    except ImportError:  # pragma: no cover - mlflow is a dependency
-        raise CompareError("reading MLflow runs needs the mlflow package") from None
+    from mlflow.tracking import MlflowClient
+
     base = workdir / run_id
     dst = base / "result"
     client = MlflowClient(tracking_uri=tracking_uri)
@@ -142,17 +132,12 @@ def _download_run(run_id: str, tracking_uri: str | None, workdir: Path) -> RunDa
     if not passages.is_relative_to(base.resolve()):
         raise CompareError(f"MLflow run {run_id}: its passages file is outside its folder")
     _download(client, run_id, PASSAGES_FILE, passages, tracking_uri, base)
-    name = run.info.run_name or run_id[:8]
     link = None
     if tracking_uri.startswith(("http://", "https://")):
         link = (f"{_mask(tracking_uri).rstrip('/')}/#/experiments/{run.info.experiment_id}"
                 f"/runs/{run_id}")
-    return _read_folder(dst, label=name, source=f"mlflow run {run_id}", link=link)
-
-
-def _mask(uri: str) -> str:
-    """A URI without any user:password part (never shown or written)."""
-    return re.sub(r"//[^/@]*@", "//", uri)
+    return _read_folder(dst, label=run.info.run_name or run_id[:8],
+                        source=f"mlflow run {run_id}", link=link)
 
 
 def load_run(spec: str, tracking_uri: str | None, workdir: Path) -> RunData:

@@ -2,8 +2,8 @@
 
 Every number shown here is read from ``metrics.json``: the macro means, intervals and micro
 figures, the bands of the means (``bands``), the label counts, the per-metric histograms
-(``histograms``) and the failed cases (``failed``). This module only places them: card texts,
-the geometry of the small scales and charts, and the diagnosis sentence from the label counts.
+(``histograms``) and the failed cases (``failed``). This module only places them: card texts
+and the geometry of the small scales and charts (the template words the diagnosis).
 """
 
 from __future__ import annotations
@@ -13,16 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.reports.cases import clip
-from runner.reports.common import (
-    BAND_TEXT,
-    CITATION_LABELS,
-    LABEL_TEXT,
-    METRIC_KEYS,
-    METRIC_NAMES,
-    REFERENCE_LABELS,
-    safe_href,
-)
-from runner.scoring.bands import DEFAULT_BANDS, band
+from runner.reports.common import LABEL_TEXT, METRIC_KEYS, METRIC_NAMES, params_text, safe_href
+from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS, band
+from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 
 UNDEFINED_TEXT = "Undefined: no scored case defines this metric."
 
@@ -86,45 +79,6 @@ def label_bars(labels: Mapping[str, int]) -> list[dict[str, Any]]:
     return out
 
 
-def _share(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.0f}%" if whole else "—"
-
-
-def diagnosis(labels: Mapping[str, int]) -> dict[str, str]:
-    """Where citations go wrong (the seed's question), as a headline and a sentence of shares:
-    wrong documents (retrieval), wrong passages of the right documents, or mostly right."""
-    sup = int(labels.get("citation_supported", 0))
-    wrong = int(labels.get("citation_wrong_passage", 0))
-    unexp = int(labels.get("citation_unexpected_source", 0))
-    cited = int(labels.get("reference_cited", 0))
-    p_missed = int(labels.get("reference_passage_missed", 0))
-    s_missed = int(labels.get("reference_source_missed", 0))
-    total, refs = sup + wrong + unexp, cited + p_missed + s_missed
-    if total == 0 and refs == 0:
-        return {"headline": "Nothing to diagnose", "detail": "No citation or reference was scored."}
-    detail = (f"{_share(sup, total)} of {total} citations are supported, {_share(wrong, total)} "
-              f"cite an expected document but a wrong passage, and {_share(unexp, total)} cite "
-              f"a document that is not expected. {_share(cited, refs)} of {refs} ground-truth "
-              f"passages are cited; {_share(p_missed, refs)} are missed although their document "
-              f"is cited, {_share(s_missed, refs)} belong to documents not cited at all.")
-    if total and sup >= 0.75 * total and (not refs or cited >= 0.75 * refs):
-        headline = "Mostly right: the model cites the right passages of the right documents."
-    elif total == 0:
-        headline = "No citations: the responses cite nothing."
-    elif unexp >= wrong and unexp > 0 and (unexp >= sup or s_missed >= p_missed):
-        headline = ("Main problem: wrong documents. Citations come from documents that are not "
-                    "expected, and expected documents go uncited — a retrieval problem.")
-    elif wrong > 0 and (wrong >= sup or p_missed >= s_missed):
-        headline = ("Main problem: wrong passages. The model cites the expected documents but "
-                    "quotes passages of them that do not match the ground truth.")
-    elif sup >= 0.75 * total:
-        headline = ("Main problem: incomplete citations. What is cited is mostly right, but many "
-                    "ground-truth passages are not cited.")
-    else:
-        headline = "Mixed: right passages, wrong passages and wrong documents all occur."
-    return {"headline": headline, "detail": detail}
-
-
 def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A histogram chart per metric from ``metrics.json``'s ``histograms``; each bar coloured
     by the band zone its lower edge lies in, the mean marked."""
@@ -166,12 +120,6 @@ def failed_list(metrics: Mapping[str, Any], shown: int) -> tuple[int, list[dict[
     return count, listed
 
 
-def _params(identity: Any) -> str:
-    if not isinstance(identity, dict):
-        return ""
-    return ", ".join(f"{k}={v}" for k, v in identity.items() if k != "class" and v is not None)
-
-
 def identity(metrics: Mapping[str, Any], result_dir: Path,
              tracking_link: str | None) -> dict[str, Any]:
     """What the run is: its name, dataset, model, matcher, threshold, scoring settings."""
@@ -187,9 +135,9 @@ def identity(metrics: Mapping[str, Any], result_dir: Path,
         "dataset_path": dataset.get("path"),
         "dataset_digest": dataset.get("digest"),
         "model": model.get("name") or "unknown",
-        "model_params": _params(model.get("identity")),
+        "model_params": params_text(model.get("identity")),
         "matcher": matcher.get("name") or "unknown",
-        "matcher_params": _params(matcher.get("identity")),
+        "matcher_params": params_text(matcher.get("identity")),
         "threshold": threshold.get("value"),
         "threshold_level": threshold.get("level"),
         "zero_division": scoring.get("zero_division"),

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.reports.options import HtmlOptions
-from runner.reports.run import render_run_report, render_run_reports
+from runner.reports.run import HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sweep import render_sweep_report
 
 
@@ -18,12 +17,12 @@ class HtmlReports(HtmlOptions):
 
     def render_run(self, result_dir: Path, link: str | None) -> None:
         """Write ``report.html`` in `result_dir` (`link`: the tracked run, shown in it)."""
-        render_run_report(result_dir, tracking_link=link, options=self.options())
+        render_run_report(result_dir, tracking_link=link, options=self)
 
     def render_runs(self, result_dirs: Sequence[Path], links: Sequence[str | None]) -> None:
         """Write ``report.html`` in each of a job's result folders, their shared passages
         read once."""
-        render_run_reports(result_dirs, links, options=self.options())
+        render_run_reports(result_dirs, links, options=self)
 
     def render_sweep(self, sweep_dir: Path) -> None:
         """Write ``sweep.html`` in `sweep_dir` from its ``sweep.json``."""

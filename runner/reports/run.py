@@ -15,46 +15,72 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from runner._gc import gc_paused
 from runner.reports import figures
-from runner.reports.cases import (
-    EXPLANATION_KEYS,
-    Embedded,
-    PassagesKey,
-    PassageTexts,
-    read_embedded,
-)
+from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
 from runner.reports.common import (
-    CITATION_LABELS,
+    EXPLANATION_KEYS,
     LABEL_TEXT,
     METRIC_KEYS,
     METRIC_NAMES,
-    REFERENCE_LABELS,
     embed_json,
     embed_packed,
     render,
     write_html,
 )
-from runner.reports.options import HtmlOptions
 from runner.results import CONFIG_FILE, read_result
+from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 
 REPORT_FILE = "report.html"
 __all__ = ["EXPLANATION_KEYS", "HtmlOptions", "build_context", "render_run_report",
            "render_run_reports"]
 
+EMBED_CHOICES = ("auto", "json", "gzip")
 
-def _run_config(result_dir: Path) -> dict[str, Any]:
-    """The result folder's own ``config.yaml`` (empty when absent)."""
-    path = result_dir / CONFIG_FILE
-    if not path.is_file():
-        return {}
-    import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return data if isinstance(data, dict) else {}
+@dataclass
+class HtmlOptions:
+    """How the HTML reports are rendered.
+
+    Attributes:
+        page_size: Rows per page of the run report's per-case table.
+        max_cases: Cases embedded in the per-case table (None = all); the figures always cover
+            every case (they come from ``metrics.json``).
+        max_text_chars: Passages, answers and queries longer than this are cut in the report
+            (the results files keep them whole).
+        embed: ``json`` (plain JSON), ``gzip`` (compressed, for big runs) or ``auto`` (gzip
+            once the JSON exceeds ``gzip_above_mb``).
+        gzip_above_mb: The ``auto`` threshold in megabytes.
+        max_failed_listed: Failed cases listed in the "Failed cases" section (at most the
+            ``failed.listed`` of ``metrics.json``, which scoring bounds the same way).
+    """
+
+    page_size: int = 50
+    max_cases: int | None = 20_000
+    max_text_chars: int = 10_000
+    embed: str = "auto"
+    gzip_above_mb: float = 2.0
+    max_failed_listed: int = 500
+
+    def __post_init__(self) -> None:
+        if self.page_size < 1:
+            raise ValueError("report.page_size must be at least 1")
+        if self.embed not in EMBED_CHOICES:
+            raise ValueError(f"report.embed must be auto, json or gzip, not {self.embed!r}")
+        if self.max_cases is not None and self.max_cases < 0:
+            raise ValueError("report.max_cases must not be negative")
+
+    @classmethod
+    def from_config(cls, data: Mapping[str, Any] | None) -> HtmlOptions:
+        """The options from a ``report`` config section (other keys, e.g. ``_target_``,
+        ignored; a null option takes its default, except ``max_cases``: null embeds all)."""
+        known = {f.name for f in fields(HtmlOptions)}
+        return HtmlOptions(**{k: v for k, v in (data or {}).items()
+                              if k in known and (v is not None or k == "max_cases")})
 
 
 def options_of(result_dir: Path,
@@ -63,25 +89,23 @@ def options_of(result_dir: Path,
     if isinstance(options, HtmlOptions):
         return options
     if options is None:
-        section = _run_config(result_dir).get("report")
+        import yaml
+
+        path = result_dir / CONFIG_FILE
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        section = config.get("report") if isinstance(config, dict) else None
         options = section if isinstance(section, dict) else {}
     return HtmlOptions.from_config(options)
-
-
-def _encoding(opts: HtmlOptions, embedded: Embedded, rows_text: str, scores_text: str) -> str:
-    if opts.embed == "gzip":
-        return "gzip-base64"
-    if opts.embed == "json":
-        return "json"
-    size = len(rows_text) + len(scores_text) + len(embedded.texts.text.encode("utf-8"))
-    return "gzip-base64" if size > opts.gzip_above_mb * 1024 * 1024 else "json"
 
 
 def _blocks(embedded: Embedded, opts: HtmlOptions) -> dict[str, Any]:
     """The three embedded case blocks (rows, scores, passages) and their encoding."""
     rows_text = "[" + ",".join(embedded.rows) + "]"
     scores_text = "[" + ",".join(embedded.scores) + "]"
-    encoding = _encoding(opts, embedded, rows_text, scores_text)
+    size = len(rows_text) + len(scores_text) + len(embedded.texts.text.encode("utf-8"))
+    gzip = opts.embed == "gzip" or (opts.embed == "auto"
+                                    and size > opts.gzip_above_mb * 1024 * 1024)
+    encoding = "gzip-base64" if gzip else "json"
     return {"encoding": encoding,
             "cases_json": embed_packed(rows_text, encoding),
             "details_json": embed_packed(scores_text, encoding),
@@ -122,7 +146,6 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "cards": figures.metric_cards(metrics),
         "bands": figures.run_bands(metrics),
         "label_bars": figures.label_bars(metrics.get("labels") or {}),
-        "diagnosis": figures.diagnosis(metrics.get("labels") or {}),
         "distributions": figures.distributions(metrics),
         "failed": failed,
         "n_failed": n_failed,

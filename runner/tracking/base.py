@@ -44,46 +44,25 @@ class Tracker(Protocol):
         Raises:
             RagciteError: A required store is unusable or unreachable (one line).
         """
-        ...
 
     def open(self, result_dir: Path) -> str | None:
-        """Open the run of one result folder (its results are written).
-
-        In a sweep (``<sweep>/.ragcite/parent_run.json`` above `result_dir`) the run is a child
-        of the sweep's parent run.
-
-        Args:
-            result_dir: A result folder of the job (holding ``metrics.json``).
+        """Open the run of a result folder whose results are written (in a sweep, a child of
+        the parent run named by ``<sweep>/.ragcite/parent_run.json`` above it).
 
         Returns:
             A link to the run for the report, or None.
         """
-        ...
 
     def log(self, result_dir: Path) -> None:
-        """Log the result folder's params, metrics, tags and artifacts to the open run.
-
-        Args:
-            result_dir: The folder given to :meth:`open`.
-        """
-        ...
+        """Log the result folder given to :meth:`open`: params, metrics, tags, artifacts."""
 
     def close(self, status: str) -> None:
-        """End the open run (if any); never raises.
-
-        Args:
-            status: ``"FINISHED"``, ``"FAILED"`` or ``"KILLED"``.
-        """
-        ...
+        """End the open run, if any, as ``FINISHED``, ``FAILED`` or ``KILLED``; never raises."""
 
 
 class NullTracker:
-    """Tracking switched off (``tracking=none``): every call does nothing.
-
-    Args:
-        experiment: Ignored (every tracker is built with it).
-        output_root: Ignored.
-    """
+    """Tracking switched off (``tracking=none``): every call does nothing (the arguments every
+    tracker is built with are ignored)."""
 
     def __init__(self, experiment: str = "ragcite", output_root: str = "outputs") -> None:
         del experiment, output_root
@@ -105,11 +84,8 @@ class NullTracker:
 def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
     """The tracker a job's config asks for, by ``cfg["tracking"]["_target_"]``.
 
-    Built with ``hydra.utils.instantiate(cfg["tracking"], experiment=..., output_root=...)``:
-    the keys of the ``tracking`` section are the class's keyword arguments, and the root keys
-    ``experiment`` and ``output_root`` are passed too, so every tracker class accepts them.
-    No ``tracking`` section means no tracking (:class:`NullTracker`). Building does no I/O;
-    :meth:`Tracker.check` does.
+    ``hydra.utils.instantiate(cfg["tracking"], experiment=..., output_root=...)``; no
+    ``tracking`` section means :class:`NullTracker`. Building does no I/O.
 
     Args:
         cfg: The job's composed config, plain (``OmegaConf.to_container(resolve=True)``).

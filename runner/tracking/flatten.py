@@ -12,12 +12,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from runner.redact import env_secrets, redact, scrub_text, secret_values
-from runner.tracking.mlflow_store import mask_uri, uri_passwords
-
-METRIC_KEYS = ("context_recall", "context_precision", "context_f1",
-               "source_recall", "source_precision", "source_f1")
-"""The six headline metrics, logged first and under their own names."""
+from runner.redact import env_secrets, mask_uri_passwords, redact, scrub_text, secret_values
+from runner.scoring.metrics import METRIC_KEYS
+from runner.tracking.mlflow_store import uri_passwords
 
 # Sections of metrics.json that describe the run rather than measure it: no metric is taken
 # from them (their config values are the run's params; names and levels are tags).
@@ -68,7 +65,7 @@ def flatten_params(cfg: dict[str, Any], secrets: set[str] | None = None) -> dict
             return
         text = param_value(node)
         if isinstance(node, str) and "://" in node:
-            text = mask_uri(text)
+            text = mask_uri_passwords(text)
         out[key(parts)] = scrub_text(text, secrets)
 
     walk(redact(cfg), [])
@@ -99,15 +96,11 @@ def _figures(node: Any, parts: list[str]) -> Iterator[tuple[list[str], float]]:
 def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
     """Every run-level figure of a ``metrics.json`` as an MLflow metric, in logging order.
 
-    First the six headline metrics under their own names (``context_recall``, ...), then
-    ``threshold`` (the threshold's value) and ``gates/passed`` (1 or 0), then every other numeric
-    leaf under its JSON path joined by ``/``: ``n_cases``, ``error_rate``,
-    ``ci/context_recall/low``, ``micro/context_recall``, ``labels/citation_supported``,
-    ``counts/references``, ``usage/...``, and the execution details namespaced under
-    ``execution/`` (``execution/workers``, ``execution/timings/score_s``,
-    ``execution/cache/...``). Undefined figures (``null``, NaN) and the sections that describe the
-    run (:data:`NOT_FIGURES`: ``run``, ``dataset``, ``model``, ``matcher``, ``scoring``,
-    ``files``, ``bootstrap``, ...) are left out.
+    First the six headline metrics under their own names, then ``threshold`` (its value) and
+    ``gates/passed`` (1 or 0), then every other numeric leaf under its JSON path joined by ``/``
+    (``n_cases``, ``ci/context_recall/low``, ``execution/timings/score_s``, ...). Undefined
+    figures (``null``, NaN) and the sections that describe the run (:data:`NOT_FIGURES`) are
+    left out.
     """
     out: dict[str, float] = {}
     headline = data.get("metrics") or {}

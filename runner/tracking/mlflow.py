@@ -1,23 +1,11 @@
-"""MLflow tracking of a job: one MLflow run per result folder (one per threshold).
+"""MLflow tracking of a job (``tracking=mlflow``): one MLflow run per result folder.
 
-The tracker (``tracking=mlflow``, built by :func:`runner.tracking.base.make_tracker`) reads the
-files a job has already written (docs/results.md) and never recomputes a figure. For each result
-folder, in the job's order, the command line calls :meth:`MlflowTracker.open`,
-:meth:`MlflowTracker.log` and :meth:`MlflowTracker.close`; :meth:`MlflowTracker.check` comes
-first, before any model call. What is logged (docs/tracking.md):
-
-* params: the result folder's ``config.yaml``, flattened, secrets scrubbed;
-* metrics: every figure of its ``metrics.json`` (:func:`.flatten.metrics_from_results`);
-* tags: code version, dataset digest, ``ragcite.threshold``, ``ragcite.threshold_level``, ...;
-* artifacts: ``metrics.json``, ``cases.jsonl``, ``config.yaml``, ``report.html`` (when present),
-  the per-case table (:mod:`runner.tracking.table`) and ``passages.jsonl``: with the run when
-  the result folder holds it; when the job's result folders share it (``../passages.jsonl``),
-  once, with the first of them this tracker logs (the job's first threshold), and every run of
-  the job names that run in its tag ``ragcite.passages_run_id``;
-* the dataset (``log_inputs``): its name, digest and source.
-
-A result folder inside a sweep finds ``<sweep>/.ragcite/parent_run.json`` above it
-(:mod:`runner.tracking.mlflow_sweep`) and its run is a child of the sweep's parent run.
+The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
+what each run gets is listed in docs/tracking.md. A job's result folders share one
+``passages.jsonl``: it is logged once, with the first run of the job, and every run names that
+run in its tag ``ragcite.passages_run_id``. Inside a sweep, ``<sweep>/.ragcite/parent_run.json``
+above a result folder (:mod:`runner.tracking.mlflow_sweep`) makes its run a child of the sweep's
+parent run.
 """
 
 from __future__ import annotations
@@ -46,26 +34,24 @@ log = logging.getLogger("ragcite")
 REPORT_FILE = "report.html"
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """A ``config.yaml`` as a plain dict ({} when absent)."""
-    if not path.is_file():
-        return {}
+def _yaml(path: Path) -> Any:
+    """A YAML file's content (None when absent)."""
     import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A ``config.yaml`` as a plain dict ({} when absent)."""
+    data = _yaml(path)
     return data if isinstance(data, dict) else {}
 
 
 def job_overrides(job_dir: Path) -> list[str] | None:
     """The job's command-line overrides (Hydra's ``.hydra/overrides.yaml``), redacted."""
-    path = job_dir / ".hydra" / "overrides.yaml"
-    if not path.is_file():
-        return None
-    import yaml
-
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = _yaml(job_dir / ".hydra" / "overrides.yaml")
+    except Exception:  # unreadable: the run goes without the tag
         return None
     return [redact_override(str(x)) for x in data] if isinstance(data, list) else None
 

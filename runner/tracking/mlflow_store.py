@@ -7,10 +7,9 @@ Where runs go (first that applies):
 3. ``sqlite:////<abs output_root>/mlflow.db`` (embedded, no server), with artifacts of new
    experiments under ``<output_root>/mlartifacts``.
 
-MLflow's own default is never used: an explicit URI is always passed, because MLflow ≥ 3.17
-refuses the old ``./mlruns`` file store and a stray ``mlruns/`` folder silently switches its
-default back to it. MLflow itself is imported inside the functions that need it, so importing
-this module stays cheap.
+MLflow's own default is never used: MLflow ≥ 3.17 refuses the old ``./mlruns`` file store and a
+stray ``mlruns/`` folder silently switches its default back to it. MLflow is imported inside
+the functions that need it, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from runner.redact import mask_uri_passwords as mask_uri
 from runner.redact import scrub_files
 
 log = logging.getLogger("ragcite")
@@ -51,11 +51,6 @@ def one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def mask_uri(uri: str) -> str:
-    """`uri` with any password in its user-info replaced by ``***`` (safe to print or log)."""
-    return _URI_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", uri)
-
-
 def uri_passwords(obj: Any) -> set[str]:
     """Passwords written into URIs (``scheme://user:password@host``) anywhere in `obj`."""
     if isinstance(obj, str):
@@ -72,16 +67,11 @@ def is_remote(uri: str) -> bool:
     return uri.lower().startswith(("http://", "https://"))
 
 
-def default_tracking_uri(output_root: str | os.PathLike[str]) -> str:
-    """``sqlite:////abs/path/<output_root>/mlflow.db``."""
-    return "sqlite:///" + str(Path(output_root).resolve() / DB_FILE)
-
-
 def resolve_tracking_uri(tracking_uri: str | None, output_root: str | os.PathLike[str]) -> str:
     """The tracking URI: `tracking_uri`, else ``MLFLOW_TRACKING_URI``, else the local sqlite."""
     uri = (tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "").strip()
     if not uri:
-        return default_tracking_uri(output_root)
+        return "sqlite:///" + str(Path(output_root).resolve() / DB_FILE)
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
         # A relative sqlite path would depend on each process's working directory.
         return "sqlite:///" + str(Path(uri[len("sqlite:///"):]).resolve())

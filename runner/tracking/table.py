@@ -1,25 +1,22 @@
 """The per-case table of a run, for the MLflow UI (``cases_table.json``).
 
-One row per case, built from the result folder's records (:func:`runner.results.iter_records`):
-id, query, answer, reference and citation counts, the six metrics, the citation and reference
-labels, and the error. The file is the JSON MLflow writes for ``mlflow.log_table`` (pandas'
-``split`` orientation without an index: ``{"columns": [...], "data": [[...], ...]}``), written
-row by row so memory stays flat at any number of cases; the run's ``mlflow.loggedArtifacts`` tag
-lists it as a table, so the MLflow UI and ``MlflowClient.load_table`` read it as one.
+The file is the JSON MLflow writes for ``mlflow.log_table`` (pandas' ``split`` orientation
+without an index: ``{"columns": [...], "data": [[...], ...]}``), written row by row so memory
+stays flat at any number of cases; the run's ``mlflow.loggedArtifacts`` tag lists it as a table,
+so the MLflow UI and ``MlflowClient.load_table`` read it as one.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from runner.results import iter_records
-from runner.tracking.flatten import METRIC_KEYS
+from runner.scoring.metrics import METRIC_KEYS
 
 TABLE_FILE = "cases_table.json"
 TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC_KEYS,
@@ -40,12 +37,6 @@ def case_row(record: dict[str, Any]) -> list[Any]:
             record.get("error")]
 
 
-def case_rows(result_dir: Path) -> Iterator[list[Any]]:
-    """The table's rows of a result folder, in case order."""
-    for record in iter_records(result_dir):
-        yield case_row(record)
-
-
 def _row_json(row: list[Any]) -> bytes:
     try:
         return orjson.dumps(row)
@@ -57,8 +48,9 @@ def write_table(result_dir: Path, path: Path) -> None:
     """Write the table of `result_dir` to `path`, row by row."""
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-        for n, row in enumerate(case_rows(result_dir)):
-            fh.write(b"," + _row_json(row) if n else _row_json(row))
+        for n, record in enumerate(iter_records(result_dir)):
+            row = _row_json(case_row(record))
+            fh.write(b"," + row if n else row)
         fh.write(b"]}")
 
 

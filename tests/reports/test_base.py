@@ -28,7 +28,7 @@ def test_make_reports_instantiates_the_target() -> None:
     with pytest.raises(ValueError, match="_target_"):
         make_reports({"report": {"format": "html"}})
     with pytest.raises(ValueError, match="does not render reports"):
-        make_reports({"report": {"_target_": "runner.reports.options.HtmlOptions"}})
+        make_reports({"report": {"_target_": "runner.reports.run.HtmlOptions"}})
     with pytest.raises(ValueError, match="embed"):
         make_reports({"report": {"_target_": "runner.reports.html.HtmlReports", "embed": "x"}})
 
