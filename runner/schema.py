@@ -227,7 +227,7 @@ class ReportConf:
 class HtmlReportConf(ReportConf):
     """Self-contained HTML reports (`report=html`): report.html per result, sweep.html per sweep.
 
-    The fields of runner.reports.html.HtmlReports (runner/reports/options.py::HtmlOptions).
+    The fields of runner.reports.html.HtmlReports (runner/reports/run.py::HtmlOptions).
     """
 
     _target_: str = "runner.reports.html.HtmlReports"
