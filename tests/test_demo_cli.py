@@ -17,10 +17,16 @@ def test_demo_systems_sweep_matches_the_hand_computation(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr[-3000:]
     (sweep,) = (tmp_path / "sweeps").iterdir()
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
-    assert [j.name for j in jobs] == ["0_precomputed_ngram_t0.5", "1_precomputed_ngram_t0.5",
-                                      "2_precomputed_ngram_t0.5"]
+    # Three systems, one threshold each: three jobs, each its own result folder.
+    assert [j.name for j in jobs] == ["0_precomputed_ngram", "1_precomputed_ngram",
+                                      "2_precomputed_ngram"]
+    summary = read_json(sweep / "sweep.json")
+    assert (summary["n_jobs"], summary["n_results"]) == (3, 3)
+    assert [j["dir"] for j in summary["jobs"]] == [j.name for j in jobs]
     for job, system in zip(jobs, ("wrong_documents", "wrong_passages", "mostly_right")):
+        assert read_json(job / "job.json")["results"] == ["."]
         metrics = read_json(job / "metrics.json")
+        assert metrics["threshold"]["value"] == 0.5
         assert (metrics["n_cases"], metrics["n_scored"], metrics["n_errors"]) == (30, 30, 0)
         # The per-system macro means worked out by hand in tests/data/test_demo_dataset.py,
         # e.g. mostly_right context recall 167/180.

@@ -1,10 +1,12 @@
 """Sweeps on the cluster launchers of the `cluster` extra (docs/scale.md).
 
 On Ray (a local instance, and a cluster started from another folder) and on Submitit (local
-executor), every job of a small sweep lands in the sweep folder under a *relative* output_root
-and logs an MLflow run that is a child of the sweep's one parent run, read back from the sqlite
-store under that output_root. The joblib launcher is checked beside the extra too, since
-hydra-ray-launcher pins cloudpickle below 3.
+executor), a sweep over two matchers and two thresholds launches two jobs (one per matcher, each
+deciding both thresholds from one pass) that land in the sweep folder under a *relative*
+output_root; each of the four result folders logs an MLflow run that is a child of the sweep's
+one parent run, with its own ``scoring.threshold``, read back from the sqlite store under that
+output_root. The joblib launcher is checked beside the extra too, since hydra-ray-launcher pins
+cloudpickle below 3, and Hydra's basic launcher (no extra needed) against the same checks.
 
 Skipped, with the reason, unless the extra is installed: ``pip install -e '.[dev,cluster]'``.
 Ray stays on 127.0.0.1 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``) and sends no usage data.
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, run_cli
+from tests.data.test_demo_dataset import EXPECTED
 
 EXTRA = "pip install -e '.[dev,cluster]'"
 ENV = {
@@ -39,9 +42,13 @@ ENV = {
     # A throw-away loopback cluster: no token file in the home folder.
     "RAY_AUTH_MODE": "disabled",
 }
-SWEEP = ["matcher.threshold=0.4,0.6", "dataset=demo", "model=precomputed", "tracking=mlflow",
-         "report=html", "progress=false", "output_root=out"]
-N_JOBS = 2
+SWEEP = ["matcher=substring,ngram", "scoring.threshold=0.4,0.6", "dataset=demo",
+         "model=precomputed", "tracking=mlflow", "report=html", "progress=false",
+         "output_root=out"]
+JOBS = ["0_precomputed_substring", "1_precomputed_ngram"]
+"""The jobs launched: one per matcher, each deciding both thresholds."""
+THRESHOLDS = {"t0.4": 0.4, "t0.6": 0.6}
+"""Each job's result folders and their thresholds."""
 
 
 def _need(module: str, what: str) -> None:
@@ -63,18 +70,29 @@ def _runs(out: Path) -> list[Any]:
 
 
 def check_sweep(launch_dir: Path, proc: subprocess.CompletedProcess[str]) -> None:
-    """Every job wrote its results under launch_dir/out and is an MLflow child of one parent."""
+    """The two jobs wrote their four results under launch_dir/out, and each result is an MLflow
+    child of the sweep's one parent with its own threshold."""
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = launch_dir / "out"
     (sweep_dir,) = (out / "sweeps").iterdir()
     jobs = sorted(p for p in sweep_dir.iterdir() if (p / ".hydra").is_dir())
-    assert len(jobs) == N_JOBS, jobs
+    assert [j.name for j in jobs] == JOBS
+    results = {}  # result folder -> (job folder, threshold)
     for job in jobs:
-        metrics = json.loads((job / "metrics.json").read_text(encoding="utf-8"))
-        assert metrics["complete"] is True and metrics["n_cases"] == 30
-        assert (job / "report.html").is_file()
-    summary = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
-    assert summary["failed"] is False and summary["n_jobs"] == N_JOBS
+        assert _json(job / "job.json")["results"] == list(THRESHOLDS)
+        assert (job / "passages.jsonl").is_file()  # once per job
+        for name, value in THRESHOLDS.items():
+            folder = job / name
+            metrics = _json(folder / "metrics.json")
+            assert metrics["complete"] is True and metrics["n_cases"] == 30
+            assert metrics["threshold"]["value"] == value
+            assert (folder / "report.html").is_file()
+            assert not (folder / "passages.jsonl").exists()
+            results[folder.resolve()] = (job, value)
+    summary = _json(sweep_dir / "sweep.json")
+    assert summary["failed"] is False
+    assert (summary["n_jobs"], summary["n_results"]) == (len(JOBS), len(results))
+    assert [j["dir"] for j in summary["jobs"]] == [f"{j}/{t}" for j in JOBS for t in THRESHOLDS]
 
     runs = _runs(out)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
@@ -84,16 +102,38 @@ def check_sweep(launch_dir: Path, proc: subprocess.CompletedProcess[str]) -> Non
     parent_file = json.loads((sweep_dir / ".ragcite" / "parent_run.json").read_text("utf-8"))
     assert parent_file["run_id"] == parent.info.run_id
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    assert len(children) == len(runs) - 1 == N_JOBS
-    assert {Path(c.data.tags["ragcite.run_dir"]) for c in children} == \
-        {j.resolve() for j in jobs}
+    assert len(children) == len(runs) - 1 == len(results) == 4
+    assert {Path(c.data.tags["ragcite.result_dir"]) for c in children} == set(results)
     assert {r.info.status for r in runs} == {"FINISHED"}
-    assert all(c.data.metrics["n_cases"] == 30 for c in children)
-    assert parent.data.metrics["n_jobs"] == N_JOBS
+    for child in children:
+        job, value = results[Path(child.data.tags["ragcite.result_dir"])]
+        assert child.data.params["scoring.threshold"] == str(value)
+        assert child.data.tags["ragcite.threshold"] == str(value)
+        assert child.data.metrics["threshold"] == value
+        assert Path(child.data.tags["ragcite.job_dir"]) == job.resolve()
+        assert child.data.tags["ragcite.matcher"] == job.name.rsplit("_", 1)[1]
+        assert child.data.metrics["n_cases"] == 30
+        # On the demo's default system (mostly_right) both matchers decide the same matches
+        # at 0.4 and at 0.6: the macro means worked out by hand in
+        # tests/data/test_demo_dataset.py (context recall 167/180).
+        for key, expected in EXPECTED["mostly_right"].items():
+            assert child.data.metrics[key] == pytest.approx(float(expected), rel=1e-12), key
+    # A job's passages are logged once, with its first threshold's run.
+    for job in jobs:
+        mine = [c for c in children if Path(c.data.tags["ragcite.job_dir"]) == job.resolve()]
+        first = next(c for c in mine
+                     if Path(c.data.tags["ragcite.result_dir"]) == (job / "t0.4").resolve())
+        assert {c.data.tags["ragcite.passages_run_id"] for c in mine} == {first.info.run_id}
+    assert parent.data.metrics["n_jobs"] == len(JOBS)
+    assert parent.data.metrics["n_results"] == len(results)
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow
-def test_ray_local_sweep_logs_every_job_under_one_parent(tmp_path: Path) -> None:
+def test_ray_local_sweep_logs_every_threshold_under_one_parent(tmp_path: Path) -> None:
     _need("hydra_plugins.hydra_ray_launcher", "hydra-ray-launcher")
     # address=local: a fresh instance even when another Ray cluster runs on this machine
     # (ray.init would otherwise join it, and refuse num_cpus).
@@ -161,7 +201,7 @@ def test_ray_cluster_started_elsewhere_still_writes_under_the_launch_folder(
 
 
 @pytest.mark.slow
-def test_submitit_local_sweep_logs_every_job_under_one_parent(tmp_path: Path) -> None:
+def test_submitit_local_sweep_logs_every_threshold_under_one_parent(tmp_path: Path) -> None:
     _need("hydra_plugins.hydra_submitit_launcher", "hydra-submitit-launcher")
     _need("submitit", "submitit")
     proc = run_cli(["-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10",
@@ -181,4 +221,10 @@ def test_joblib_sweep_still_works_beside_the_ray_extra(tmp_path: Path) -> None:
     assert int(version("cloudpickle").split(".")[0]) < 3
     proc = run_cli(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SWEEP],
                    cwd=tmp_path, env=ENV, timeout=600)
+    check_sweep(tmp_path, proc)
+
+
+@pytest.mark.slow
+def test_basic_launcher_sweep_logs_every_threshold_under_one_parent(tmp_path: Path) -> None:
+    proc = run_cli(["-m", *SWEEP], cwd=tmp_path, env=ENV, timeout=600)
     check_sweep(tmp_path, proc)

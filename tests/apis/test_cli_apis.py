@@ -1,5 +1,6 @@
-"""The real `ragcite` CLI in a subprocess against the scripted server: a 3-threshold sweep pays
-each unique call once, a rerun pays nothing, usage is accounted, and keys never reach a file."""
+"""The real `ragcite` CLI in a subprocess against the scripted server: a 3-threshold sweep is one
+job that pays each unique call once and decides the three thresholds from it, a rerun pays
+nothing, usage is accounted, and keys never reach a file."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ def distinct_texts() -> set[str]:
 
 
 def sweep(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
-          expect: int = 0) -> list[dict[str, Any]]:
-    """Run a sweep; return the metrics.json of its jobs in job order."""
+          expect: int = 0, n_jobs: int = 1) -> list[dict[str, Any]]:
+    """Run a sweep; return the metrics.json of its results in sweep order (job, then
+    threshold), after checking that it launched `n_jobs` jobs (the thresholds of a job are
+    decided together) and that every result is listed complete in sweep.json."""
     out = tmp_path / "out"
     before = set((out / "sweeps").glob("*")) if (out / "sweeps").is_dir() else set()
     proc = run_cli(["-m", *args, "dataset=file", f"dataset.path={CASES}",
@@ -43,9 +46,10 @@ def sweep(tmp_path: Path, *args: str, env: dict[str, str] | None = None,
     assert proc.returncode == expect, proc.stderr[-3000:]
     new = sorted(set((out / "sweeps").glob("*")) - before)
     assert len(new) == 1
-    jobs = sorted((p for p in new[0].iterdir() if (p / "metrics.json").is_file()),
-                  key=lambda p: int(p.name.split("_", 1)[0]))
-    return [read_json(p / "metrics.json") for p in jobs]
+    summary = read_json(new[0] / "sweep.json")
+    assert summary["n_jobs"] == n_jobs
+    assert summary["n_results"] == len(summary["jobs"])
+    return [read_json(new[0] / j["dir"] / "metrics.json") for j in summary["jobs"]]
 
 
 def judge_bodies(server: FakeOpenAI) -> list[dict[str, Any]]:
@@ -65,19 +69,25 @@ def test_llm_sweep_judges_each_pair_once_and_a_rerun_calls_nothing(server: FakeO
     bodies = judge_bodies(server)
     assert len(bodies) == server.count(CHAT) == len(pairs)
     assert len({json.dumps(b["messages"]) for b in bodies}) == len(pairs)
-    assert [j["matcher"]["threshold"] for j in jobs] == [0.3, 0.5, 0.7]
-    # The threshold is applied to the cached similarities: 0.4 matches only at 0.3.
+    assert [j["threshold"]["value"] for j in jobs] == [0.3, 0.5, 0.7]
+    # Each threshold is applied to the one job's similarities: 0.4 matches only at 0.3.
     recall = [j["metrics"]["context_recall"] for j in jobs]
     assert recall[0] > recall[1] == recall[2]
+    # The usage is the job's: the same judge calls behind each of its three results.
     usage = [j["usage"]["matcher"] for j in jobs]
-    assert [u["requests"] for u in usage] == [len(pairs), 0, 0]
+    assert [u["requests"] for u in usage] == [len(pairs)] * 3
+    assert usage[0] == usage[1] == usage[2]
     assert usage[0]["input_tokens"] > 0 and usage[0]["cost_usd"] > 0
     assert jobs[0]["usage"]["total"]["requests"] == len(pairs)
     assert "model" not in jobs[0]["usage"]  # the precomputed adapter calls nothing
+    assert jobs[0]["execution"]["cache"]["computed"]["similarities"] == len(pairs)
 
-    sweep(tmp_path, "matcher=llm", f"matcher.base_url={server.v1}", THRESHOLDS,
-          "model=precomputed")
+    again = sweep(tmp_path, "matcher=llm", f"matcher.base_url={server.v1}", THRESHOLDS,
+                  "model=precomputed")
     assert server.count(CHAT) == len(pairs)
+    assert [j["usage"]["matcher"]["requests"] for j in again] == [0, 0, 0]
+    assert again[0]["execution"]["cache"]["hits"]["similarities"] == len(pairs)
+    assert [j["metrics"] for j in again] == [j["metrics"] for j in jobs]
 
 
 def test_embeddings_sweep_embeds_each_text_once_and_a_rerun_calls_nothing(
@@ -87,12 +97,14 @@ def test_embeddings_sweep_embeds_each_text_once_and_a_rerun_calls_nothing(
     texts = distinct_texts()
     assert server.count(EMB) == 1
     assert sorted(server.bodies[0][1]["input"]) == sorted(texts)
-    assert [j["usage"]["matcher"]["requests"] for j in jobs] == [1, 0, 0]
+    assert [j["threshold"]["value"] for j in jobs] == [0.3, 0.5, 0.7]
+    assert [j["usage"]["matcher"]["requests"] for j in jobs] == [1, 1, 1]  # the job's one call
     assert jobs[0]["usage"]["matcher"]["cost_usd"] == pytest.approx(
         jobs[0]["usage"]["matcher"]["input_tokens"] * 0.02 / 1e6)
-    sweep(tmp_path, "matcher=embeddings", f"matcher.base_url={server.v1}", THRESHOLDS,
-          "model=precomputed")
+    again = sweep(tmp_path, "matcher=embeddings", f"matcher.base_url={server.v1}", THRESHOLDS,
+                  "model=precomputed")
     assert server.count(EMB) == 1
+    assert [j["usage"]["matcher"]["requests"] for j in again] == [0, 0, 0]
 
 
 def test_openai_model_and_llm_judge_each_pay_once(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -105,7 +117,8 @@ def test_openai_model_and_llm_judge_each_pay_once(server: FakeOpenAI, tmp_path: 
     for job in jobs:
         assert job["n_errors"] == 0
     model_usage = [j["usage"]["model"] for j in jobs]
-    assert [u["requests"] for u in model_usage] == [n_cases, 0, 0]
+    assert [u["requests"] for u in model_usage] == [n_cases] * 3  # one job answered once
+    assert [j["execution"]["cache"]["computed"]["responses"] for j in jobs] == [n_cases] * 3
     first = jobs[0]["usage"]
     assert first["model"]["cost_usd"] == pytest.approx(
         (first["model"]["input_tokens"] * 0.15 + first["model"]["output_tokens"] * 0.60) / 1e6)
@@ -114,9 +127,11 @@ def test_openai_model_and_llm_judge_each_pay_once(server: FakeOpenAI, tmp_path: 
         first["model"]["cost_usd"] + first["matcher"]["cost_usd"])
 
     calls = server.count(CHAT)
-    sweep(tmp_path, "model=openai", f"model.base_url={server.v1}", "matcher=llm",
-          f"matcher.base_url={server.v1}", THRESHOLDS)
+    again = sweep(tmp_path, "model=openai", f"model.base_url={server.v1}", "matcher=llm",
+                  f"matcher.base_url={server.v1}", THRESHOLDS)
     assert server.count(CHAT) == calls
+    assert again[0]["usage"]["total"]["requests"] == 0
+    assert again[0]["execution"]["cache"]["hits"]["responses"] == n_cases
 
 
 def test_http_model_sweep_and_rerun(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -138,11 +153,13 @@ def test_http_model_sweep_and_rerun(server: FakeOpenAI, tmp_path: Path) -> None:
                  "matcher=ngram", THRESHOLDS, env=env)
     assert server.count("/rag") == n_cases
     assert server.headers_seen[0]["authorization"] == f"Bearer {secret}"
-    assert [j["usage"]["model"]["requests"] for j in jobs] == [n_cases, 0, 0]
+    assert [j["usage"]["model"]["requests"] for j in jobs] == [n_cases] * 3  # one job
     assert all(j["n_errors"] == 0 for j in jobs)
-    sweep(tmp_path, f"--config-dir={tmp_path / 'conf'}", "model=my_rag", "matcher=ngram",
-          THRESHOLDS, env=env)
+    again = sweep(tmp_path, f"--config-dir={tmp_path / 'conf'}", "model=my_rag",
+                  "matcher=ngram", THRESHOLDS, env=env)
     assert server.count("/rag") == n_cases
+    assert [j["usage"]["model"]["requests"] for j in again] == [0, 0, 0]
+    assert again[0]["execution"]["cache"]["hits"]["responses"] == n_cases
     assert_nowhere(tmp_path / "out", secret)
 
 

@@ -187,7 +187,11 @@ def test_identity_covers_model_server_and_prompt_version(tmp_path: Path) -> None
     assert ident["model"] == "gpt-4o-mini" and len(ident["prompt_sha"]) == 12
     for absent in ("openai_api_key", "concurrency", "timeout", "max_retries", "threshold"):
         assert absent not in ident
-    same = LlmMatcher(openai_api_key="sk-b", concurrency=64, threshold=0.9, max_retries=0)
+    # The threshold is scoring's, not the judge's: a matcher has no such setting, so the
+    # cached judgments serve every threshold.
+    with pytest.raises(TypeError):
+        LlmMatcher(openai_api_key="sk-a", threshold=0.9)  # type: ignore[call-arg]
+    same = LlmMatcher(openai_api_key="sk-b", concurrency=64, timeout=5.0, max_retries=0)
     assert same.identity() == ident
     prompt = tmp_path / "judge.j2"
     prompt.write_text("{% block user %}{{ reference | data }} vs {{ citation | data }}"

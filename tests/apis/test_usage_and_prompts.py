@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from runner.adapters.base import BaseAdapter
+from runner.matchers.base import BaseMatcher
 from runner.prompts import fence, load_prompt
 from runner.usage import Usage, estimate_cost, price_for, usage_section
 
@@ -15,12 +17,9 @@ PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60},
           "text-embedding-3-small": {"input": 0.02, "output": 0.0}}
 
 
-class Part:
-    def __init__(self, **figures: Any) -> None:
-        self.figures = figures
-
-    def usage(self) -> dict[str, Any]:
-        return dict(self.figures)
+def part(**figures: Any) -> dict[str, Any]:
+    """What a component's ``usage()`` returns."""
+    return dict(figures)
 
 
 def test_price_lookup_prefers_exact_then_longest_prefix() -> None:
@@ -34,8 +33,8 @@ def test_price_lookup_prefers_exact_then_longest_prefix() -> None:
 
 def test_usage_section_separates_system_and_judge() -> None:
     section = usage_section({
-        "model": Part(model="gpt-4o-mini", requests=3, input_tokens=1000, output_tokens=200),
-        "matcher": Part(model="text-embedding-3-small", requests=1, input_tokens=5000,
+        "model": part(model="gpt-4o-mini", requests=3, input_tokens=1000, output_tokens=200),
+        "matcher": part(model="text-embedding-3-small", requests=1, input_tokens=5000,
                         cached=7, label="not a number"),
     }, PRICES)
     assert section["model"] == {"requests": 3, "errors": 0, "input_tokens": 1000,
@@ -48,10 +47,15 @@ def test_usage_section_separates_system_and_judge() -> None:
 
 
 def test_parts_without_usage_are_left_out_and_unpriced_cost_is_null() -> None:
-    section = usage_section({"model": object(),
-                             "matcher": Part(model="my-judge", requests=2, input_tokens=9)},
+    # A component that calls no API reports None (the BaseAdapter / BaseMatcher default).
+    assert BaseAdapter().usage() is None and BaseMatcher().usage() is None
+    section = usage_section({"model": BaseAdapter().usage(),
+                             "matcher": part(model="my-judge", requests=2, input_tokens=9)},
                             PRICES)
     assert "model" not in section
+    assert section["matcher"] == {"requests": 2, "errors": 0, "input_tokens": 9,
+                                  "output_tokens": 0, "cached": 0, "total_tokens": 9,
+                                  "cost_usd": None}
     assert section["matcher"]["cost_usd"] is None and section["total"]["cost_usd"] is None
     assert usage_section({}, None) == {"total": {"requests": 0, "errors": 0, "input_tokens": 0,
                                                  "output_tokens": 0, "cost_usd": 0.0}}
