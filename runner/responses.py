@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tqdm import tqdm
@@ -18,10 +19,21 @@ from runner.errors import RagciteError
 log = logging.getLogger("ragcite")
 
 
+def _run(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
+    """``adapter.respond(batch)`` to completion, also where this thread already runs an event
+    loop (a notebook, a test's browser): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(adapter.respond(batch))
+    with ThreadPoolExecutor(1, thread_name_prefix="ragcite-respond") as pool:
+        return pool.submit(lambda: asyncio.run(adapter.respond(batch))).result()
+
+
 def _ask(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
     """The adapter's responses to a batch; a batch that fails makes every case an error."""
     try:
-        answers = asyncio.run(adapter.respond(batch))
+        answers = _run(adapter, batch)
         if len(answers) != len(batch):
             raise RuntimeError(f"the adapter returned {len(answers)} responses for "
                                f"{len(batch)} cases")

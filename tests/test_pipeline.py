@@ -82,3 +82,17 @@ def test_a_threshold_the_matcher_cannot_give_fails_before_any_work(compose_cfg,
     assert str(exc.value) == ("scoring.threshold: 1.5 is outside [0, 1], the similarities this "
                               "matcher gives")
     assert not (tmp_path / "job" / PASSAGES_FILE).exists()
+
+
+def test_a_job_runs_where_an_event_loop_is_running(compose_cfg, tmp_path: Path) -> None:
+    # A notebook (or a test's browser) runs an event loop in this thread: the adapter's
+    # coroutine then runs in a thread of its own, and every case is answered.
+    import asyncio
+
+    cfg = _cfg(compose_cfg, tmp_path, "tracking=none", "report=none")
+
+    async def inside() -> list[Any]:
+        return run(cfg, tmp_path / "job")
+
+    (outcome,) = asyncio.run(inside())
+    assert (outcome.result.n_cases, outcome.result.n_errors) == (30, 0)
