@@ -86,6 +86,7 @@ def test_two_workers_write_the_same_results_as_one(run_job_in, tmp_path: Path) -
         one, two = (read_json(runs[w] / name / "metrics.json") for w in (1, 2))
         assert (one["execution"]["workers"], two["execution"]["workers"]) == (1, 2)
         assert one["n_cases"] == two["n_cases"] == 30
+        assert one["n_scored"] == two["n_scored"] == 30
         for key in ("metrics", "ci", "micro", "labels", "counts", "n_scored", "n_errors"):
             assert one[key] == two[key], key
         # Lines come back in case order, byte for byte as one process writes them.
