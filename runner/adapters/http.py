@@ -1,17 +1,10 @@
 """The `http` adapter: the user's own RAG service over HTTP.
 
-For each case the request body is rendered from a Jinja template string (``body``; variables
-``query``, ``id``, ``metadata`` and ``case``) and sent as JSON; the answer and the citations are
-picked out of the JSON reply with JMESPath (``answer``, ``citations``). Headers come from
-environment variables: the config maps a header name to a variable *name*
-(``Authorization: "Bearer $RAG_TOKEN"``), never to the value. Requests run concurrently up to
-``concurrency``; 408/409/429/5xx replies, timeouts and connection errors are retried with
-exponential backoff (``Retry-After`` honoured up to two minutes). A case that still fails, or whose
-reply has no readable citations, gets ``Response(error=...)``.
-
-The raw JSON replies are persisted as they arrive, keyed by a digest of (method, url, body): an
-interrupted run resumes where it stopped, and changing only the JMESPath expressions re-reads
-the stored replies without calling the service again.
+The JSON body of each case is rendered from a Jinja template (``body``); the answer and the
+citations are read from the JSON reply with JMESPath. Headers name environment variables, never
+values. 408/409/429/5xx replies, timeouts and connection errors are retried with exponential
+backoff (``Retry-After`` honoured up to two minutes). The raw replies are persisted as they
+arrive, keyed by (method, url, body): changing only the JMESPath expressions re-reads them.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""The `openai` adapter: BM25 retrieval over the knowledge base, then an OpenAI-compatible chat
-model answers with citations (source and verbatim quote) through structured output.
+"""The `openai` adapter: BM25 retrieval over the knowledge base (the `extractive` retriever),
+then an OpenAI-compatible chat model answers with citations (source and verbatim quote).
 
-Retrieval reuses the `extractive` baseline's retriever (same chunking options). The prompt is a
-Jinja template (``templates/prompts/rag_answer.j2`` or the user's file); the reply is constrained
-to ``{"answer": str, "citations": [{"source": str, "quote": str}]}`` with
-``response_format={"type": "json_schema", ...}`` (``structured_output: json_object`` for servers
-without JSON-schema support). A case whose call fails after the SDK's retries, or whose reply is
-not that JSON, gets ``Response(error=...)``.
-
-Every call is persisted as soon as it returns, keyed by a digest of the exact request (model,
-messages, settings, ``base_url``): an interrupted run resumes without paying twice, and the
-pipeline's per-case response cache makes reruns and sweeps free.
+The prompt is a Jinja template; the reply is constrained to :data:`ANSWER_SCHEMA` through
+structured output (``structured_output: json_object`` for servers without JSON-schema support).
+A call that fails after the SDK's retries, or a reply that is not that JSON, is
+``Response(error=...)``. Every call is persisted as it returns, keyed by a digest of the exact
+request, so an interrupted run resumes without paying twice.
 """
 
 from __future__ import annotations

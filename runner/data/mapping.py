@@ -8,7 +8,7 @@ field of the same name when the record is already in the canonical shape.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,40 +79,40 @@ class FieldMapping:
         return out
 
 
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# The shape each mapped key must have: (test, what is expected, whether null is allowed).
+_SHAPES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
+    "references": (lambda v: isinstance(v, list), "a list of {source, content} objects", False),
+    "citations": (lambda v: isinstance(v, list), "a list of {source, content} objects", True),
+    "expected_sources": (lambda v: isinstance(v, list) and all(map(_is_str, v)),
+                         "a list of strings", True),
+    "metadata": (lambda v: isinstance(v, dict), "an object", True),
+    "id": (lambda v: isinstance(v, (str, int)) and not isinstance(v, bool),
+           "a string or an integer", False),
+    "query": (_is_str, "a string", False),
+    "answer": (_is_str, "a string", True),
+    "source": (_is_str, "a string", False),
+    "text": (_is_str, "a string", False),
+}
+
+
 def _check_shape(key: str, value: Any, expr: str, path: str, where: str) -> None:
-    field = f"mapping.{key}"
-
-    def fail(expected: str) -> None:
+    test, expected, nullable = _SHAPES[key]
+    if value is None and nullable:
+        return
+    if not test(value):
         got = "null" if value is None else type(value).__name__
-        raise DataError(path, where, field,
+        raise DataError(path, where, f"mapping.{key}",
                         f"expression {expr!r} yielded {got}; expected {expected}")
-
     if key in ("references", "citations"):
-        if value is None and key == "citations":
-            return
-        if not isinstance(value, list):
-            fail("a list of {source, content} objects")
         for item in value:
             if not isinstance(item, dict) or "source" not in item:
-                raise DataError(path, where, field,
+                raise DataError(path, where, f"mapping.{key}",
                                 f"expression {expr!r} yielded a list containing {item!r}; "
                                 "expected {source, content} objects")
-    elif key == "expected_sources":
-        if value is None:
-            return
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            fail("a list of strings")
-    elif key == "metadata":
-        if value is not None and not isinstance(value, dict):
-            fail("an object")
-    elif key == "id":
-        if not isinstance(value, (str, int)) or isinstance(value, bool):
-            fail("a string or an integer")
-    elif key in ("query", "answer", "source", "text"):
-        if key == "answer" and value is None:
-            return
-        if not isinstance(value, str):
-            fail("a string")
 
 
 def as_mapping(mapping: Mapping[str, str] | FieldMapping | None, allowed: tuple[str, ...],

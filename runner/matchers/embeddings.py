@@ -1,14 +1,10 @@
 """The `embeddings` matcher: cosine similarity of embedding vectors (SPEC 4.2).
 
-Vectors come from an OpenAI-compatible embeddings API. Every distinct text of a batch of cases
-is embedded once, in requests of at most ``max_inputs`` texts and ``max_request_tokens``
-estimated tokens (the API's limits: 2048 inputs, 300,000 tokens), several requests in flight at
-once. Vectors are stored on disk as they arrive, keyed by (server, model, dimensions, text), so a
-rerun, a threshold sweep and another matcher setting that needs the same vectors embed nothing
-again. The raw cosine is kept (it may be below 0).
-
-:class:`EmbeddingVectors` holds the vector cache and the cosine; ``LocalEmbeddingsMatcher``
-(runner/matchers/local_embeddings.py) reuses it with an offline sentence-transformers model.
+Vectors come from an OpenAI-compatible embeddings API, each distinct text embedded once, in
+requests within the API's limits (``max_inputs``, ``max_request_tokens``). They are stored on
+disk as they arrive, keyed by (server, model, dimensions, text), so reruns and sweeps embed
+nothing again. The raw cosine is kept (it may be below 0). :class:`EmbeddingVectors` (the vector
+cache and the cosine) also serves ``LocalEmbeddingsMatcher``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """The `llm` matcher: an OpenAI-compatible chat model judges whether two passages refer to the
 same part of the source document (SPEC 4.2).
 
-Similarity = the model's probability of answering "yes", read from the log-probabilities of its
-first answer token when the server returns them (``top_logprobs``), else 1.0/0.0 from the answer
-text. Calls run concurrently (``concurrency``) at temperature 0; the SDK retries 408/409/429/5xx,
-connection errors and timeouts with exponential backoff, honouring ``Retry-After``. A pair that
-still fails becomes a :class:`~runner.matchers.base.PairError`, so its case is an error, never a
-non-match.
-
-Caching, at two levels:
-
-- the pipeline caches similarities per (:meth:`LlmMatcher.identity`, reference, citation); the
-  identity holds the model, ``base_url``, the prompt's name and SHA-256, and every request
-  setting, but neither the threshold nor the key nor the concurrency: a threshold sweep and a
-  rerun make no call;
-- the matcher itself persists each judgment as it completes (keyed by a digest of the exact
-  request: model, rendered messages, settings and ``base_url``), so an interrupted run resumes
-  where it stopped.
+Similarity = the model's probability of answering "yes" (from the log-probabilities of its first
+answer token when the server returns them, else 1.0/0.0 from the answer text), at temperature 0.
+A pair that still fails after the SDK's retries is a :class:`~runner.matchers.base.PairError`.
+Each judgment is persisted as it completes, keyed by a digest of the exact request, so an
+interrupted run resumes where it stopped; the identity (the pipeline's similarity cache) holds
+no threshold, key or concurrency.
 """
 
 from __future__ import annotations

@@ -201,12 +201,11 @@ class NgramMatcher(BaseMatcher):
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap similarity for each pair; each distinct text is tokenised once per chunk."""
-        chunks = [pairs[i:i + CHUNK_PAIRS] for i in range(0, len(pairs), CHUNK_PAIRS)]
-        compiled = self._compiled(len(pairs))
-        with gc_paused():
-            parts = _map_chunks(lambda c: self._chunk(c, compiled), chunks,
-                                resolve_threads(self.threads))
-        return [v for part in parts for v in part]
+        texts = list(dict.fromkeys(chain.from_iterable(pairs)))
+        index = dict(zip(texts, range(len(texts))))
+        a = np.fromiter((index[r] for r, _ in pairs), dtype=np.int64, count=len(pairs))
+        b = np.fromiter((index[c] for _, c in pairs), dtype=np.int64, count=len(pairs))
+        return self._array(texts, a, b).tolist()
 
     def similarity_array(self, texts: Sequence[str], a: np.ndarray,
                          b: np.ndarray) -> np.ndarray:
@@ -215,6 +214,10 @@ class NgramMatcher(BaseMatcher):
         The same values as :meth:`similarities`, for callers that already hold their texts as
         ids (the batch scorer): no string pair is built and no text is looked up again.
         """
+        return self._array(texts, a, b)
+
+    def _array(self, texts: Sequence[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # Both public methods come here: a subclass may override either one.
         def chunk(start: int) -> np.ndarray:
             ca, cb = a[start:start + CHUNK_PAIRS], b[start:start + CHUNK_PAIRS]
             used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
@@ -227,14 +230,6 @@ class NgramMatcher(BaseMatcher):
         with gc_paused():
             parts = _map_chunks(chunk, starts, resolve_threads(self.threads))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
-
-    def _chunk(self, pairs: Sequence[TextPair], compiled: bool) -> list[float]:
-        texts = list(dict.fromkeys(chain.from_iterable(pairs)))
-        index = dict(zip(texts, range(len(texts))))
-        refs, cits = zip(*pairs)
-        a = np.fromiter(map(index.__getitem__, refs), dtype=np.int64, count=len(pairs))
-        b = np.fromiter(map(index.__getitem__, cits), dtype=np.int64, count=len(pairs))
-        return self._chunk_ids(texts, a, b, compiled).tolist()
 
     def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray,
                    compiled: bool = False) -> np.ndarray:

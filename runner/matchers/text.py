@@ -61,14 +61,10 @@ def _mark_ranges() -> tuple[tuple[int, int], ...]:
 
 
 @functools.cache
-def _word_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(a run of word characters, a run of non-ASCII non-word characters).
-
-    Word characters are ``\\w`` and the combining marks of this Python's Unicode database. Built
-    on first use, only for non-ASCII text.
-    """
+def _word_pattern() -> re.Pattern[str]:
+    """A run of word characters (``\\w`` and the combining marks); built on first use."""
     marks = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in _mark_ranges())
-    return re.compile(rf"[\w{marks}]+"), re.compile(rf"[^\w{marks}\x00-\x7f]+")
+    return re.compile(rf"[\w{marks}]+")
 
 
 @functools.cache
@@ -91,8 +87,7 @@ def _word_table() -> np.ndarray:
 def _blank_nonword(text: str) -> str:
     """`text` with every non-ASCII character that is not a word character replaced by a space.
 
-    The same as ``_word_patterns()[1].sub(" ", text)`` (up to runs of spaces, which separate
-    tokens all the same), by a table lookup per code point instead of a regex.
+    A table lookup per code point instead of a regex.
     """
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     high = np.flatnonzero(codes >= 128)  # only these can need blanking: look up just them
@@ -130,7 +125,7 @@ def _unicode_tokens(part: str) -> list[str]:
         if piece.isascii():
             out.append(piece)
         else:
-            out.extend(_word_patterns()[0].findall(piece))
+            out.extend(_word_pattern().findall(piece))
     return out
 
 

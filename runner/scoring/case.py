@@ -14,6 +14,7 @@ from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.explain import explain_case
 from runner.scoring.labels import citation_labels, reference_labels
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, context_metrics, source_metrics
+from runner.scoring.predicate import needed_pairs
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
 
 
@@ -53,48 +54,15 @@ def _response_dict(response: Response) -> dict[str, Any]:
     }
 
 
-def _blank(text: str) -> bool:
-    # Same as `not text.strip()`, without building the stripped copy.
-    return not text or text.isspace()
-
-
-# One case's fields, read once (pydantic attribute access is slow and this runs per case):
-# (case fields, response fields, reference sources, reference texts, normalised reference
-# sources, citation sources, citation texts, normalised citation sources).
-_Prepared = tuple[dict[str, Any], dict[str, Any], list[str], list[str], list[str], list[str],
-                  list[str], list[str]]
-
-
-def _prepare(case: Case, response: Response, norm: Callable[[str], str]) -> _Prepared:
-    cd = case.__dict__
-    rd = response.__dict__
-    refs = [r.__dict__ for r in cd["references"]]
-    cits = [c.__dict__ for c in rd["citations"]]
-    ref_sources = [d["source"] for d in refs]
-    cit_sources = [d["source"] for d in cits]
-    return (cd, rd, ref_sources, [d["content"] for d in refs], [norm(s) for s in ref_sources],
-            cit_sources, [d["content"] for d in cits], [norm(s) for s in cit_sources])
-
-
-def _pairs(prep: _Prepared, require_same_source: bool) -> list[TextPair]:
-    _, _, _, ref_texts, ref_src, _, cit_texts, cit_src = prep
-    if require_same_source:
-        return [(rt, ct) for rt, rs in zip(ref_texts, ref_src) if rt and not rt.isspace()
-                for ct, cs in zip(cit_texts, cit_src) if cs == rs and ct and not ct.isspace()]
-    cits = [ct for ct in cit_texts if ct and not ct.isspace()]
-    return [(rt, ct) for rt in ref_texts if rt and not rt.isspace() for ct in cits]
-
-
 def case_pairs(case: Case, response: Response | None, options: ScoringOptions) -> list[TextPair]:
     """The text pairs whose similarities scoring this case needs (none for a failed case).
 
-    These are the pairs that reach step 4 of the predicate (:mod:`runner.scoring.predicate`):
-    a non-blank reference and a non-blank citation, of the same source under
-    ``require_same_source``.
+    These are the pairs that reach step 4 of the predicate (:mod:`runner.scoring.predicate`).
     """
     if response is None or response.error is not None:
         return []
-    return _pairs(_prepare(case, response, options.normalizer), options.require_same_source)
+    return list(needed_pairs(case.references, response.citations, options.normalizer,
+                             options.require_same_source))
 
 
 def error_case(case: Case, response: Response | None, error: str) -> CaseResult:
@@ -129,7 +97,7 @@ def score_case(case: Case, response: Response | None,
         return error_case(case, None, "no response for this case")
     if response.error is not None:
         return error_case(case, response, response.error)
-    return _score(case, response, _prepare(case, response, options.normalizer), sims, options)
+    return _score(case, response, sims, options)
 
 
 # (metrics, bands, the metric values as a row with NaN for undefined) of one count pattern.
@@ -165,69 +133,80 @@ def figures_of(counts: tuple[int, ...], zero_division: str,
     return figures
 
 
-def _score(case: Case, response: Response, prep: _Prepared,
-           sims: Mapping[TextPair, Similarity], options: ScoringOptions) -> CaseResult:
-    cd, rd, ref_sources, ref_texts, ref_src, cit_sources, cit_texts, cit_src = prep
-    n_cit = len(cit_texts)
-    threshold = options.threshold
-    same_source = options.require_same_source
+def _match_rows(ref_texts: list[str], ref_src: list[str], cit_texts: list[str],
+                cit_src: list[str], sims: Mapping[TextPair, Similarity],
+                options: ScoringOptions, similarity: list[list[Any]]) -> list[list[bool]]:
+    """The predicate of :mod:`runner.scoring.predicate`, row by row: fills `similarity` (None
+    where no similarity is needed) and returns the match matrix.
+
+    Raises:
+        TypeError: A similarity cannot be compared with the threshold (a PairError).
+    """
+    threshold, same_source = options.threshold, options.require_same_source
     cit_ok = [bool(t) and not t.isspace() for t in cit_texts]
     all_ok = False not in cit_ok
-    # The predicate of runner.scoring.predicate, row by row.
-    similarity: list[list[Any]] = []
     matched: list[list[bool]] = []
-    try:
-        for rt, rs in zip(ref_texts, ref_src):
-            if not rt or rt.isspace():  # step 1: matched by any citation of the same source
-                similarity.append([None] * n_cit)
-                matched.append([rs == s for s in cit_src])
-            elif all_ok and not same_source:  # step 4 for every citation
-                srow: list[Any] = [sims[(rt, ct)] for ct in cit_texts]
-                similarity.append(srow)
-                matched.append([s >= threshold for s in srow])
-            else:  # steps 2 and 3 leave some pairs without a similarity
-                srow = [sims[(rt, ct)] if ok and (not same_source or rs == cs) else None
-                        for ct, cs, ok in zip(cit_texts, cit_src, cit_ok)]
-                similarity.append(srow)
-                matched.append([s is not None and s >= threshold for s in srow])
-    except TypeError:
-        # A similarity that cannot be compared: the first PairError in row-major order makes
-        # an error case; anything else is a matcher bug and raises as it would have.
-        for i, srow in enumerate(similarity):
-            for j, sim in enumerate(srow):
-                if isinstance(sim, PairError):
-                    return error_case(case, response,
-                                      f"matcher failed on reference {i} / citation {j}: "
-                                      f"{sim.message}")
-                if sim is not None:
-                    sim >= threshold  # noqa: B015 - raises the original TypeError
-        raise
-    ref_matched = [True in row for row in matched]
-    cit_matched = [True in col for col in zip(*matched)] if matched else [False] * n_cit
+    for rt, rs in zip(ref_texts, ref_src):
+        if not rt or rt.isspace():  # step 1: matched by any citation of the same source
+            similarity.append([None] * len(cit_texts))
+            matched.append([rs == s for s in cit_src])
+        elif all_ok and not same_source:  # step 4 for every citation
+            srow: list[Any] = [sims[(rt, ct)] for ct in cit_texts]
+            similarity.append(srow)
+            matched.append([s >= threshold for s in srow])
+        else:  # steps 2 and 3 leave some pairs without a similarity
+            srow = [sims[(rt, ct)] if ok and (not same_source or rs == cs) else None
+                    for ct, cs, ok in zip(cit_texts, cit_src, cit_ok)]
+            similarity.append(srow)
+            matched.append([s is not None and s >= threshold for s in srow])
+    return matched
 
+
+def _pair_error(similarity: list[list[Any]], threshold: float) -> str | None:
+    """The message of the first PairError in row-major order, or None. Anything else that
+    cannot be compared is a matcher bug and raises its TypeError."""
+    for i, srow in enumerate(similarity):
+        for j, sim in enumerate(srow):
+            if isinstance(sim, PairError):
+                return f"matcher failed on reference {i} / citation {j}: {sim.message}"
+            if sim is not None:
+                sim >= threshold  # noqa: B015 - raises the original TypeError
+    return None
+
+
+def _score(case: Case, response: Response, sims: Mapping[TextPair, Similarity],
+           options: ScoringOptions) -> CaseResult:
     norm = options.normalizer
+    cd = case.__dict__
+    refs = [{"source": (d := r.__dict__)["source"], "content": d["content"]}
+            for r in cd["references"]]
+    resp = _response_dict(response)
+    ref_texts = [r["content"] for r in refs]
+    ref_src = [norm(r["source"]) for r in refs]
+    cit_texts = [c["content"] for c in resp["citations"]]
+    cit_src = [norm(c["source"]) for c in resp["citations"]]
+    similarity: list[list[Any]] = []
+    try:
+        matched = _match_rows(ref_texts, ref_src, cit_texts, cit_src, sims, options, similarity)
+    except TypeError:
+        message = _pair_error(similarity, options.threshold)
+        if message is None:
+            raise
+        return error_case(case, response, message)
+    ref_matched = [True in row for row in matched]
+    cit_matched = [True in col for col in zip(*matched)] if matched else [False] * len(cit_texts)
     expected = set(map(norm, cd["expected_sources"]))
     cited = set(cit_src)
-
-    counts_t = (len(ref_texts), sum(ref_matched), n_cit, sum(cit_matched), len(expected),
-                len(cited), len(expected & cited))
-    figures = figures_of(counts_t, options.zero_division, options.bands)
-    metrics = dict(figures[0])
-    c_labels = citation_labels(cit_matched, cit_src, expected)
-    r_labels = reference_labels(ref_matched, ref_src, cited)
+    counts = (len(ref_texts), sum(ref_matched), len(cit_texts), sum(cit_matched), len(expected),
+              len(cited), len(expected & cited))
+    metrics, bands, _ = figures_of(counts, options.zero_division, options.bands)
     result = ExplainedLater(
-        id=cd["id"], query=cd["query"],
-        references=[{"source": s, "content": t} for s, t in zip(ref_sources, ref_texts)],
-        expected_sources=list(cd["expected_sources"]),
-        response={
-            "answer": rd["answer"],
-            "citations": [{"source": s, "content": t} for s, t in zip(cit_sources, cit_texts)],
-            "usage": rd["usage"], "latency_s": rd["latency_s"], "error": rd["error"],
-        },
-        metadata=dict(cd["metadata"]),
-        similarity=similarity, matched=matched,
-        citation_labels=c_labels, reference_labels=r_labels,
-        metrics=metrics, counts=dict(zip(COUNT_KEYS, counts_t)), bands=dict(figures[1]),
+        id=cd["id"], query=cd["query"], references=refs,
+        expected_sources=list(cd["expected_sources"]), response=resp,
+        metadata=dict(cd["metadata"]), similarity=similarity, matched=matched,
+        citation_labels=citation_labels(cit_matched, cit_src, expected),
+        reference_labels=reference_labels(ref_matched, ref_src, cited),
+        metrics=dict(metrics), counts=dict(zip(COUNT_KEYS, counts)), bands=dict(bands),
     )
     result.normalizer = norm
     return result

@@ -33,6 +33,20 @@ def _summary(kind: str, r: float | None, p: float | None) -> str:
     return f"{kind.capitalize()} recall is {_fmt(r)} and {kind} precision is {_fmt(p)}."
 
 
+def _wrong_passage(sources: Sequence[str]) -> str:
+    many = len(sources) > 1
+    return (f"the {_join(sources)} citation{'s' if many else ''} use{'' if many else 's'} "
+            "a wrong passage")
+
+
+def _sentence(parts: Sequence[str]) -> str:
+    """The parts as one sentence after a space ("" for none)."""
+    if not parts:
+        return ""
+    text = ", and ".join(parts)
+    return " " + text[0].upper() + text[1:] + "."
+
+
 def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
                        ref_wrong_cited: Sequence[bool] | None = None) -> str:
     if ref_wrong_cited is None:
@@ -44,37 +58,115 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "source_missed"])
-    parts = []
-    if wrong:
-        parts.append(f"the {_join(wrong)} citation{'s' if len(wrong) > 1 else ''} "
-                     f"use{'' if len(wrong) > 1 else 's'} a wrong passage")
+    parts = [_wrong_passage(wrong)] if wrong else []
     if others:
         parts.append(f"the other {_join(_unique(others))} "
                      f"passage{'s are' if len(others) > 1 else ' is'} not cited")
     if missed:
         parts.append(f"{_join(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
-    if not parts:
-        return ""
-    text = ", and ".join(parts)
-    return " " + text[0].upper() + text[1:] + "."
+    return _sentence(parts)
 
 
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
     wrong = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "wrong_passage"])
     unexpected = _unique(
         [s for s, lab in zip(cit_sources, cit_labels) if lab == "unexpected_source"])
-    parts = []
-    if wrong:
-        parts.append(f"the {_join(wrong)} citation{'s' if len(wrong) > 1 else ''} "
-                     f"use{'' if len(wrong) > 1 else 's'} a wrong passage")
+    parts = [_wrong_passage(wrong)] if wrong else []
     if unexpected:
         parts.append(f"{_join(unexpected)} "
                      f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
                      "reference")
-    if not parts:
-        return ""
-    text = ", and ".join(parts)
-    return " " + text[0].upper() + text[1:] + "."
+    return _sentence(parts)
+
+
+def _context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
+                    ref_wrong_cited: Sequence[bool] | None) -> str:
+    n_ref, k_ref = len(ref_labels), ref_labels.count("cited")
+    if n_ref == 0:
+        return ("There are no ground-truth passages, so context recall is "
+                f"{_fmt(value)} by the zero-division rule.")
+    if k_ref == n_ref:
+        return (f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
+                "citation — all expected evidence passages are cited." if n_ref == 1 else
+                f"All {n_ref} ground-truth passages ({_join(_unique(ref_sources))}) are matched "
+                "by response citations — all expected evidence passages are cited.")
+    matched = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "cited"])
+    if k_ref:
+        lead = (f"Only the {_join(matched)} passage{'s' if k_ref > 1 else ''} "
+                f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
+                f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
+    elif n_ref == 1:
+        lead = (f"The only ground-truth passage, from {ref_sources[0]}, is not matched by "
+                "any response citation.")
+    else:
+        lead = f"None of the {n_ref} ground-truth passages are matched by a response citation."
+    return lead + _reference_details(ref_sources, ref_labels, ref_wrong_cited)
+
+
+def _context_precision(value: float | None, cit_sources: Sequence[str],
+                       cit_labels: list[str]) -> str:
+    n_cit, k_cit = len(cit_labels), cit_labels.count("supported")
+    if n_cit == 0:
+        return ("The response cites nothing, so context precision is "
+                f"{_fmt(value)} by the zero-division rule.")
+    if k_cit == n_cit:
+        return ("The only response citation matches a ground-truth reference — there are no "
+                "spurious citations." if n_cit == 1 else
+                f"All {n_cit} response citations match ground-truth references — there are no "
+                "spurious citations.")
+    matched = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "supported"])
+    if k_cit:
+        lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
+                f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
+                f"({k_cit} of {n_cit}).")
+    elif n_cit == 1:
+        lead = (f"The only response citation, from {cit_sources[0]}, does not match any "
+                "ground-truth reference.")
+    else:
+        lead = f"None of the {n_cit} response citations match a ground-truth reference."
+    if n_cit == 1 and cit_labels[0] == "unexpected_source":
+        # "X has no matching ground-truth reference" would repeat the lead.
+        return lead + f" {cit_sources[0]} is not an expected source."
+    return lead + _citation_details(cit_sources, cit_labels)
+
+
+def _source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bool]) -> str:
+    n_exp, k_exp = len(expected), list(hit).count(True)
+    if n_exp == 0:
+        return ("No source documents are expected, so source recall is "
+                f"{_fmt(value)} by the zero-division rule.")
+    if k_exp == n_exp:
+        return (f"{expected[0]}, the only expected source, appears in the response citations."
+                if n_exp == 1 else
+                f"All {n_exp} expected sources ({_join(expected)}) appear in the response "
+                "citations.")
+    if k_exp == 0:
+        return (f"None of the expected sources ({_join(expected)}) "
+                f"{'is' if n_exp == 1 else 'are'} cited.")
+    yes = [s for s, ok in zip(expected, hit) if ok]
+    no = [s for s, ok in zip(expected, hit) if not ok]
+    return (f"{_join(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {_join(no)} "
+            f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
+
+
+def _source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
+    n_cs, k_cs = len(cited), list(hit).count(True)
+    if n_cs == 0:
+        return ("The response cites no source documents, so source precision is "
+                f"{_fmt(value)} by the zero-division rule.")
+    if k_cs == n_cs:
+        return (f"The only cited document, {cited[0]}, is among the expected sources."
+                if n_cs == 1 else
+                f"All {n_cs} cited documents ({_join(cited)}) are among the expected sources.")
+    if k_cs == 0:
+        return (f"None of the cited documents ({_join(cited)}) "
+                f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
+    good = [s for s, ok in zip(cited, hit) if ok]
+    bad = [s for s, ok in zip(cited, hit) if not ok]
+    return (f"{_join(good)} {'are' if len(good) > 1 else 'is an'} expected "
+            f"source{'s' if len(good) > 1 else ''}, but {_join(bad)} "
+            f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "
+            "expected).")
 
 
 def explain_case(
@@ -106,111 +198,14 @@ def explain_case(
         Keys ``context_recall``, ``context_precision``, ``context``, ``source_recall``,
         ``source_precision`` and ``source``.
     """
-    out: dict[str, str] = {}
-    ref_labels, cit_labels = list(ref_labels), list(cit_labels)
-    n_ref, n_cit = len(ref_labels), len(cit_labels)
-    k_ref = ref_labels.count("cited")
-    k_cit = cit_labels.count("supported")
-
-    # Context recall.
-    if n_ref == 0:
-        out["context_recall"] = (
-            "There are no ground-truth passages, so context recall is "
-            f"{_fmt(metrics['context_recall'])} by the zero-division rule.")
-    elif k_ref == n_ref:
-        out["context_recall"] = (
-            f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
-            "citation — all expected evidence passages are cited." if n_ref == 1 else
-            f"All {n_ref} ground-truth passages ({_join(_unique(ref_sources))}) are matched by "
-            "response citations — all expected evidence passages are cited.")
-    else:
-        matched = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "cited"])
-        if k_ref:
-            lead = (f"Only the {_join(matched)} passage{'s' if k_ref > 1 else ''} "
-                    f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
-                    f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
-        elif n_ref == 1:
-            lead = (f"The only ground-truth passage, from {ref_sources[0]}, is not matched by "
-                    "any response citation.")
-        else:
-            lead = (f"None of the {n_ref} ground-truth passages are matched by a response "
-                    "citation.")
-        out["context_recall"] = lead + _reference_details(ref_sources, ref_labels,
-                                                          ref_wrong_cited)
-
-    # Context precision.
-    if n_cit == 0:
-        out["context_precision"] = (
-            "The response cites nothing, so context precision is "
-            f"{_fmt(metrics['context_precision'])} by the zero-division rule.")
-    elif k_cit == n_cit:
-        out["context_precision"] = (
-            "The only response citation matches a ground-truth reference — there are no "
-            "spurious citations." if n_cit == 1 else
-            f"All {n_cit} response citations match ground-truth references — there are no "
-            "spurious citations.")
-    else:
-        matched = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "supported"])
-        if k_cit:
-            lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
-                    f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
-                    f"({k_cit} of {n_cit}).")
-        elif n_cit == 1:
-            lead = (f"The only response citation, from {cit_sources[0]}, does not match any "
-                    "ground-truth reference.")
-        else:
-            lead = f"None of the {n_cit} response citations match a ground-truth reference."
-        if n_cit == 1 and cit_labels[0] == "unexpected_source":
-            # "X has no matching ground-truth reference" would repeat the lead.
-            details = f" {cit_sources[0]} is not an expected source."
-        else:
-            details = _citation_details(cit_sources, cit_labels)
-        out["context_precision"] = lead + details
-    out["context"] = _summary("context", metrics["context_recall"], metrics["context_precision"])
-
-    # Source recall.
-    n_exp, k_exp = len(expected_display), list(expected_hit).count(True)
-    if n_exp == 0:
-        out["source_recall"] = ("No source documents are expected, so source recall is "
-                                f"{_fmt(metrics['source_recall'])} by the zero-division rule.")
-    elif k_exp == n_exp:
-        out["source_recall"] = (
-            f"{expected_display[0]}, the only expected source, appears in the response "
-            "citations." if n_exp == 1 else
-            f"All {n_exp} expected sources ({_join(expected_display)}) appear in the response "
-            "citations.")
-    elif k_exp == 0:
-        out["source_recall"] = (f"None of the expected sources ({_join(expected_display)}) "
-                                f"{'is' if n_exp == 1 else 'are'} cited.")
-    else:
-        hit = [s for s, ok in zip(expected_display, expected_hit) if ok]
-        miss = [s for s, ok in zip(expected_display, expected_hit) if not ok]
-        out["source_recall"] = (
-            f"{_join(hit)} {'are' if len(hit) > 1 else 'is'} cited, but {_join(miss)} "
-            f"{'are' if len(miss) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
-
-    # Source precision.
-    n_cs, k_cs = len(cited_display), list(cited_hit).count(True)
-    if n_cs == 0:
-        out["source_precision"] = ("The response cites no source documents, so source "
-                                   f"precision is {_fmt(metrics['source_precision'])} by the "
-                                   "zero-division rule.")
-    elif k_cs == n_cs:
-        out["source_precision"] = (
-            f"The only cited document, {cited_display[0]}, is among the expected sources."
-            if n_cs == 1 else
-            f"All {n_cs} cited documents ({_join(cited_display)}) are among the expected "
-            "sources.")
-    elif k_cs == 0:
-        out["source_precision"] = (f"None of the cited documents ({_join(cited_display)}) "
-                                   f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
-    else:
-        good = [s for s, ok in zip(cited_display, cited_hit) if ok]
-        bad = [s for s, ok in zip(cited_display, cited_hit) if not ok]
-        out["source_precision"] = (
-            f"{_join(good)} {'are' if len(good) > 1 else 'is an'} expected "
-            f"source{'s' if len(good) > 1 else ''}, but {_join(bad)} "
-            f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "
-            "expected).")
-    out["source"] = _summary("source", metrics["source_recall"], metrics["source_precision"])
-    return out
+    m = metrics
+    return {
+        "context_recall": _context_recall(m["context_recall"], ref_sources, list(ref_labels),
+                                          ref_wrong_cited),
+        "context_precision": _context_precision(m["context_precision"], cit_sources,
+                                                list(cit_labels)),
+        "context": _summary("context", m["context_recall"], m["context_precision"]),
+        "source_recall": _source_recall(m["source_recall"], expected_display, expected_hit),
+        "source_precision": _source_precision(m["source_precision"], cited_display, cited_hit),
+        "source": _summary("source", m["source_recall"], m["source_precision"]),
+    }

@@ -88,9 +88,9 @@ def test_word_table_agrees_with_the_word_regex_on_every_code_point() -> None:
 
     import numpy as np
 
-    from runner.matchers.text import _word_patterns, _word_table
+    from runner.matchers.text import _word_pattern, _word_table
 
-    word = _word_patterns()[0]
+    word = _word_pattern()
     expected = np.array([word.fullmatch(chr(c)) is not None for c in range(sys.maxunicode + 1)])
     assert np.array_equal(_word_table(), expected)
     assert _word_table()[ord("é")] and _word_table()[0x0301] and not _word_table()[ord("…")]
