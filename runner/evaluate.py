@@ -138,8 +138,7 @@ def evaluate(
         with `thresholds`, a list of them, one per threshold, in order.
 
     Raises:
-        RagciteError: A threshold that is neither a number the matcher's similarity can take
-            nor a level.
+        RagciteError: A threshold that is neither a level nor a number the matcher gives.
 
     Example:
         >>> import runner
@@ -154,12 +153,8 @@ def evaluate(
     spec: Any = list(thresholds) if thresholds is not None else (
         "default" if threshold is None else threshold)
     decided = resolve_thresholds(spec, m.levels, m.similarity_range)
-    options = ScoringOptions(
-        threshold=decided[0].value, zero_division=zero_division,
-        require_same_source=require_same_source,
-        source_normalization=tuple(source_normalization),
-        bands=dict(bands or DEFAULT_BANDS),
-    )
+    options = ScoringOptions(decided[0].value, zero_division, require_same_source,
+                             tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
     results = _aggregate(cases, responses, m, options, decided, empty, batch_size)
     return results if thresholds is not None else results[0]
