@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -102,35 +103,33 @@ def score_case(case: Case, response: Response | None,
 
 # (metrics, bands, the metric values as a row with NaN for undefined) of one count pattern.
 Figures = tuple[dict[str, float | None], dict[str, str | None], tuple[float, ...]]
-_FIGURES: dict[tuple[Any, ...], Figures] = {}
 
 
 def figures_of(counts: tuple[int, ...], zero_division: str,
                bands: Mapping[str, float]) -> Figures:
-    """The metrics, bands and metric row of a case with these counts (SPEC 5), memoised.
+    """The metrics, bands and metric row of a case with these counts (SPEC 5).
 
     The metrics depend only on a case's counts (in :data:`~runner.scoring.metrics.COUNT_KEYS`
-    order), and few count patterns occur, so each pattern is computed once with the pure metric
-    functions. Callers copy the dicts into each case's own.
+    order), and few count patterns occur, so each pattern is computed once (a pure function's
+    memo) with the pure metric functions. Callers copy the dicts into each case's own.
     """
-    key = (*counts, zero_division, *bands.items())
-    figures = _FIGURES.get(key)
-    if figures is None:
-        refs, refs_matched, cits, cits_matched, n_exp, n_cited, n_hits = counts
-        # Source metrics depend on the set sizes only: stand-in sets of the right sizes.
-        expected = {f"e{i}" for i in range(n_exp - n_hits)} | {f"h{i}" for i in range(n_hits)}
-        cited = {f"c{i}" for i in range(n_cited - n_hits)} | {f"h{i}" for i in range(n_hits)}
-        metrics = {
-            **context_metrics([True] * refs_matched + [False] * (refs - refs_matched),
-                              [True] * cits_matched + [False] * (cits - cits_matched),
-                              zero_division),
-            **source_metrics(expected, cited, zero_division)}
-        figures = (metrics, {k: band(v, bands) for k, v in metrics.items()},
-                   tuple(math.nan if v is None else v for v in metrics.values()))
-        if len(_FIGURES) > 50_000:
-            _FIGURES.clear()
-        _FIGURES[key] = figures
-    return figures
+    return _figures(tuple(counts), zero_division, tuple(bands.items()))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _figures(counts: tuple[int, ...], zero_division: str,
+             bands: tuple[tuple[str, float], ...]) -> Figures:
+    refs, refs_matched, cits, cits_matched, n_exp, n_cited, n_hits = counts
+    # Source metrics depend on the set sizes only: stand-in sets of the right sizes.
+    expected = {f"e{i}" for i in range(n_exp - n_hits)} | {f"h{i}" for i in range(n_hits)}
+    cited = {f"c{i}" for i in range(n_cited - n_hits)} | {f"h{i}" for i in range(n_hits)}
+    metrics = {
+        **context_metrics([True] * refs_matched + [False] * (refs - refs_matched),
+                          [True] * cits_matched + [False] * (cits - cits_matched),
+                          zero_division),
+        **source_metrics(expected, cited, zero_division)}
+    return (metrics, {k: band(v, dict(bands)) for k, v in metrics.items()},
+            tuple(math.nan if v is None else v for v in metrics.values()))
 
 
 def _match_rows(ref_texts: list[str], ref_src: list[str], cit_texts: list[str],
