@@ -88,11 +88,13 @@ def test_a_job_runs_where_an_event_loop_is_running(compose_cfg, tmp_path: Path) 
     # A notebook (or a test's browser) runs an event loop in this thread: the adapter's
     # coroutine then runs in a thread of its own, and every case is answered.
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     cfg = _cfg(compose_cfg, tmp_path, "tracking=none", "report=none")
 
     async def inside() -> list[Any]:
         return run(cfg, tmp_path / "job")
 
-    (outcome,) = asyncio.run(inside())
+    with ThreadPoolExecutor(1) as pool:  # a thread of the test's own, whatever runs here
+        (outcome,) = pool.submit(asyncio.run, inside()).result()
     assert (outcome.result.n_cases, outcome.result.n_errors) == (30, 0)
