@@ -59,19 +59,21 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
     reports = make_reports(cfg)
     outcomes = run_job(cfg, out, names)
     secrets = secret_values(cfg) | env_secrets()
-    for outcome in outcomes:
-        link = tracker.open(outcome.folder)
-        try:
-            reports.render_run(outcome.folder, link)
-            scrub_files(outcome.folder, secrets)
-            tracker.log(outcome.folder)
-        except KeyboardInterrupt:
-            tracker.close("KILLED")
-            raise
-        except BaseException:
-            tracker.close("FAILED")
-            raise
-        tracker.close("FINISHED")
+    folders = [o.folder for o in outcomes]
+    try:
+        links = [tracker.open(folder) for folder in folders]
+        # The K reports of a job in one call: their shared passages are read and packed once.
+        reports.render_runs(folders, links)
+        for folder in folders:
+            scrub_files(folder, secrets)
+            tracker.log(folder)
+            tracker.close("FINISHED", folder)
+    except KeyboardInterrupt:
+        tracker.close("KILLED")
+        raise
+    except BaseException:
+        tracker.close("FAILED")
+        raise
     return outcomes
 
 

@@ -227,7 +227,7 @@ class RunResult:
         }
 
 
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
+def read_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The records of a JSONL results file, checking their format version."""
     with path.open("rb") as fh:
         for n, line in enumerate(fh, 1):
@@ -252,7 +252,7 @@ def passages_path(result_dir: str | Path, metrics: dict[str, Any] | None = None)
 def iter_decisions(result_dir: str | Path) -> Iterator[dict[str, Any]]:
     """The ``cases.jsonl`` records of a result folder (``id``, ``metrics``, ``labels``, ...),
     without the passages: what a reader that only counts or bins figures needs."""
-    return _lines(Path(result_dir) / CASES_FILE)
+    return read_lines(Path(result_dir) / CASES_FILE)
 
 
 def iter_records(result_dir: str | Path,
@@ -264,7 +264,7 @@ def iter_records(result_dir: str | Path,
         ValueError: The two files do not list the same cases in the same order.
     """
     folder = Path(result_dir)
-    passages = _lines(passages_path(folder, metrics))
+    passages = read_lines(passages_path(folder, metrics))
     for n, decided in enumerate(iter_decisions(folder), 1):
         shared = next(passages, None)
         if shared is None or shared["id"] != decided["id"]:

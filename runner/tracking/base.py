@@ -1,21 +1,21 @@
 """The tracker protocol: how a job reports its results to an experiment tracker.
 
 A tracker only reads the files a job has written (docs/results.md); it never recomputes a figure.
-One tracker object serves one job, whose K thresholds give K result folders, logged one after
-another as K runs. The command line (runner/cli.py) drives it::
+One tracker object serves one job, whose K thresholds give K result folders: K runs, open at
+once. The command line (runner/cli.py) drives it::
 
     tracker = make_tracker(cfg)
     tracker.check()                      # before any model call: a bad store stops the job
     ... the job writes its result folders and job.json ...
-    for result_dir in result_dirs(job_dir):
-        try:
-            link = tracker.open(result_dir)
-            ... render result_dir's report with `link` ...
-            tracker.log(result_dir)
-        except BaseException:
-            tracker.close("FAILED")      # "KILLED" on Ctrl-C
-            raise
-        tracker.close("FINISHED")
+    try:
+        links = [tracker.open(d) for d in result_dirs(job_dir)]
+        ... render the K reports at once, each with its link ...
+        for d in result_dirs(job_dir):
+            tracker.log(d)
+            tracker.close("FINISHED", d)
+    except BaseException:
+        tracker.close("FAILED")          # every run still open; "KILLED" on Ctrl-C
+        raise
 
 A sweep's parent run is opened and closed by :func:`runner.tracking.mlflow_sweep.start_sweep`
 and :func:`~runner.tracking.mlflow_sweep.end_sweep`; a job's runs find it on their own.
@@ -56,8 +56,9 @@ class Tracker(Protocol):
     def log(self, result_dir: Path) -> None:
         """Log the result folder given to :meth:`open`: params, metrics, tags, artifacts."""
 
-    def close(self, status: str) -> None:
-        """End the open run, if any, as ``FINISHED``, ``FAILED`` or ``KILLED``; never raises."""
+    def close(self, status: str, result_dir: Path | None = None) -> None:
+        """End the run of `result_dir` (every open run when None) as ``FINISHED``,
+        ``FAILED`` or ``KILLED``; never raises."""
 
 
 class NullTracker:
@@ -77,7 +78,7 @@ class NullTracker:
     def log(self, result_dir: Path) -> None:
         """Nothing to log."""
 
-    def close(self, status: str) -> None:
+    def close(self, status: str, result_dir: Path | None = None) -> None:
         """Nothing to close."""
 
 

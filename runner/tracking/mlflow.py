@@ -27,7 +27,7 @@ from runner.results import (
 )
 from runner.tracking import mlflow_store as store
 from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, param_value
-from runner.tracking.table import log_case_table
+from runner.tracking.table import log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
 
@@ -155,10 +155,12 @@ class MlflowTracker:
         self.experiment_id: str | None = None
         self.disabled = False
         self.disabled_reason: str | None = None
-        self.run_id: str | None = None
+        self.runs: dict[Path, str] = {}  # open runs by result folder (a job's K thresholds)
+        self.run_id: str | None = None  # the run opened last
         self.parent_run_id: str | None = None
         self.link: str | None = None
         self._passages_runs: dict[Path, str] = {}  # a shared passages.jsonl → the run holding it
+        self._table_parts: dict[Path, list[bytes]] = {}  # its cases' table cells, for the job
 
     def fail(self, what: str, exc: BaseException, up_front: bool = False) -> None:
         """Stop tracking after `exc`: end an open run FAILED, then raise or warn.
@@ -201,7 +203,8 @@ class MlflowTracker:
     def open(self, result_dir: Path) -> str | None:
         """Open the run of `result_dir` (a child of the sweep's parent run, in a sweep).
 
-        A run this tracker left open is first closed ``FAILED``.
+        The runs of a job's result folders may be open at once; a run this tracker left open
+        for the same folder is first closed ``FAILED``.
 
         Returns:
             The run's page in an MLflow UI (a remote store or ``ui_url``), else None.
@@ -210,7 +213,7 @@ class MlflowTracker:
             RagciteError: The run cannot be opened and ``required`` is true.
         """
         self.check()
-        self.close("FAILED")
+        self.close("FAILED", result_dir)
         self.link = None
         if self.disabled:
             return None
@@ -246,7 +249,7 @@ class MlflowTracker:
         tags = {k: scrub_text(v, self.secrets) for k, v in tags.items()}
         run = self.client.create_run(self.experiment_id, tags=tags,
                                      run_name=scrub_text(name, self.secrets))
-        self.run_id = str(run.info.run_id)
+        self.run_id = self.runs[result_dir.resolve()] = str(run.info.run_id)
         self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), self.run_id)
 
     def log(self, result_dir: Path) -> None:
@@ -255,10 +258,11 @@ class MlflowTracker:
         Raises:
             RagciteError: Logging failed and ``required`` is true.
         """
-        if self.disabled or self.run_id is None:
+        run_id = self.runs.get(Path(result_dir).resolve())
+        if self.disabled or run_id is None:
             return
         try:
-            self._log(Path(result_dir), self.run_id)
+            self._log(Path(result_dir), run_id)
         except Exception as exc:
             self.fail("cannot log the results to", exc)
 
@@ -275,9 +279,18 @@ class MlflowTracker:
             if (result_dir / name).is_file():
                 store.log_artifact(self.client, run_id, result_dir / name, secrets)
         if self.log_table:
-            log_case_table(self.client, run_id, result_dir)
+            log_case_table(self.client, run_id, result_dir, self._parts(result_dir, data))
         if data.get("dataset"):
             log_dataset(self.client, run_id, data["dataset"])
+
+    def _parts(self, result_dir: Path, data: dict[str, Any]) -> list[bytes] | None:
+        """The table cells of a shared ``passages.jsonl``, made once for the job's results."""
+        path = passages_path(result_dir, data).resolve()
+        if path.parent == result_dir.resolve():  # a job of one threshold: read once anyway
+            return None
+        if path not in self._table_parts:
+            self._table_parts = {path: passage_parts(result_dir)}  # one job's at a time
+        return self._table_parts[path]
 
     def _log_passages(self, result_dir: Path, data: dict[str, Any], run_id: str,
                       secrets: set[str]) -> str:
@@ -293,9 +306,16 @@ class MlflowTracker:
                 self._passages_runs[path] = run_id
         return holder
 
-    def close(self, status: str) -> None:
-        """End the open run as ``FINISHED``, ``FAILED`` or ``KILLED``; never raises."""
-        run_id, self.run_id = self.run_id, None
+    def close(self, status: str, result_dir: Path | None = None) -> None:
+        """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``
+        or ``KILLED``; never raises."""
+        if result_dir is None:
+            for folder in list(self.runs):
+                self.close(status, folder)
+            return
+        run_id = self.runs.pop(Path(result_dir).resolve(), None)
+        if run_id == self.run_id:
+            self.run_id = None
         if run_id is None or self.client is None:
             return
         try:

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from runner.results import iter_records
+from runner.results import iter_decisions, iter_records, passages_path, read_lines
 from runner.scoring.metrics import METRIC_KEYS
 
 TABLE_FILE = "cases_table.json"
@@ -26,12 +26,21 @@ TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC
 
 def case_row(record: dict[str, Any]) -> list[Any]:
     """One case's row (:data:`TABLE_COLUMNS`) from its record (passage and decisions joined)."""
+    return [*passage_cells(record), *decision_cells(record)]
+
+
+def passage_cells(record: dict[str, Any]) -> list[Any]:
+    """A row's cells that come from the case's ``passages.jsonl`` line (no threshold)."""
     response = record.get("response") or {}
+    return [str(record["id"]), record.get("query"), response.get("answer"),
+            len(record.get("references") or []), len(response.get("citations") or [])]
+
+
+def decision_cells(record: dict[str, Any]) -> list[Any]:
+    """A row's cells that come from the case's ``cases.jsonl`` line (its threshold's)."""
     metrics = record.get("metrics") or {}
     labels = record.get("labels") or {}
-    return [str(record["id"]), record.get("query"), response.get("answer"),
-            len(record.get("references") or []), len(response.get("citations") or []),
-            *(metrics.get(name) for name in METRIC_KEYS),
+    return [*(metrics.get(name) for name in METRIC_KEYS),
             ", ".join(labels.get("citations") or []),
             ", ".join(labels.get("references") or []),
             record.get("error")]
@@ -44,21 +53,33 @@ def _row_json(row: list[Any]) -> bytes:
         return json.dumps(row, separators=(",", ":")).encode("utf-8")
 
 
-def write_table(result_dir: Path, path: Path) -> None:
-    """Write the table of `result_dir` to `path`, row by row."""
+def passage_parts(result_dir: Path) -> list[bytes]:
+    """Each case's passage cells as JSON without the closing bracket (``[id,query,...``),
+    shared by the tables of every threshold of a job."""
+    return [_row_json(passage_cells(r))[:-1] for r in read_lines(passages_path(result_dir))]
+
+
+def write_table(result_dir: Path, path: Path, parts: list[bytes] | None = None) -> None:
+    """Write the table of `result_dir` to `path`, row by row (with `parts`, from
+    :func:`passage_parts` of its job, only its ``cases.jsonl`` is read)."""
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-        for n, record in enumerate(iter_records(result_dir)):
-            row = _row_json(case_row(record))
+        if parts is None:
+            rows = (_row_json(case_row(r)) for r in iter_records(result_dir))
+        else:
+            rows = (part + b"," + _row_json(decision_cells(d))[1:]
+                    for part, d in zip(parts, iter_decisions(result_dir), strict=True))
+        for n, row in enumerate(rows):
             fh.write(b"," + row if n else row)
         fh.write(b"]}")
 
 
-def log_case_table(mlflow: Any, run_id: str, result_dir: Path) -> None:
+def log_case_table(mlflow: Any, run_id: str, result_dir: Path,
+                   parts: list[bytes] | None = None) -> None:
     """Log the table of `result_dir` to run `run_id` as the table ``cases_table.json``."""
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
         path = Path(tmp) / TABLE_FILE
-        write_table(result_dir, path)
+        write_table(result_dir, path, parts)
         mlflow.log_artifact(run_id, str(path))
     tag = "mlflow.loggedArtifacts"
     logged = json.loads(mlflow.get_run(run_id).data.tags.get(tag, "[]"))

@@ -25,7 +25,7 @@ class RecordingTracker:
         value = read_result(result_dir)["threshold"]["value"]
         self.calls.append(("log", result_dir.name, f"{value:g}"))
 
-    def close(self, status: str) -> None:
+    def close(self, status: str, result_dir: Path | None = None) -> None:
         self.calls.append(("close", status))
 
 

@@ -195,22 +195,24 @@ def test_the_per_case_table_is_read_by_mlflow_as_a_table(tmp_path: Path) -> None
     assert proc.stdout.strip() == "['exact', 'mixed', 'few'] [1, 1, 1]", proc.stderr[-2000:]
 
 
-def test_a_run_that_fails_ends_failed_and_one_left_open_is_failed_by_the_next(
+def test_runs_of_a_job_are_open_at_once_and_each_ends_as_it_is_closed(
         tmp_path: Path) -> None:
     dirs = make_job(tmp_path / "job", [0.15, 0.3, 0.8])
     uri = sqlite_uri(tmp_path / "out")
     tracker = mlflow_tracker(uri, tmp_path / "out")
     tracker.check()
     tracker.open(dirs[0])
-    tracker.close("FAILED")
-    tracker.open(dirs[1])  # never closed: the next open ends it FAILED
+    tracker.close("FAILED", dirs[0])
+    tracker.open(dirs[1])
+    tracker.open(dirs[1])  # opened again: the run left open for that folder ends FAILED
     tracker.open(dirs[2])
     tracker.log(dirs[2])
-    tracker.close("KILLED")
+    tracker.close("FINISHED", dirs[2])
+    tracker.close("KILLED")  # every run still open
     tracker.close("FINISHED")  # nothing open: nothing to do
     assert sorted((r.info.run_name, r.info.status) for r in all_runs(uri)) == [
         ("trio_python_ngram_t0.15", "FAILED"), ("trio_python_ngram_t0.3", "FAILED"),
-        ("trio_python_ngram_t0.8", "KILLED")]
+        ("trio_python_ngram_t0.3", "KILLED"), ("trio_python_ngram_t0.8", "FINISHED")]
 
 
 def test_an_unreachable_server_fails_up_front_or_is_a_warning(
