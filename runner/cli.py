@@ -23,6 +23,7 @@ from runner.errors import RagciteError
 from runner.pipeline import Outcome, run_job, summary_line
 from runner.redact import env_secrets, scrub_files, scrub_text, secret_values
 from runner.reports.base import make_reports
+from runner.reports.run import REPORT_FILE
 from runner.schema import plain_config, register_configs
 from runner.sweep import SWEEPS, finish_sweep
 from runner.tracking.base import make_tracker
@@ -65,7 +66,7 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
         # The K reports of a job in one call: their shared passages are read and packed once.
         reports.render_runs(folders, links)
         for folder in folders:
-            scrub_files(folder, secrets)
+            scrub_files(folder / REPORT_FILE, secrets)  # the one file written since the job
             tracker.log(folder)
             tracker.close("FINISHED", folder)
     except KeyboardInterrupt:
@@ -112,8 +113,10 @@ def _app(cfg: DictConfig) -> None:
     _scrub_hydra_files(out, secrets)
     names = {k: str(v) for k, v in hc.runtime.choices.items()
              if v is not None and not k.startswith("hydra")}
+    finished = False  # a finished job's files were scrubbed as they were written
     try:
         outcomes = run(plain_config(cfg), out, names)
+        finished = True
         _Status.value = max(_Status.value, _report(outcomes, out))
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
@@ -125,8 +128,9 @@ def _app(cfg: DictConfig) -> None:
         log.exception("ragcite: job %s failed", out.name)
         _Status.value = max(_Status.value, 1)
     finally:
+        if not finished:
+            scrub_files(out, secrets)  # whatever the job left
         _scrub_hydra_files(out, secrets)
-        scrub_files(out, secrets)
 
 
 def canonical_args(argv: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
@@ -108,6 +109,13 @@ def _work(bounds: tuple[int, int]) -> ChunkResult:
     return score_chunk(_FORKED[0], *bounds)
 
 
+def _worker_signals() -> None:
+    """A worker ends on SIGTERM (the pool's own shutdown) with the default action: a handler
+    inherited from the parent (ragcite's, which stops a run cleanly) could leave it waiting
+    on the pool's queue lock."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    matcher: Matcher, options: ScoringOptions, thresholds: Sequence[float],
                    workers: int, aggregator: Aggregator, chunk: int = 2_500,
@@ -140,10 +148,12 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         return
     _FORKED[:] = [job]
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, _worker_signals) as pool:
             for (start, end), out in zip(ranges, pool.imap(_work, ranges)):
                 yield out
                 if on_chunk is not None:
                     on_chunk(end - start)
+            pool.close()  # every chunk is back: the workers exit on their own
+            pool.join()
     finally:
         _FORKED.clear()

@@ -125,16 +125,22 @@ def _scrub_yaml(text: str, secrets: Iterable[str]) -> str | None:
 
 
 def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
-    """Rewrite every text file under `folder` that contains a secret; returns those files."""
+    """Rewrite every text file under `folder` (or the file `folder`) that contains a secret;
+    returns those files. A file is decoded only when a secret's bytes occur in it."""
     secrets = [s for s in secrets if s]
     changed: list[Path] = []
     if not secrets:
         return changed
-    for path in Path(folder).rglob("*"):
+    needles = [s.encode("utf-8", "surrogatepass") for s in secrets]
+    root = Path(folder)
+    for path in [root] if root.is_file() else root.rglob("*"):
         if not path.is_file() or path.suffix in (".sqlite", ".db", ".png"):
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+            if not any(needle in data for needle in needles):
+                continue
+            text = data.decode("utf-8")
         except (UnicodeDecodeError, OSError):
             continue
         clean = scrub_text(text, secrets)
