@@ -205,7 +205,8 @@ class Table:
                                "seconds": _round(seconds), "cases_per_s": _round(cases_per_s, 1),
                                "pairs_per_s": _round(pairs_per_s, 1),
                                "peak_rss_mb": _round(peak_rss_mb, 1), "target": target,
-                               "result": result}
+                               "result": result, "at": time.strftime("%H:%M:%S"),
+                               "load_avg_1m": round(os.getloadavg()[0], 2)}
         self.rows.append(row)
         cells = [part, measurement, "" if n is None else f"{n:,}",
                  "" if seconds is None else f"{seconds:.2f}",
