@@ -62,15 +62,20 @@ def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
     t1 = time.perf_counter()
     result = runner.evaluate(cases, matcher="ngram")
     t2 = time.perf_counter()
+    # As a job's metrics.json describes a result (runner.pipeline.describe); runner.evaluate
+    # already set `threshold` ({value, level, index}).
     result.extra = {
+        **result.extra,
         "run": {"name": f"synth-{n}", "ragcite_version": runner.__version__,
-                "started_at": None, "finished_at": None, "output_dir": str(folder)},
+                "started_at": None, "finished_at": None, "output_dir": str(folder),
+                "job_dir": str(folder)},
         "dataset": {"name": f"synth-n{n}-s{seed}", "path": str(data), "digest": None,
                     "n_cases": n},
         "model": {"name": "precomputed", "identity": {}},
-        "matcher": {"name": "ngram", "identity": {"n": 3}, "threshold": 0.5,
-                    "threshold_level": "default"},
-        "scoring": {"bands": {"green": 0.75, "medium": 0.25}},
+        "matcher": {"name": "ngram", "identity": {"n": 3}},
+        "scoring": {"threshold": result.extra["threshold"]["value"],
+                    "threshold_level": result.extra["threshold"]["level"],
+                    "bands": {"green": 0.75, "medium": 0.25}},
     }
     write_result(folder, result)
     t3 = time.perf_counter()

@@ -10,7 +10,9 @@ Every measurement runs in a fresh child process, so its peak RSS is its own. Sta
 * ``similarity``: ``matcher.similarities`` for every (reference, citation) pair with both
   passages non-blank, in batches of 10,000 cases (as the scoring loop sends them);
 * ``evaluate``: ``runner.evaluate(cases, matcher=...)`` on loaded cases, bootstrap at its
-  default (similarities, predicate, metrics, labels, explanations and aggregation).
+  default (similarities, predicate, metrics, labels, explanations and aggregation);
+* ``evaluate_5t``: ``runner.evaluate(cases, matcher=..., thresholds=[0.1, 0.3, 0.5, 0.7,
+  0.9])``: five thresholds decided from one pass (the similarities computed once).
 
 A matcher is a config name, optionally with the `ngram` kernel: ``ngram:numpy``,
 ``ngram:numba`` (needs the ``fast`` extra); plain ``ngram`` is ``kernel=auto``.
@@ -34,7 +36,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DATA_DIR = HERE / "results" / "data"
-STAGES = ("load", "similarity", "evaluate")
+STAGES = ("load", "similarity", "evaluate", "evaluate_5t")
+THRESHOLDS_5 = (0.1, 0.3, 0.5, 0.7, 0.9)
+"""The thresholds of the ``evaluate_5t`` stage (those of ``conf/sweep/thresholds.yaml``)."""
 
 
 def _peak_rss_mb() -> float:
@@ -51,17 +55,25 @@ def _current_rss_mb() -> float:
         return float("nan")
 
 
-def data_file(n: int, seed: int) -> Path:
-    """The synthetic dataset of `n` cases (3 refs x 3 citations of ~40 words), made if missing."""
-    path = DATA_DIR / f"synth-n{n}-s{seed}.jsonl"
+def data_file(n: int, seed: int, profile: str = "standard") -> Path:
+    """The synthetic dataset of `n` cases, made if missing.
+
+    Args:
+        n: Cases.
+        seed: The generator's seed.
+        profile: ``standard`` (3 refs x 3 citations of ~40 words: ``synth-n<N>-s<seed>.jsonl``)
+            or ``small`` (1 ref x 1 citation of ~8 words: ``synth-small-n<N>-s<seed>.jsonl``).
+    """
+    prefix = "synth" if profile == "standard" else f"synth-{profile}"
+    path = DATA_DIR / f"{prefix}-n{n}-s{seed}.jsonl"
     if not path.exists():
         sys.path.insert(0, str(HERE))
-        from synth import write_jsonl
+        from synth import PROFILES, write_jsonl
 
         DATA_DIR.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         t0 = time.perf_counter()
-        write_jsonl(tmp, n, seed=seed, refs=3, cits=3, words=40)
+        write_jsonl(tmp, n, seed=seed, **PROFILES[profile])
         tmp.replace(path)
         print(f"generated {path} ({n} cases) in {time.perf_counter() - t0:.1f} s",
               file=sys.stderr)
@@ -106,6 +118,12 @@ def run_child(stage: str, matcher: str, path: str) -> dict[str, Any]:
                 "peak_rss_mb": _peak_rss_mb()}
 
     t0 = time.perf_counter()
+    if stage == "evaluate_5t":
+        results = runner.evaluate(cases, matcher=m, thresholds=list(THRESHOLDS_5))
+        seconds = time.perf_counter() - t0
+        return {"seconds": seconds, "n": results[0].n_cases, "rss_before_mb": before,
+                "peak_rss_mb": _peak_rss_mb(), "thresholds": list(THRESHOLDS_5),
+                "context_f1": [r.metrics["context_f1"] for r in results]}
     result = runner.evaluate(cases, matcher=m)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "n": result.n_cases, "rss_before_mb": before,

@@ -2,37 +2,47 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/suite.py [--sizes 1000 10000 100000] [--multirun-size 10000]
-        [--parts e2e matchers multirun] [--json out.json] [--seed 0]
+    .venv/bin/python bench/suite.py [--sizes 1000 10000 100000] [--multirun-sizes 10000]
+        [--memory-size 100000 1000000] [--parts e2e matchers multirun memory]
+        [--repeat 1] [--json out.json] [--seed 0]
 
-Every size is a seeded synthetic dataset of ``bench/synth.py`` (3 references and 3 stored
-citations of ~40 words per case), made once by ``bench_scoring.data_file`` into
-``bench/results/data/`` (git-ignored; ``--data-dir`` elsewhere). Parts (``--parts``, or
-``--skip-e2e`` / ``--skip-matchers`` / ``--skip-multirun``):
+Every size is a seeded synthetic dataset of ``bench/synth.py``, made once by
+``bench_scoring.data_file`` into ``bench/results/data/`` (git-ignored; ``--data-dir``
+elsewhere): 3 references and 3 stored citations of ~40 words per case, or for the ``memory``
+part the ``small`` profile (1 reference and 1 citation of ~8 words). Parts (``--parts``, or
+``--skip-e2e`` / ``--skip-matchers`` / ``--skip-multirun`` / ``--skip-memory``):
 
 * ``e2e``: the real ``ragcite`` console script in a child process on the whole file —
   ``dataset=file model=precomputed matcher=ngram``, MLflow on the default store (sqlite under
   ``output_root``) and the HTML report, both defaults — with its wall time (start-up included)
-  and its peak RSS (``ru_maxrss`` of that child from ``os.wait4``). Below each run, where its time
-  went: ``load``/``model``/``score``/``aggregate`` as ragcite records them in ``metrics.json``
-  (``score`` includes writing ``cases.jsonl``), the rest from the run folder's file times
-  (marked ``*``): start-up until Hydra wrote ``.hydra/``, the tracker's start (importing MLflow,
-  opening the store and the run) until the run began, ``report.html``, and MLflow's logging plus
-  the process exit.
+  and its peak RSS (``ru_maxrss`` of that child from ``os.wait4``: the largest of it and the
+  scoring workers it forked and reaped). Below each run, where its time went: ``load``,
+  ``model`` and ``score`` as ragcite records them (``metrics.json`` → ``execution.timings``;
+  ``score`` includes writing ``passages.jsonl`` and ``cases.jsonl``), the rest from the run
+  folder's file times (marked ``*``) and what remains of the wall time (``other``).
 * ``matchers``: ``bench_scoring.py``'s ``similarity`` stage for ``substring`` and ``ngram``
-  (pairs/s and cases/s of the matcher alone) and its ``evaluate`` stage for ``ngram`` (all of
-  ``runner.evaluate``), each in a fresh child process.
-* ``multirun``: ``ragcite -m sweep=thresholds`` (five thresholds, ``conf/sweep/thresholds.yaml``)
-  against a single run on the same data, both with a cold cache: the wall time of each and their
-  ratio. Single runs and sweeps alternate (``--repeat`` of each, the fastest of each compared),
-  so that the machine's drift in speed falls on both alike.
+  (pairs/s and cases/s of the matcher alone), its ``evaluate`` stage for ``ngram`` (all of
+  ``runner.evaluate``) and its ``evaluate_5t`` stage (``runner.evaluate`` deciding five
+  thresholds from one pass), each in a fresh child process.
+* ``multirun``: ``ragcite -m scoring.threshold=<K thresholds>`` (one job deciding K thresholds:
+  K results, each tracked and reported) against a single run on the same data, for K = 5
+  (0.1, 0.3, ..., 0.9) and K = 20 (0.05, 0.10, ..., 1.0), at each ``--multirun-sizes``. Single
+  runs and sweeps alternate (``--repeat`` rounds of one single run and one sweep of each K; the
+  fastest of each compared), so that the machine's drift in speed falls on all alike. Also the
+  bytes each writes: its folder plus the MLflow artifacts it added under ``output_root``.
+* ``memory``: ``ragcite`` with ``tracking=none report=none`` on ``small`` cases at each
+  ``--memory-size`` (default 100,000 and 1,000,000): wall time and peak RSS
+  (``--memory-with-outputs`` also runs each size with MLflow and the report).
 
 The MLflow store is warm by default: one 1-case run creates it first (its time is printed as
 ``setup``), as after a user's first run; ``--fresh-store`` gives every run a new store instead.
 Each run has its own cache folder, so nothing is read from an earlier run. Outputs go to a
-temporary folder (``--work-dir`` keeps them). Targets, printed next to the figures: 100,000 cases
-end to end under 30 s and 2 GB peak RSS; ``runner.evaluate`` with ``ngram`` on 100,000 cases under
-8 s and 1 GB; the 5-threshold multirun under 1.5x a single run. MB are MiB (KiB / 1024).
+temporary folder (``--work-dir`` keeps them); the multirun and memory parts delete each run's
+outputs once measured (``--keep-outputs`` keeps them: a 20-threshold sweep of 100,000 cases
+writes gigabytes). Targets, printed next to the figures: 100,000 cases end to end under 30 s
+and 2 GB peak RSS; ``runner.evaluate`` with ``ngram`` on 100,000 cases under 8 s and 1 GB; a
+5-threshold multirun under 1.5x a single run (aim 1.3x), a 20-threshold one under 2x; 1,000,000
+small cases under 1.5 GB peak RSS, 100,000 under 1 GB. MB are MiB (KiB / 1024), GB GiB.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,13 +70,12 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 
-
 class _BenchScoring(Protocol):
     """What the suite uses of ``bench/bench_scoring.py``."""
 
     DATA_DIR: Path
 
-    def data_file(self, n: int, seed: int) -> Path: ...
+    def data_file(self, n: int, seed: int, profile: str = "standard") -> Path: ...
 
     def measure(self, stage: str, matcher: str, path: Path, repeat: int) -> dict[str, Any]: ...
 
@@ -74,51 +84,67 @@ class _BenchScoring(Protocol):
 # its use of bench_scoring against the protocol, not bench_scoring.py itself.
 bench_scoring = cast(_BenchScoring, importlib.import_module("bench_scoring"))
 
-PARTS = ("e2e", "matchers", "multirun")
+PARTS = ("e2e", "matchers", "multirun", "memory")
 
 E2E_TARGET_N = 100_000
 E2E_MAX_S = 30.0
 E2E_MAX_RSS_MB = 2048.0
-SCORE_MAX_S = 5.0  # the e2e run's scoring stage (scoring.workers = one per CPU) at 100k
+SCORE_MAX_S = 5.0  # the e2e run's scoring stage (one worker per CPU) at 100k
 EVAL_TARGET_N = 100_000
 EVAL_MAX_S = 8.0
 EVAL_MAX_RSS_MB = 1024.0
-MULTIRUN_MAX_RATIO = 1.5
+
+MULTIRUN_THRESHOLDS: dict[int, tuple[float, ...]] = {
+    5: (0.1, 0.3, 0.5, 0.7, 0.9),
+    20: tuple(round(0.05 * i, 2) for i in range(1, 21)),
+}
+"""The multirun part's sweeps: K thresholds each (``-m scoring.threshold=...``)."""
+MULTIRUN_MAX_RATIO: dict[int, float] = {5: 1.5, 20: 2.0}
+"""Wall time of a K-threshold multirun over a single run: the target."""
+MULTIRUN_AIM_RATIO: dict[int, float] = {5: 1.3}
+"""... and what to aim for, where one was set (not a pass mark)."""
+
+MEMORY_TARGETS_MB: dict[int, float] = {1_000_000: 1536.0, 100_000: 1024.0}
+"""Peak RSS targets of the memory part by number of small cases (other sizes: none)."""
 
 MATCHER_STAGES: tuple[tuple[str, str], ...] = (
     ("similarity", "substring"),
     ("similarity", "ngram:numpy"),
     ("similarity", "ngram:numba"),
     ("evaluate", "ngram:numpy"),
+    ("evaluate_5t", "ngram:numpy"),
     ("evaluate", "ngram:numba"),
 )
 """Matcher rows; ``ngram:numba`` (the compiled kernel) only where numba is installed."""
 
 STAGE_LABELS: dict[str, str] = {
     "startup_s": "start-up: interpreter, imports, Hydra*",
-    "tracker_start_s": "tracker start: MLflow import, store, run*",
+    "tracker_check_s": "tracker check: MLflow import, store*",
     "load_s": "load",
-    "tracking_wait_s": "wait for the MLflow helper",
     "model_s": "model (stored responses)",
-    "score_s": "score + write cases.jsonl",
-    "aggregate_s": "aggregate",
-    "report_s": "report.html (beside MLflow logging)*",
-    "tracking_log_exit_s": "MLflow: report artifact + exit*",
-    "other_s": "other",
+    "score_s": "score + write passages/cases.jsonl",
+    "other_s": "other: setup, aggregation, metrics.json",
+    "report_s": "MLflow run open + report.html*",
+    "tracking_exit_s": "MLflow logging + exit*",
 }
-"""The stages of an end-to-end run, in order; * = from the run folder's file times."""
+"""The stages of an end-to-end run, in order of time; * = from the run folder's file times;
+``other`` is what remains of the wall time (the job's steps ragcite does not time: building the
+adapter and matcher, writing config.yaml, aggregating, writing metrics.json and job.json)."""
 
 _COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("part", "part", 8, "<"),
     ("measurement", "measurement", 44, "<"),
-    ("n", "N", 7, ">"),
+    ("n", "N", 9, ">"),
     ("seconds", "seconds", 8, ">"),
     ("cases_per_s", "cases/s", 9, ">"),
     ("pairs_per_s", "pairs/s", 10, ">"),
     ("peak_rss_mb", "peak RSS MB", 11, ">"),
-    ("target", "target", 24, "<"),
+    ("target", "target", 30, "<"),
     ("result", "result", 0, "<"),
 )
+
+SAMPLE_EVERY_S = 0.25
+"""How often the process tree's proportional set size is sampled during a ragcite run."""
 
 
 class SuiteError(RuntimeError):
@@ -132,7 +158,11 @@ class ChildRun:
     Attributes:
         returncode: Its exit status.
         wall_s: Wall time from start to reaped, in seconds.
-        peak_rss_mb: Its peak resident set size (``ru_maxrss``), in MiB.
+        peak_rss_mb: Its peak resident set size (``ru_maxrss`` from ``os.wait4``: the largest
+            of the child and the processes it reaped, such as its scoring workers), in MiB.
+        tree_peak_pss_mb: The highest sum of the proportional set sizes of the child and its
+            live descendants, sampled every :data:`SAMPLE_EVERY_S` (shared pages counted once;
+            None where ``/proc`` does not tell).
         started: Epoch seconds just before it was started.
         ended: Epoch seconds just after it was reaped.
         stderr_tail: The end of its standard error.
@@ -141,6 +171,7 @@ class ChildRun:
     returncode: int
     wall_s: float
     peak_rss_mb: float
+    tree_peak_pss_mb: float | None
     started: float
     ended: float
     stderr_tail: str
@@ -174,7 +205,8 @@ class Table:
                                "seconds": _round(seconds), "cases_per_s": _round(cases_per_s, 1),
                                "pairs_per_s": _round(pairs_per_s, 1),
                                "peak_rss_mb": _round(peak_rss_mb, 1), "target": target,
-                               "result": result}
+                               "result": result, "at": time.strftime("%H:%M:%S"),
+                               "load_avg_1m": round(os.getloadavg()[0], 2)}
         self.rows.append(row)
         cells = [part, measurement, "" if n is None else f"{n:,}",
                  "" if seconds is None else f"{seconds:.2f}",
@@ -195,6 +227,10 @@ def _mark(ok: bool | None) -> str:
 def _rss_mb(ru_maxrss: int) -> float:
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
     return ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else ru_maxrss / 1024
+
+
+def _mb(n_bytes: int) -> float:
+    return n_bytes / (1024 * 1024)
 
 
 def _quote(value: str | Path) -> str:
@@ -224,11 +260,74 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run_ragcite(args: list[str], cwd: Path, name: str, timeout: float) -> ChildRun:
-    """Run the ``ragcite`` console script and measure its wall time and peak RSS.
+def _descendants(pid: int) -> list[int]:
+    """`pid` and its live descendants (``/proc/<pid>/task/<tid>/children``)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+            except (OSError, ValueError):
+                pass
+    return out
 
-    The child is reaped with ``os.wait4``, so the peak RSS is the child's own (with any
-    process it reaped itself), not this process's.
+
+def _pss_kib(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class TreeSampler:
+    """Samples the summed PSS of a process and its descendants in a thread, keeping the peak."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_kib: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> TreeSampler:
+        if os.path.exists(f"/proc/{self.pid}/smaps_rollup"):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            values = [v for p in _descendants(self.pid) if (v := _pss_kib(p)) is not None]
+            if values:
+                total = sum(values)
+                self.peak_kib = total if self.peak_kib is None else max(self.peak_kib, total)
+            self._stop.wait(SAMPLE_EVERY_S)
+
+    @property
+    def peak_mb(self) -> float | None:
+        return None if self.peak_kib is None else self.peak_kib / 1024
+
+
+def run_ragcite(args: list[str], cwd: Path, name: str, timeout: float) -> ChildRun:
+    """Run the ``ragcite`` console script and measure its wall time and peak memory.
+
+    The child is reaped with ``os.wait4``, so the peak RSS is the child's own (or that of a
+    process it reaped itself, whichever is larger), not this process's; the process tree's
+    PSS is sampled beside it.
 
     Args:
         args: ragcite's arguments (Hydra overrides, ``-m``).
@@ -252,7 +351,8 @@ def run_ragcite(args: list[str], cwd: Path, name: str, timeout: float) -> ChildR
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            with TreeSampler(proc.pid) as sampler:
+                _, status, usage = os.wait4(proc.pid, 0)
         except BaseException:
             proc.kill()
             proc.wait()
@@ -263,7 +363,8 @@ def run_ragcite(args: list[str], cwd: Path, name: str, timeout: float) -> ChildR
         ended = time.time()
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait again
     tail = err_path.read_text(encoding="utf-8", errors="replace")[-3000:]
-    run = ChildRun(proc.returncode, wall, _rss_mb(usage.ru_maxrss), started, ended, tail)
+    run = ChildRun(proc.returncode, wall, _rss_mb(usage.ru_maxrss), sampler.peak_mb, started,
+                   ended, tail)
     if run.returncode != 0:
         raise SuiteError(f"ragcite {name} failed with status {run.returncode} "
                          f"(after {wall:.1f} s):\n{tail}")
@@ -290,40 +391,113 @@ def _epoch(iso: Any) -> float | None:
         return None
 
 
+def _files(root: Path) -> dict[str, int]:
+    """Every regular file under `root` (relative path → size in bytes); {} when missing."""
+    out: dict[str, int] = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                if not os.path.islink(path):
+                    out[os.path.relpath(path, root)] = os.path.getsize(path)
+            except OSError:
+                pass
+    return out
+
+
+def tree_bytes(root: Path) -> int:
+    """The summed size of the regular files under `root` (``du -b``-like, without folders)."""
+    return sum(_files(root).values())
+
+
+class Written:
+    """What one ragcite run writes: its folder, and the MLflow artifacts it adds.
+
+    Take a :meth:`before` snapshot of ``<output_root>/mlartifacts``, run, then :meth:`measure`.
+
+    Args:
+        root: The run's ``output_root``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.artifacts = root / "mlartifacts"
+        self.db = root / "mlflow.db"
+        self._before: dict[str, int] = {}
+        self._db_before = 0
+        self.new_artifacts: list[str] = []
+
+    def before(self) -> None:
+        """Snapshot the artifact store and the database size."""
+        self._before = _files(self.artifacts)
+        self._db_before = self.db.stat().st_size if self.db.exists() else 0
+
+    def measure(self, folder: Path) -> dict[str, int]:
+        """Bytes of `folder` and of the artifacts added since :meth:`before`.
+
+        Returns:
+            ``folder_bytes``, ``mlflow_artifact_bytes``, ``total_bytes`` (the two) and
+            ``mlflow_db_growth_bytes`` (not in the total: sqlite grows by pages).
+        """
+        after = _files(self.artifacts)
+        self.new_artifacts = [p for p in after if p not in self._before]
+        art = sum(after[p] for p in self.new_artifacts)
+        folder_bytes = tree_bytes(folder)
+        db = self.db.stat().st_size if self.db.exists() else 0
+        return {"folder_bytes": folder_bytes, "mlflow_artifact_bytes": art,
+                "total_bytes": folder_bytes + art, "mlflow_db_growth_bytes": db - self._db_before}
+
+    def remove(self, *folders: Path) -> None:
+        """Delete `folders` and the artifacts added since :meth:`before` (once measured)."""
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        parents = set()
+        for rel in self.new_artifacts:
+            path = self.artifacts / rel
+            path.unlink(missing_ok=True)
+            parents.add(path.parent)
+        for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+            while parent != self.artifacts and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+
+
 def stage_breakdown(run: ChildRun, run_dir: Path, metrics: dict[str, Any]) -> dict[str, float]:
     """Where an end-to-end run's wall time went.
 
-    ``load_s``, ``tracking_wait_s``, ``model_s``, ``score_s`` and ``aggregate_s`` are ragcite's
-    own (``metrics.json`` ``timings``); the others are differences of file times in the run
-    folder and of the run's ``started_at``; ``other_s`` is what is left of the wall time.
+    ``load_s``, ``model_s`` and ``score_s`` are ragcite's own (``metrics.json`` →
+    ``execution.timings``). The file-time stages follow each other: the process start, Hydra's
+    ``.hydra/overrides.yaml``, the job's start (``run.started_at``, after the tracker's check),
+    ``job.json`` (the job's last file), ``report.html`` (after the MLflow run was opened), the
+    process exit. ``other_s`` is what is left of the wall time: the job's steps between its
+    start and ``job.json`` that ragcite does not time.
 
     Args:
         run: The finished child process.
-        run_dir: Its run folder.
+        run_dir: Its run folder (one threshold: the job folder is the result folder).
         metrics: Its ``metrics.json``.
 
     Returns:
         Seconds per stage, keyed as :data:`STAGE_LABELS`, in that order (missing ones left out).
     """
-    timings = metrics.get("timings") or {}
+    timings = (metrics.get("execution") or {}).get("timings") or {}
     info = metrics.get("run") or {}
     hydra_t = _mtime(run_dir / ".hydra" / "overrides.yaml")
     started_at = _epoch(info.get("started_at"))
-    metrics_t = _mtime(run_dir / "metrics.json")
+    job_t = _mtime(run_dir / "job.json") or _mtime(run_dir / "metrics.json")
     report_t = _mtime(run_dir / "report.html")
     found: dict[str, float] = {}
     if hydra_t is not None:
         found["startup_s"] = hydra_t - run.started
         if started_at is not None:
-            found["tracker_start_s"] = started_at - hydra_t
-    for key in ("load_s", "tracking_wait_s", "model_s", "score_s", "aggregate_s"):
+            found["tracker_check_s"] = started_at - hydra_t
+    for key in ("load_s", "model_s", "score_s"):
         if isinstance(timings.get(key), (int, float)):
             found[key] = float(timings[key])
-    if report_t is not None and metrics_t is not None:
-        found["report_s"] = report_t - metrics_t
-    last = report_t if report_t is not None else metrics_t
+    if report_t is not None and job_t is not None:
+        found["report_s"] = report_t - job_t
+    last = report_t if report_t is not None else job_t
     if last is not None:
-        found["tracking_log_exit_s"] = run.ended - last
+        found["tracking_exit_s"] = run.ended - last
     found["other_s"] = run.wall_s - sum(found.values())
     return {key: round(found[key], 3) for key in STAGE_LABELS if key in found}
 
@@ -342,16 +516,16 @@ class Suite:
         self.work = work
         self.table = table
         self.shared_root = work / "root"
-        self.e2e_rows: list[dict[str, Any]] = []
         self.store_creation_s: float | None = None
 
     def _root(self, name: str) -> Path:
         """The ``output_root`` of a run: shared (warm store) or its own (``--fresh-store``)."""
         return self.work / name if self.args.fresh_store else self.shared_root
 
-    def _common(self, path: Path, root: Path, cache: str) -> list[str]:
+    def _common(self, path: Path, root: Path, cache: str, tracking: str = "mlflow",
+                report: str = "html") -> list[str]:
         return ["dataset=file", f"dataset.path={_quote(path.resolve())}", "model=precomputed",
-                "matcher=ngram", "tracking=mlflow", "report=html", "progress=false",
+                "matcher=ngram", f"tracking={tracking}", f"report={report}", "progress=false",
                 f"output_root={_quote(root)}",
                 f"cache.dir={_quote(root / cache)}"]
 
@@ -371,43 +545,51 @@ class Suite:
         self.table.add("setup", "new MLflow store: a 1-case run", 1, run.wall_s,
                        peak_rss_mb=run.peak_rss_mb, target="(not a target)")
 
-    def single_run(self, n: int, label: str) -> dict[str, Any]:
-        """The fastest of ``--repeat`` end-to-end ``ragcite`` runs on the `n`-case file.
+    def _one_run(self, n: int, name: str, label: str, profile: str = "standard",
+                 tracking: str = "mlflow", report: str = "html",
+                 discard: bool = False) -> dict[str, Any]:
+        """One ``ragcite`` run on the `n`-case file: its times, memory and bytes written."""
+        path = bench_scoring.data_file(n, self.args.seed, profile)
+        root = self._root(name)
+        run_dir = root / "runs" / name
+        cache = f"cache-{name}"
+        args = [*self._common(path, root, cache, tracking, report),
+                f"hydra.run.dir={_quote(run_dir)}"]
+        _log(f"ragcite {label}: {n:,} cases ...")
+        written = Written(root)
+        written.before()
+        run = run_ragcite(args, self.work, name, self.args.timeout)
+        metrics = _read_json(run_dir / "metrics.json")
+        n_cases = int(metrics["n_cases"])
+        rec = {"n_cases": n_cases, "wall_s": round(run.wall_s, 3),
+               "peak_rss_mb": round(run.peak_rss_mb, 1),
+               "tree_peak_pss_mb": _round(run.tree_peak_pss_mb, 1),
+               "cases_per_s": round(n_cases / run.wall_s, 1),
+               "stages_s": stage_breakdown(run, run_dir, metrics),
+               "workers": (metrics.get("execution") or {}).get("workers"),
+               "context_f1": metrics["metrics"].get("context_f1"),
+               "bytes": written.measure(run_dir),
+               "run_dir": str(run_dir)}
+        if discard and not self.args.keep_outputs:
+            written.remove(run_dir, root / cache)
+        return rec
+
+    def e2e(self, n: int) -> dict[str, Any]:
+        """The ``e2e`` part at one size: the fastest of ``--repeat`` runs, its stages, targets.
 
         Each run has its own folder and empty cache; ``wall_s_all`` lists every run's time.
         """
         best: dict[str, Any] | None = None
         walls = []
         for attempt in range(max(1, self.args.repeat)):
-            rec = self._one_run(n, f"{label}-n{n}" + (f"-r{attempt + 1}" if attempt else ""),
-                                label)
+            name = f"e2e-n{n}" + (f"-r{attempt + 1}" if attempt else "")
+            rec = self._one_run(n, name, "e2e")
             walls.append(rec["wall_s"])
             if best is None or rec["wall_s"] < best["wall_s"]:
                 best = rec
         assert best is not None
-        best["wall_s_all"] = walls
-        return best
-
-    def _one_run(self, n: int, name: str, label: str) -> dict[str, Any]:
-        path = bench_scoring.data_file(n, self.args.seed)
-        root = self._root(name)
-        run_dir = root / "runs" / name
-        args = [*self._common(path, root, f"cache-{name}"),
-                f"hydra.run.dir={_quote(run_dir)}"]
-        _log(f"ragcite {label}: {n:,} cases ...")
-        run = run_ragcite(args, self.work, name, self.args.timeout)
-        metrics = _read_json(run_dir / "metrics.json")
-        n_cases = int(metrics["n_cases"])
-        return {"n_cases": n_cases, "wall_s": round(run.wall_s, 3),
-                "peak_rss_mb": round(run.peak_rss_mb, 1),
-                "cases_per_s": round(n_cases / run.wall_s, 1),
-                "stages_s": stage_breakdown(run, run_dir, metrics),
-                "context_f1": metrics["metrics"].get("context_f1"),
-                "run_dir": str(run_dir)}
-
-    def e2e(self, n: int) -> dict[str, Any]:
-        """The ``e2e`` part at one size: a run, its stages and its targets."""
-        rec = self.single_run(n, "e2e")
+        rec = best
+        rec["wall_s_all"] = walls
         applies = n == E2E_TARGET_N
         ok = (rec["wall_s"] < E2E_MAX_S and rec["peak_rss_mb"] < E2E_MAX_RSS_MB
               if applies else None)
@@ -428,7 +610,6 @@ class Suite:
                                result=_mark(score_ok))
             else:
                 self.table.add("e2e", f"  {STAGE_LABELS[key]}", rec["n_cases"], seconds)
-        self.e2e_rows.append(rec)
         return rec
 
     def matchers(self, n: int) -> list[dict[str, Any]]:
@@ -444,6 +625,7 @@ class Suite:
             seconds = float(raw["seconds"])
             rec: dict[str, Any] = {
                 "stage": stage, "matcher": matcher, "n_cases": int(raw["n"]),
+                "thresholds": raw.get("thresholds"),
                 "seconds": round(seconds, 4), "cases_per_s": round(raw["n"] / seconds, 1),
                 "pairs": raw.get("pairs"),
                 "pairs_per_s": (round(raw["pairs"] / seconds, 1) if "pairs" in raw else None),
@@ -464,71 +646,147 @@ class Suite:
                                  "applies": applies}
                 target = f"< {SCORE_MAX_S:g} s at 100k (scoring alone, both cores)"
             rec["passed"] = ok
-            label = ("runner.evaluate" if stage == "evaluate" else "similarities") + f" {matcher}"
+            if stage == "similarity":
+                label = f"similarities {matcher}"
+            elif stage == "evaluate_5t":
+                label = f"runner.evaluate {matcher}, {len(raw['thresholds'])} thresholds"
+            else:
+                label = f"runner.evaluate {matcher}"
             self.table.add("matchers", label, rec["n_cases"], seconds, rec["cases_per_s"],
                            rec["pairs_per_s"], rec["peak_rss_mb"], target,
-                           _mark(ok) if stage == "evaluate" else "")
+                           _mark(ok) if rec["target"] is not None else "")
             out.append(rec)
         return out
 
-    def multirun(self, n: int) -> dict[str, Any]:
-        """The ``multirun`` part: ``-m sweep=thresholds`` against a single run of `n` cases.
-
-        Single runs and sweeps alternate (``--repeat`` of each): the machine's speed drifts by
-        tens of percent within minutes, and measuring all singles first would compare two
-        different machines. The ratio is the fastest sweep over the fastest single run.
-        """
+    def _sweep(self, n: int, k: int, name: str) -> dict[str, Any]:
+        """One ``ragcite -m scoring.threshold=<k thresholds>`` on the `n`-case file."""
         path = bench_scoring.data_file(n, self.args.seed)
-        run = None
-        walls: list[float] = []
+        root = self._root(name)
+        sweep_dir = root / "sweeps" / name
+        cache = f"cache-{name}"
+        spec = ",".join(f"{t:g}" for t in MULTIRUN_THRESHOLDS[k])
+        args = ["-m", f"scoring.threshold={spec}", *self._common(path, root, cache),
+                f"hydra.sweep.dir={_quote(sweep_dir)}"]
+        _log(f"ragcite -m scoring.threshold=<{k} thresholds>: {n:,} cases ...")
+        written = Written(root)
+        written.before()
+        run = run_ragcite(args, self.work, name, self.args.timeout)
+        summary = _read_json(sweep_dir / "sweep.json")
+        timings: dict[str, Any] = {}
+        results = []
+        for entry in summary["jobs"]:
+            m = entry["metrics"] or {}
+            results.append({"dir": entry["dir"], "threshold": entry["threshold"],
+                            "n_cases": m.get("n_cases"), "complete": entry["complete"]})
+            timings.setdefault(entry["job"], (m.get("execution") or {}).get("timings"))
+        rec = {"wall_s": round(run.wall_s, 3), "peak_rss_mb": round(run.peak_rss_mb, 1),
+               "tree_peak_pss_mb": _round(run.tree_peak_pss_mb, 1),
+               "n_jobs": summary["n_jobs"], "n_results": summary["n_results"],
+               "failed": summary["failed"], "job_timings_s": timings, "results": results,
+               "bytes": written.measure(sweep_dir), "sweep_dir": str(sweep_dir)}
+        if not self.args.keep_outputs:
+            written.remove(sweep_dir, root / cache)
+        return rec
+
+    def multirun(self, n: int) -> dict[str, Any]:
+        """The ``multirun`` part at one size: K-threshold sweeps against a single run.
+
+        ``--repeat`` rounds of a single run, then one sweep of each K: the machine's speed
+        drifts by tens of percent within minutes, and measuring all singles first would compare
+        two different machines. Each ratio is the fastest sweep over the fastest single run.
+        """
         singles: list[dict[str, Any]] = []
+        sweeps: dict[int, list[dict[str, Any]]] = {k: [] for k in MULTIRUN_THRESHOLDS}
         for attempt in range(max(1, self.args.repeat)):
             suffix = f"-r{attempt + 1}" if attempt else ""
-            singles.append(self._one_run(n, f"single-n{n}{suffix}", "single"))
-            name = f"multirun-n{n}{suffix}"
-            root = self._root(name)
-            this_dir = root / "sweeps" / name
-            args = ["-m", "sweep=thresholds", *self._common(path, root, f"cache-{name}"),
-                    f"hydra.sweep.dir={_quote(this_dir)}"]
-            _log(f"ragcite -m sweep=thresholds: {n:,} cases ...")
-            this = run_ragcite(args, self.work, name, self.args.timeout)
-            walls.append(round(this.wall_s, 3))
-            if run is None or this.wall_s < run.wall_s:
-                run, sweep_dir = this, this_dir
-        assert run is not None
+            singles.append(self._one_run(n, f"single-n{n}{suffix}", "single", discard=True))
+            for k in MULTIRUN_THRESHOLDS:
+                sweeps[k].append(self._sweep(n, k, f"multirun-k{k}-n{n}{suffix}"))
         single = min(singles, key=lambda r: r["wall_s"])
-        single["wall_s_all"] = [r["wall_s"] for r in singles]
-        source = "interleaved"
-        summary = _read_json(sweep_dir / "sweep.json")
-        jobs = []
-        for job in summary["jobs"]:
-            m = job["metrics"] or {}
-            jobs.append({"dir": job["dir"], "threshold": (m.get("matcher") or {}).get("threshold"),
-                         "n_cases": m.get("n_cases"), "timings_s": m.get("timings"),
-                         "similarities_computed":
-                             ((m.get("cache") or {}).get("computed") or {}).get("similarities")})
-        n_cases = {j["n_cases"] for j in jobs}
-        ratio = run.wall_s / single["wall_s"]
+        single_bytes = single["bytes"]["total_bytes"]
         rec: dict[str, Any] = {
-            "n_cases": n_cases.pop() if len(n_cases) == 1 else None,
-            "n_jobs": summary["n_jobs"], "failed": summary["failed"],
-            "thresholds": [j["threshold"] for j in jobs],
-            "single_s": single["wall_s"], "single_source": source,
-            "single_s_all": single["wall_s_all"],
-            "single_peak_rss_mb": single["peak_rss_mb"],
-            "multirun_s": round(run.wall_s, 3), "multirun_s_all": walls,
-            "multirun_peak_rss_mb": round(run.peak_rss_mb, 1),
-            "ratio": round(ratio, 3), "max_ratio": MULTIRUN_MAX_RATIO,
-            "passed": ratio < MULTIRUN_MAX_RATIO and not summary["failed"],
-            "sweep_dir": str(sweep_dir), "jobs": jobs}
-        label = "single run (alternating with the sweeps)"
-        self.table.add("multirun", label, single["n_cases"], single["wall_s"],
-                       single["cases_per_s"], peak_rss_mb=single["peak_rss_mb"])
-        self.table.add("multirun", f"{rec['n_jobs']}-threshold multirun (sweep=thresholds)",
-                       rec["n_cases"], run.wall_s, peak_rss_mb=run.peak_rss_mb,
-                       target=f"< {MULTIRUN_MAX_RATIO:g}x single run",
-                       result=f"{ratio:.2f}x {_mark(rec['passed'])}")
+            "n_cases": single["n_cases"],
+            "single": {"wall_s": single["wall_s"], "wall_s_all": [r["wall_s"] for r in singles],
+                       "peak_rss_mb": single["peak_rss_mb"],
+                       "tree_peak_pss_mb": single["tree_peak_pss_mb"],
+                       "cases_per_s": single["cases_per_s"], "stages_s": single["stages_s"],
+                       "bytes": single["bytes"]},
+            "sweeps": []}
+        self.table.add("multirun", "single run (alternating with the sweeps)", single["n_cases"],
+                       single["wall_s"], single["cases_per_s"],
+                       peak_rss_mb=single["peak_rss_mb"])
+        self.table.add("multirun", "  bytes written: folder + MLflow artifacts", single["n_cases"],
+                       result=f"{_mb(single_bytes):,.1f} MB")
+        for k, runs in sweeps.items():
+            best = min(runs, key=lambda r: r["wall_s"])
+            ratio = best["wall_s"] / single["wall_s"]
+            max_ratio, aim = MULTIRUN_MAX_RATIO[k], MULTIRUN_AIM_RATIO.get(k)
+            ok = (ratio < max_ratio and not best["failed"] and best["n_results"] == k)
+            bytes_ratio = best["bytes"]["total_bytes"] / single_bytes if single_bytes else None
+            sweep = {"k": k, "thresholds": list(MULTIRUN_THRESHOLDS[k]), **best,
+                     "wall_s_all": [r["wall_s"] for r in runs], "ratio": round(ratio, 3),
+                     "max_ratio": max_ratio, "aim_ratio": aim, "passed": ok,
+                     "bytes_ratio": _round(bytes_ratio)}
+            rec["sweeps"].append(sweep)
+            jobs = f"{best['n_jobs']} job{'' if best['n_jobs'] == 1 else 's'}"
+            target = f"< {max_ratio:g}x single run" + (f" (aim {aim:g}x)" if aim else "")
+            self.table.add("multirun", f"{k}-threshold multirun: {jobs}, "
+                           f"{best['n_results']} results", single["n_cases"], best["wall_s"],
+                           peak_rss_mb=best["peak_rss_mb"], target=target,
+                           result=f"{ratio:.2f}x {_mark(ok)}")
+            self.table.add("multirun", "  bytes written: folder + MLflow artifacts",
+                           single["n_cases"],
+                           result=f"{_mb(best['bytes']['total_bytes']):,.1f} MB = "
+                                  + (f"{bytes_ratio:.2f}x single" if bytes_ratio else "n/a"))
         return rec
+
+    def memory(self, n: int) -> list[dict[str, Any]]:
+        """The ``memory`` part at one size: small cases, without (and optionally with) the
+        tracking and report outputs."""
+        variants = [("none", "none")]
+        if self.args.memory_with_outputs:
+            variants.append(("mlflow", "html"))
+        out = []
+        for tracking, report in variants:
+            best: dict[str, Any] | None = None
+            walls = []
+            for attempt in range(max(1, self.args.repeat)):
+                name = f"memory-{tracking}-n{n}" + (f"-r{attempt + 1}" if attempt else "")
+                rec = self._one_run(n, name, f"memory (tracking={tracking} report={report})",
+                                    profile="small", tracking=tracking, report=report,
+                                    discard=True)
+                walls.append(rec["wall_s"])
+                if best is None or rec["wall_s"] < best["wall_s"]:
+                    best = rec
+            assert best is not None
+            limit = MEMORY_TARGETS_MB.get(n) if tracking == "none" else None
+            ok = best["peak_rss_mb"] < limit if limit is not None else None
+            rec = {"n_cases": best["n_cases"], "profile": "small", "tracking": tracking,
+                   "report": report, "wall_s": best["wall_s"], "wall_s_all": walls,
+                   "peak_rss_mb": best["peak_rss_mb"],
+                   "tree_peak_pss_mb": best["tree_peak_pss_mb"],
+                   "cases_per_s": best["cases_per_s"], "workers": best["workers"],
+                   "stages_s": best["stages_s"], "bytes": best["bytes"],
+                   "target": None if limit is None else {"max_peak_rss_mb": limit},
+                   "passed": ok}
+            out.append(rec)
+            what = ("tracking=none report=none" if tracking == "none"
+                    else "MLflow + HTML report")
+            target = (", ".join(f"< {mb / 1024:g} GB at {_short(size)}"
+                                for size, mb in sorted(MEMORY_TARGETS_MB.items()))
+                      if tracking == "none" else "(no target)")
+            self.table.add("memory", f"small cases, {what}", rec["n_cases"],
+                           rec["wall_s"], rec["cases_per_s"], peak_rss_mb=rec["peak_rss_mb"],
+                           target=target, result=_mark(ok) if tracking == "none" else "")
+            if rec["tree_peak_pss_mb"] is not None:
+                self.table.add("memory", "  process tree PSS (sampled)", rec["n_cases"],
+                               peak_rss_mb=rec["tree_peak_pss_mb"])
+        return out
+
+
+def _short(n: int) -> str:
+    """1000000 → ``1M``, 100000 → ``100k``."""
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
 
 
 def _log(message: str) -> None:
@@ -538,11 +796,20 @@ def _log(message: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line; ``--skip-*`` remove parts from ``--parts``."""
     parser = argparse.ArgumentParser(
-        description="ragcite's benchmark suite: end to end, matchers and multirun in one table.")
+        description="ragcite's benchmark suite: end to end, matchers, multirun and memory in "
+                    "one table.")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000],
-                        help="cases per synthetic dataset (default: 1000 10000 100000)")
-    parser.add_argument("--multirun-size", type=int, default=10_000,
-                        help="cases for the multirun part (default: 10000)")
+                        help="cases per synthetic dataset of e2e and matchers "
+                             "(default: 1000 10000 100000)")
+    parser.add_argument("--multirun-sizes", "--multirun-size", dest="multirun_sizes", type=int,
+                        nargs="+", default=[10_000],
+                        help="cases for the multirun part, one or more sizes (default: 10000)")
+    parser.add_argument("--memory-size", "--memory-sizes", dest="memory_sizes", type=int,
+                        nargs="+", default=[100_000, 1_000_000],
+                        help="small cases for the memory part, one or more sizes "
+                             "(default: 100000 1000000)")
+    parser.add_argument("--memory-with-outputs", action="store_true",
+                        help="memory part: also run each size with MLflow and the report")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
                         help="parts to run (default: all)")
     for part in PARTS:
@@ -555,20 +822,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="put ragcite's outputs here and keep them (default: a temporary "
                              "folder, removed)")
+    parser.add_argument("--keep-outputs", action="store_true",
+                        help="keep the outputs of the multirun and memory runs (default: each "
+                             "deleted once measured)")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="best of this many: e2e runs, multirun sweeps and matcher child "
-                             "processes (default: 1)")
+                        help="best of this many: e2e runs, memory runs, multirun rounds and "
+                             "matcher child processes (default: 1)")
     parser.add_argument("--fresh-store", action="store_true",
                         help="a new MLflow store for every run (default: one warm store)")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds before a ragcite run is killed (default: 3600)")
     args = parser.parse_args(argv)
     args.parts = [p for p in PARTS if p in args.parts and not getattr(args, f"skip_{p}")]
-    if any(n < 1 for n in [*args.sizes, args.multirun_size]):
+    if any(n < 1 for n in [*args.sizes, *args.multirun_sizes, *args.memory_sizes]):
         parser.error("sizes must be at least 1")
     if not args.parts:
         parser.error("no part left to run")
     return args
+
+
+def _clock() -> str:
+    return dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def run_suite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -584,33 +858,47 @@ def run_suite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     # bench_scoring.data_file reads its module's DATA_DIR when called.
     bench_scoring.DATA_DIR = args.data_dir.resolve()
     sizes = list(dict.fromkeys(args.sizes))
+    multirun_sizes = list(dict.fromkeys(args.multirun_sizes))
+    memory_sizes = list(dict.fromkeys(args.memory_sizes))
     needed = [*sizes] if {"e2e", "matchers"} & set(args.parts) else []
     if "multirun" in args.parts:
-        needed.append(args.multirun_size)
+        needed.extend(multirun_sizes)
     for n in dict.fromkeys(needed):
         bench_scoring.data_file(n, args.seed)
+    if "memory" in args.parts:
+        for n in memory_sizes:
+            bench_scoring.data_file(n, args.seed, "small")
 
     load = os.getloadavg()
     store = "fresh" if args.fresh_store else "warm"
-    print(f"# ragcite benchmark suite: Python {platform.python_version()}, {os.cpu_count()} "
-          f"CPU(s), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; seed {args.seed}; "
-          f"cases of 3 refs x 3 citations (~40 words); MLflow store {store}")
+    started = _clock()
+    print(f"# ragcite benchmark suite, {started}: Python {platform.python_version()}, "
+          f"{os.cpu_count()} CPU(s), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"seed {args.seed}; cases of 3 refs x 3 citations (~40 words), memory part 1 ref x 1 "
+          f"citation (~8 words); MLflow store {store}")
     table = Table()
     table.header()
     suite = Suite(args, work, table)
     report: dict[str, Any] = {
         "python": platform.python_version(), "cpus": os.cpu_count(),
-        "load_avg_start": [round(x, 2) for x in load], "seed": args.seed, "sizes": sizes,
-        "multirun_size": args.multirun_size if "multirun" in args.parts else None,
-        "parts": args.parts, "store": store, "command": ragcite_command(),
-        "data_dir": str(bench_scoring.DATA_DIR),
+        "started": started, "load_avg_start": [round(x, 2) for x in load], "seed": args.seed,
+        "sizes": sizes,
+        "multirun_sizes": multirun_sizes if "multirun" in args.parts else None,
+        "memory_sizes": memory_sizes if "memory" in args.parts else None,
+        "repeat": args.repeat, "parts": args.parts, "store": store,
+        "command": ragcite_command(), "data_dir": str(bench_scoring.DATA_DIR),
         "targets": {"e2e": {"n_cases": E2E_TARGET_N, "max_wall_s": E2E_MAX_S,
                             "max_peak_rss_mb": E2E_MAX_RSS_MB},
                     "evaluate_ngram": {"n_cases": EVAL_TARGET_N, "max_seconds": EVAL_MAX_S,
                                        "max_peak_rss_mb": EVAL_MAX_RSS_MB},
-                    "multirun": {"max_ratio": MULTIRUN_MAX_RATIO}},
-        "store_creation_s": None, "e2e": [], "matchers": [], "multirun": None}
-    if {"e2e", "multirun"} & set(args.parts):
+                    "multirun": {str(k): {"thresholds": list(MULTIRUN_THRESHOLDS[k]),
+                                          "max_ratio": MULTIRUN_MAX_RATIO[k],
+                                          "aim_ratio": MULTIRUN_AIM_RATIO.get(k)}
+                                 for k in MULTIRUN_THRESHOLDS},
+                    "memory": {str(n): {"max_peak_rss_mb": mb}
+                               for n, mb in MEMORY_TARGETS_MB.items()}},
+        "store_creation_s": None, "e2e": [], "matchers": [], "multirun": [], "memory": []}
+    if {"e2e", "multirun"} & set(args.parts) or args.memory_with_outputs:
         suite.warm_store()
         report["store_creation_s"] = _round(suite.store_creation_s)
     if "e2e" in args.parts:
@@ -618,13 +906,20 @@ def run_suite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     if "matchers" in args.parts:
         report["matchers"] = [rec for n in sizes for rec in suite.matchers(n)]
     if "multirun" in args.parts:
-        report["multirun"] = suite.multirun(args.multirun_size)
+        report["multirun"] = [suite.multirun(n) for n in multirun_sizes]
+    if "memory" in args.parts:
+        report["memory"] = [rec for n in memory_sizes for rec in suite.memory(n)]
+    report["finished"] = _clock()
     report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     report["table"] = table.rows
-    print("* from the run folder's file times; the other stages are ragcite's own "
-          "(metrics.json timings). Targets apply at 100,000 cases (n/a at other sizes), the "
-          "multirun ratio at any size; ngram >= 10x RAGAS's non-LLM metrics is measured by "
-          "bench_ragas.py in its own environment.")
+    print("* from the run folder's file times; load, model and score are ragcite's own "
+          "(metrics.json execution.timings); other is the rest of the wall time. Peak RSS is "
+          "the largest single process (ru_maxrss; the forked scoring workers included); the "
+          "process tree's summed PSS is sampled. The e2e and matcher targets apply at 100,000 "
+          "cases (n/a at other sizes), the multirun ratios at any size, the memory targets at "
+          "100,000 and 1,000,000 small cases. "
+          f"Finished {report['finished']}, load average "
+          f"{' '.join(f'{x:.2f}' for x in report['load_avg_end'])}.")
     return report
 
 

@@ -21,9 +21,14 @@ Generation is deterministic for a seed, and prefix-stable: the first k cases of
 ``generate_cases(n, seed)`` are the same for every n >= k. It runs at several tens of thousands of
 cases per second (word draws are vectorised with numpy, in chunks).
 
+Profiles (``--profile``): ``standard`` (the default: 3 references and 3 citations of ~40 words)
+and ``small`` (1 reference and 1 citation of ~8 words: the smallest realistic case, for the
+memory benchmark of a million cases); ``--refs``/``--cits``/``--words`` override a profile.
+
 Usage::
 
     python bench/synth.py --n 10000 --out /tmp/cases.jsonl [--seed 0] [--refs 3] [--cits 3]
+    python bench/synth.py --n 1000000 --out /tmp/small.jsonl --profile small
 
     from synth import generate_cases   # with bench/ on sys.path
     for record in generate_cases(1000, seed=1): ...
@@ -236,6 +241,13 @@ def _source_variant(b: _Block, source: str) -> str:
     return source
 
 
+PROFILES: dict[str, dict[str, int]] = {
+    "standard": {"refs": 3, "cits": 3, "words": 40},
+    "small": {"refs": 1, "cits": 1, "words": 8},
+}
+"""Named shapes of a case: references, citations and typical words per passage."""
+
+
 _KIND_NAMES = [k for k, _ in CITATION_KINDS]
 _KIND_CUM = list(np.cumsum([w for _, w in CITATION_KINDS]) / sum(w for _, w in CITATION_KINDS))
 _KIND_CUM[-1] = 2.0  # guard against rounding: bisect never runs off the end
@@ -355,12 +367,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=10_000, help="number of cases")
     parser.add_argument("--out", required=True, help="output JSON Lines file")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--refs", type=int, default=3, help="references per case")
-    parser.add_argument("--cits", type=int, default=3, help="citations per case")
-    parser.add_argument("--words", type=int, default=40, help="typical words per passage")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="standard",
+                        help="case shape: standard (3 refs x 3 citations of ~40 words) or "
+                             "small (1 ref x 1 citation of ~8 words)")
+    parser.add_argument("--refs", type=int, default=None, help="references per case")
+    parser.add_argument("--cits", type=int, default=None, help="citations per case")
+    parser.add_argument("--words", type=int, default=None, help="typical words per passage")
     args = parser.parse_args(argv)
+    shape = {**PROFILES[args.profile],
+             **{k: v for k in ("refs", "cits", "words") if (v := getattr(args, k)) is not None}}
     t0 = time.perf_counter()
-    count = write_jsonl(args.out, args.n, args.seed, args.refs, args.cits, args.words)
+    count = write_jsonl(args.out, args.n, args.seed, **shape)
     print(f"wrote {count} cases to {args.out} in {time.perf_counter() - t0:.2f} s",
           file=sys.stderr)
     return 0
