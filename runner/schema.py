@@ -21,6 +21,7 @@ from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
 from runner.scoring.sources import DEFAULT_STEPS
+from runner.tracking.table import DEFAULT_TABLE_ROWS
 
 
 def conf_for(cls: type, name: str | None = None) -> type:
@@ -211,6 +212,7 @@ class MlflowTrackingConf(TrackingConf):
     required: bool = True
     timeout_s: float = 5.0
     log_table: bool = True
+    table_rows: Optional[int] = DEFAULT_TABLE_ROWS
     ui_url: Optional[str] = None
     tags: dict[str, str] = field(default_factory=dict)
 

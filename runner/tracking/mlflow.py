@@ -27,7 +27,7 @@ from runner.results import (
 )
 from runner.tracking import mlflow_store as store
 from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, param_value
-from runner.tracking.table import log_case_table, passage_parts
+from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
 
@@ -133,6 +133,7 @@ class MlflowTracker:
             and the job goes on untracked.
         timeout_s: The reachability check of an ``http(s)`` server.
         log_table: Log the per-case table.
+        table_rows: The cases in that table (the first ones; None: all).
         ui_url: Base URL of an MLflow UI, for the link given to reports.
         tags: Extra tags set on every run.
     """
@@ -140,6 +141,7 @@ class MlflowTracker:
     def __init__(self, *, experiment: str = "ragcite", output_root: str = "outputs",
                  tracking_uri: str | None = None, artifact_location: str | None = None,
                  required: bool = True, timeout_s: float = 5.0, log_table: bool = True,
+                 table_rows: int | None = DEFAULT_TABLE_ROWS,
                  ui_url: str | None = None, tags: dict[str, Any] | None = None) -> None:
         self.experiment = str(experiment)
         self.output_root = str(output_root)
@@ -148,6 +150,7 @@ class MlflowTracker:
         self.required = bool(required)
         self.timeout_s = float(timeout_s or 5.0)
         self.log_table = bool(log_table)
+        self.table_rows = table_rows
         self.ui_url = ui_url
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
         self.secrets = env_secrets() | store.uri_passwords(self.uri)
@@ -279,7 +282,8 @@ class MlflowTracker:
             if (result_dir / name).is_file():
                 store.log_artifact(self.client, run_id, result_dir / name, secrets)
         if self.log_table:
-            log_case_table(self.client, run_id, result_dir, self._parts(result_dir, data))
+            log_case_table(self.client, run_id, result_dir, self._parts(result_dir, data),
+                           self.table_rows)
         if data.get("dataset"):
             log_dataset(self.client, run_id, data["dataset"])
 
@@ -288,8 +292,8 @@ class MlflowTracker:
         path = passages_path(result_dir, data).resolve()
         if path.parent == result_dir.resolve():  # a job of one threshold: read once anyway
             return None
-        if path not in self._table_parts:
-            self._table_parts = {path: passage_parts(result_dir)}  # one job's at a time
+        if path not in self._table_parts:  # one job's at a time
+            self._table_parts = {path: passage_parts(result_dir, self.table_rows)}
         return self._table_parts[path]
 
     def _log_passages(self, result_dir: Path, data: dict[str, Any], run_id: str,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ from runner.results import iter_decisions, iter_records, passages_path, read_lin
 from runner.scoring.metrics import METRIC_KEYS
 
 TABLE_FILE = "cases_table.json"
+DEFAULT_TABLE_ROWS = 20_000
+"""Cases in a run's table by default (the first ones): the MLflow UI shows a table, not a run's
+every case, which its ``cases.jsonl`` and ``passages.jsonl`` artifacts hold."""
 TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC_KEYS,
                  "citation_labels", "reference_labels", "error")
 """The columns of the per-case table."""
@@ -53,33 +57,38 @@ def _row_json(row: list[Any]) -> bytes:
         return json.dumps(row, separators=(",", ":")).encode("utf-8")
 
 
-def passage_parts(result_dir: Path) -> list[bytes]:
-    """Each case's passage cells as JSON without the closing bracket (``[id,query,...``),
-    shared by the tables of every threshold of a job."""
-    return [_row_json(passage_cells(r))[:-1] for r in read_lines(passages_path(result_dir))]
+def passage_parts(result_dir: Path, rows: int | None = None) -> list[bytes]:
+    """Each case's passage cells (the first `rows` cases) as JSON without the closing bracket
+    (``[id,query,...``), shared by the tables of every threshold of a job."""
+    records = islice(read_lines(passages_path(result_dir)), rows)
+    return [_row_json(passage_cells(r))[:-1] for r in records]
 
 
-def write_table(result_dir: Path, path: Path, parts: list[bytes] | None = None) -> None:
-    """Write the table of `result_dir` to `path`, row by row (with `parts`, from
-    :func:`passage_parts` of its job, only its ``cases.jsonl`` is read)."""
+def write_table(result_dir: Path, path: Path, parts: list[bytes] | None = None,
+                rows: int | None = None) -> None:
+    """Write the table of `result_dir` (its first `rows` cases; None: all) to `path`, row by
+    row (with `parts`, from :func:`passage_parts` of its job, only its ``cases.jsonl`` is
+    read)."""
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
         if parts is None:
-            rows = (_row_json(case_row(r)) for r in iter_records(result_dir))
+            lines = (_row_json(case_row(r)) for r in islice(iter_records(result_dir), rows))
         else:
-            rows = (part + b"," + _row_json(decision_cells(d))[1:]
-                    for part, d in zip(parts, iter_decisions(result_dir), strict=True))
-        for n, row in enumerate(rows):
+            lines = (part + b"," + _row_json(decision_cells(d))[1:]
+                     for part, d in zip(parts, islice(iter_decisions(result_dir), rows),
+                                        strict=True))
+        for n, row in enumerate(lines):
             fh.write(b"," + row if n else row)
         fh.write(b"]}")
 
 
 def log_case_table(mlflow: Any, run_id: str, result_dir: Path,
-                   parts: list[bytes] | None = None) -> None:
-    """Log the table of `result_dir` to run `run_id` as the table ``cases_table.json``."""
+                   parts: list[bytes] | None = None, rows: int | None = None) -> None:
+    """Log the table of `result_dir` (its first `rows` cases) to run `run_id` as the table
+    ``cases_table.json``."""
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
         path = Path(tmp) / TABLE_FILE
-        write_table(result_dir, path, parts)
+        write_table(result_dir, path, parts, rows)
         mlflow.log_artifact(run_id, str(path))
     tag = "mlflow.loggedArtifacts"
     logged = json.loads(mlflow.get_run(run_id).data.tags.get(tag, "[]"))

@@ -12,7 +12,13 @@ from runner.results import (
     write_lines,
     write_metrics,
 )
-from runner.tracking.table import TABLE_COLUMNS, TABLE_FILE, log_case_table, write_table
+from runner.tracking.table import (
+    TABLE_COLUMNS,
+    TABLE_FILE,
+    log_case_table,
+    passage_parts,
+    write_table,
+)
 from tests.tracking.conftest import client, download_text, sqlite_uri
 from tests.tracking.jobs import make_job
 
@@ -43,6 +49,11 @@ def test_rows_are_the_records_of_the_result_folder(tmp_path: Path) -> None:
          "cited", None],
         ["few", "q", None, 1, 0, None, None, None, None, None, None, "wrong_passage",
          "passage_missed", "TimeoutError: no answer"]]
+    # The first rows only, and the same rows from a job's shared passage cells.
+    write_table(folder, tmp_path / "two.json", rows=2)
+    assert json.loads((tmp_path / "two.json").read_text())["data"] == table["data"][:2]
+    write_table(folder, tmp_path / "parts.json", passage_parts(folder, 2), rows=2)
+    assert json.loads((tmp_path / "parts.json").read_text())["data"] == table["data"][:2]
 
 
 def test_a_result_without_cases_logs_an_empty_table(tmp_path: Path) -> None:
