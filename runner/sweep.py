@@ -168,7 +168,7 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
     log.info("sweep: %d result%s of %d job%s%s: %s", done, "" if done == 1 else "s",
              summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
              f", {len(summary['incomplete_jobs'])} incomplete" if summary["incomplete_jobs"]
-             else "", sweep_dir / "sweep.html")
+             else "", report if (report := sweep_dir / "sweep.html").is_file() else sweep_dir)
     SWEEPS.last = summary
     return summary
 
