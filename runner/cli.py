@@ -19,7 +19,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from runner.data.errors import DataError
-from runner.errors import RagciteError
+from runner.errors import (
+    EXIT_GATE_FAILED,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_SCORED,
+    RagciteError,
+)
 from runner.pipeline import Outcome, run_job, summary_line
 from runner.redact import env_secrets, scrub_files, scrub_text, secret_values
 from runner.reports.base import make_reports
@@ -100,8 +106,18 @@ def _report(outcomes: list[Outcome], out: Path) -> int:
                  summary_line(outcome.result))
         for reason in outcome.failures:
             log.error("ragcite: gate failed%s: %s", label, reason)
-            status = 1
+            status = EXIT_GATE_FAILED
     log.info("results: %s", out)
+    result = outcomes[0].result  # failed cases are the same at every threshold
+    listed = (result.failed or {}).get("listed") or []
+    first = f"; the first: {listed[0]['id']}: {listed[0]['error']}" if listed else ""
+    if result.n_cases and not result.n_scored:
+        log.error("ragcite: error: no case could be scored: all %d failed%s", result.n_cases,
+                  first)
+        return EXIT_NOTHING_SCORED
+    if result.n_errors:
+        log.warning("ragcite: %d of %d cases failed and were not scored (metrics.json: "
+                    "failed)%s", result.n_errors, result.n_cases, first)
     return status
 
 
@@ -120,13 +136,13 @@ def _app(cfg: DictConfig) -> None:
         _Status.value = max(_Status.value, _report(outcomes, out))
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
-        _Status.value = max(_Status.value, 2)
+        _Status.value = max(_Status.value, EXIT_INPUT)
     except Exception:
         if hc.mode is None or hc.mode.name != "MULTIRUN":
             raise
         # A sweep carries on with its other jobs; this one left no job.json (incomplete).
         log.exception("ragcite: job %s failed", out.name)
-        _Status.value = max(_Status.value, 1)
+        _Status.value = max(_Status.value, EXIT_GATE_FAILED)
     finally:
         if not finished:
             scrub_files(out, secrets)  # whatever the job left
@@ -177,14 +193,14 @@ def main() -> None:
         # listing it as complete, and open tracked runs end KILLED.
         finish_sweep(failed=True, status="KILLED")
         print("ragcite: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except SystemExit as exc:
         if exc.code not in (0, None):
             finish_sweep(failed=True)
         raise
     summary = SWEEPS.last
     if summary is not None and summary["failed"]:
-        sys.exit(max(_Status.value, 1))
+        sys.exit(max(_Status.value, EXIT_GATE_FAILED))
     sys.exit(_Status.value)
 
 

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from runner.data.errors import DataError
 
-__all__ = ["DataError", "RagciteError"]
+__all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_NOTHING_SCORED",
+           "DataError", "RagciteError"]
+
+EXIT_GATE_FAILED = 1
+"""Exit status: a quality gate failed (or a job of a sweep did not finish)."""
+EXIT_INPUT = 2
+"""Exit status: the input or config is wrong (one located line)."""
+EXIT_NOTHING_SCORED = 3
+"""Exit status: no case could be scored (every case failed)."""
+EXIT_INTERRUPTED = 130
+"""Exit status: stopped by Ctrl-C or SIGTERM."""
 
 
 class RagciteError(Exception):

@@ -145,3 +145,39 @@ def test_cache_can_be_disabled(tmp_path: Path) -> None:
     metrics = read_json(only_run_dir(tmp_path) / "metrics.json")
     assert metrics["execution"]["cache"]["enabled"] is False
     assert not (tmp_path / "cache").exists()
+
+
+def down_model(case):  # pragma: no cover - runs in the CLI's process
+    """A python-adapter target whose service is down."""
+    raise ConnectionError("the service is down")
+
+
+def half_model(case):  # pragma: no cover - runs in the CLI's process
+    """Answers the seed's first case only (cites its reference); fails on the others."""
+    if case.id != "seed-1":
+        raise TimeoutError("no answer")
+    return {"answer": "", "citations": [r.model_dump() for r in case.references]}
+
+
+def test_a_run_where_no_case_could_be_scored_exits_3(tmp_path: Path) -> None:
+    proc = run_cli(["dataset=file", f"dataset.path={SEED}", "model=python",
+                    "model.function=tests.test_cli.down_model", "progress=false",
+                    "tracking=none", "report=none", f"output_root={tmp_path}"],
+                   cwd=tmp_path, env=ENV)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert proc.stderr.rstrip().splitlines()[-1].endswith(
+        "ragcite: error: no case could be scored: all 3 failed; the first: seed-1: "
+        "ConnectionError: the service is down")
+
+
+def test_a_run_where_some_cases_failed_says_how_many_last(tmp_path: Path) -> None:
+    proc = run_cli(["dataset=file", f"dataset.path={SEED}", "model=python",
+                    "model.function=tests.test_cli.half_model", "progress=false",
+                    "tracking=none", "report=none", f"output_root={tmp_path}"],
+                   cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.rstrip().splitlines()[-1].endswith(
+        "ragcite: 2 of 3 cases failed and were not scored (metrics.json: failed); the first: "
+        "seed-2: TimeoutError: no answer")
+    metrics = read_json(only_run_dir(tmp_path) / "metrics.json")
+    assert (metrics["n_scored"], metrics["n_errors"]) == (1, 2)
