@@ -181,3 +181,11 @@ def test_a_run_where_some_cases_failed_says_how_many_last(tmp_path: Path) -> Non
         "seed-2: TimeoutError: no answer")
     metrics = read_json(only_run_dir(tmp_path) / "metrics.json")
     assert (metrics["n_scored"], metrics["n_errors"]) == (1, 2)
+
+
+def test_a_setting_its_class_refuses_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    proc = run_cli([*BASE, "matcher.n=0", f"output_root={tmp_path}"], cwd=tmp_path, env=ENV)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.rstrip().splitlines()[-1].endswith(
+        "ragcite: error: matcher: NgramMatcher.n must be an integer >= 1, got 0")
+    assert "Traceback" not in proc.stderr and "HYDRA_FULL_ERROR" not in proc.stderr

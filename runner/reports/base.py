@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from runner.errors import RagciteError
+
 
 @runtime_checkable
 class Reports(Protocol):
@@ -51,14 +53,14 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
     ``_target_`` (no ``report`` section: :class:`NoReports`).
 
     Raises:
-        ValueError: The section has no ``_target_``, its target fails (a bad option), or it
+        RagciteError: The section has no ``_target_``, its target fails (a bad option), or it
             does not make a :class:`Reports`.
     """
     section = cfg.get("report")
     if not section:
         return NoReports()
     if not isinstance(section, Mapping) or not section.get("_target_"):
-        raise ValueError("report: a report section needs a _target_ (e.g. "
+        raise RagciteError("report: a report section needs a _target_ (e.g. "
                          "runner.reports.html.HtmlReports); use report=none for no reports")
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
@@ -66,8 +68,8 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
     try:
         reports = instantiate(dict(section), _convert_="all")
     except InstantiationException as exc:
-        raise ValueError(f"report: {exc}") from exc
+        raise RagciteError(f"report: {' '.join(str(exc.__cause__ or exc).split())}") from None
     if not isinstance(reports, Reports):
-        raise ValueError(f"report._target_ {section['_target_']!r} does not render reports "
+        raise RagciteError(f"report._target_ {section['_target_']!r} does not render reports "
                          "(render_run, render_runs, render_sweep)")
     return reports

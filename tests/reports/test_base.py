@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.errors import RagciteError
 from runner.reports.base import NoReports, Reports, make_reports
 from runner.reports.html import HtmlReports
 from runner.results import result_dirs
@@ -25,11 +26,11 @@ def test_make_reports_instantiates_the_target() -> None:
     none = make_reports({"report": {"_target_": "runner.reports.base.NoReports"}})
     assert isinstance(none, NoReports) and isinstance(none, Reports)
     assert isinstance(make_reports({}), NoReports)
-    with pytest.raises(ValueError, match="_target_"):
+    with pytest.raises(RagciteError, match="_target_"):
         make_reports({"report": {"format": "html"}})
-    with pytest.raises(ValueError, match="does not render reports"):
+    with pytest.raises(RagciteError, match="does not render reports"):
         make_reports({"report": {"_target_": "runner.reports.run.HtmlOptions"}})
-    with pytest.raises(ValueError, match="embed"):
+    with pytest.raises(RagciteError, match="embed"):
         make_reports({"report": {"_target_": "runner.reports.html.HtmlReports", "embed": "x"}})
 
 
