@@ -303,3 +303,48 @@ def test_a_ui_url_gives_the_report_a_link_to_the_run(tmp_path: Path) -> None:
     (run,) = all_runs(uri)
     assert link == f"http://ui.example:5000/#/experiments/{run.info.experiment_id}/runs/" \
                    f"{run.info.run_id}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_stopped_sweep_says_so_in_one_line_and_leaves_nothing_running(
+        tmp_path: Path, signum: str) -> None:
+    # Ctrl-C (SIGINT) or SIGTERM while the first job's model answers: exit 130 and
+    # "ragcite: interrupted", no traceback; no job has a job.json, sweep.json says the sweep
+    # failed with its job incomplete, and no MLflow run is left RUNNING.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import read_json
+    from tests.helpers import FIXTURES
+
+    out, marker = tmp_path / "out", tmp_path / "called"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "-m", "dataset=file",
+         f"dataset.path={FIXTURES / 'seed_examples.jsonl'}", "model=python",
+         "model.function=tests.tracking.fake_models.held", "scoring.threshold=0.3,0.6",
+         "progress=false", "report=none", f"output_root={out}"],
+        cwd=tmp_path, env={**os.environ, **ENV, "RAGCITE_TEST_MARKER": str(marker)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the model was never called"
+            time.sleep(0.1)
+        proc.send_signal(getattr(signal, signum))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert err.rstrip().endswith("ragcite: interrupted") and "Traceback" not in err
+    (folder,) = (out / "sweeps").iterdir()
+    assert list(folder.glob("*/job.json")) == []
+    summary = read_json(folder / "sweep.json")
+    assert (summary["failed"], summary["n_results"]) == (True, 0)
+    assert summary["incomplete_jobs"] == ["0_python_ngram"]
+    no_run_is_running(sqlite_uri(out))
