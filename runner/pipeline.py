@@ -17,8 +17,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from hydra.errors import InstantiationException
-from hydra.utils import instantiate
 from tqdm import tqdm
 
 from runner._gc import gc_paused
@@ -26,11 +24,11 @@ from runner.adapters.base import AdapterContext, ModelAdapter
 from runner.cache import CacheStats, DiskCache
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
-from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.matchers.base import Matcher
 from runner.matching import CachedMatcher
 from runner.parallel import resolve_workers, score_parallel
+from runner.plugins import build
 from runner.redact import env_secrets, redact, scrub_files, secret_values
 from runner.responses import get_responses
 from runner.results import CONFIG_FILE, RunResult
@@ -96,8 +94,8 @@ def run_job(cfg: dict[str, Any], out: Path,
     write_config(out / CONFIG_FILE, redact(cfg))
     # The parts are built and checked first: a missing API key or a bad setting fails with one
     # line before any data is loaded or any call is made.
-    adapter: ModelAdapter = build_part(cfg, "model")
-    matcher: Matcher = build_part(cfg, "matcher")
+    adapter: ModelAdapter = build(cfg["model"], "model")
+    matcher: Matcher = build(cfg["matcher"], "matcher")
     adapter.check()
     matcher.check()
     thresholds = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
@@ -129,20 +127,6 @@ def _batches(run: _Run, cases: Iterator[Case], size: int) -> Iterator[tuple[list
         yield batch, bool(ahead)
         if not ahead:
             return
-
-
-def build_part(cfg: dict[str, Any], key: str) -> Any:
-    """Instantiate the config section `key` (its ``_target_``).
-
-    Raises:
-        RagciteError: The class cannot be built: one line with the key and the class's reason
-            (``matcher: NgramMatcher.n must be an integer >= 1, got 0``).
-    """
-    try:
-        return instantiate(cfg[key], _convert_="all")
-    except InstantiationException as exc:
-        cause = exc.__cause__ or exc
-        raise RagciteError(f"{key}: {' '.join(str(cause).split())}") from None
 
 
 def _open_cache(cfg: dict[str, Any]) -> DiskCache | None:

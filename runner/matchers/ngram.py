@@ -189,8 +189,8 @@ class NgramMatcher(BaseMatcher):
         if processes > 1:
             changes["threads"] = 1
         adapted = dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
-        if adapted.kernel == "numba":
-            adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel
+        if adapted.kernel == "numba" and not ngram_numba.loaded():
+            adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel, once
         return adapted
 
     def _compiled(self, n_pairs: int) -> bool:

@@ -62,13 +62,9 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
     if not isinstance(section, Mapping) or not section.get("_target_"):
         raise RagciteError("report: a report section needs a _target_ (e.g. "
                          "runner.reports.html.HtmlReports); use report=none for no reports")
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
+    from runner.plugins import build
 
-    try:
-        reports = instantiate(dict(section), _convert_="all")
-    except InstantiationException as exc:
-        raise RagciteError(f"report: {' '.join(str(exc.__cause__ or exc).split())}") from None
+    reports = build(section, "report")
     if not isinstance(reports, Reports):
         raise RagciteError(f"report._target_ {section['_target_']!r} does not render reports "
                          "(render_run, render_runs, render_sweep)")

@@ -100,14 +100,9 @@ def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
     if not isinstance(section, Mapping) or not section.get("_target_"):
         raise RagciteError("tracking: the tracking config names no class (_target_); choose "
                            "tracking=mlflow or tracking=none")
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
+    from runner.plugins import build
 
-    try:
-        tracker: Tracker = instantiate(dict(section), _convert_="all",
-                                       experiment=str(cfg.get("experiment") or "ragcite"),
-                                       output_root=str(cfg.get("output_root") or "outputs"))
-    except InstantiationException as exc:
-        message = " ".join(str(exc).split())
-        raise RagciteError(f"tracking: cannot build {section['_target_']}: {message}") from None
+    tracker: Tracker = build(section, "tracking",
+                             experiment=str(cfg.get("experiment") or "ragcite"),
+                             output_root=str(cfg.get("output_root") or "outputs"))
     return tracker
