@@ -20,10 +20,10 @@ from omegaconf import DictConfig, OmegaConf
 from runner.errors import RagciteError
 from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
 from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.thresholds import THRESHOLD_KEYS
 
 log = logging.getLogger("ragcite")
 SWEEP_FILE = "sweep.json"
-THRESHOLD_KEYS = ("scoring.threshold", "threshold")
 
 
 

@@ -20,9 +20,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 
-THRESHOLD_KEYS = ("scoring.threshold", "threshold")
-"""Override keys that choose a threshold: the value, and the named level (a config group)."""
-LEVELS = ("strict", "default", "lenient")
+from runner.matchers.base import LEVELS
+from runner.scoring.thresholds import THRESHOLD_KEYS
 
 
 def _check(spec: str) -> None:

@@ -14,6 +14,9 @@ from typing import Any
 
 from runner.errors import RagciteError
 
+THRESHOLD_KEYS = ("scoring.threshold", "threshold")
+"""Override keys that choose a threshold: the value, and the named level (a config group)."""
+
 
 @dataclass(frozen=True)
 class Threshold:
