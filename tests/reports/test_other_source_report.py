@@ -64,9 +64,9 @@ def test_the_report_flags_it_in_the_case_view(run_job_in: Callable[..., list[Any
     html = parse(path)
     # The diagnosis counts it: its own segment of the citations bar and a sentence.
     assert html.text(data_label="citation_other_source") == "4"
-    assert ("2% are credited only through a passage of another document (other_source: "
-            "shared text such as boilerplate; scoring.require_same_source=true would not "
-            "credit them).") in html.text(data_field="diagnosis")
+    assert ("; 4 (2%) match only a passage of another document (other_source: shared text "
+            "such as boilerplate; scoring.require_same_source=true would not credit them);"
+            ) in html.text(data_field="diagnosis")
     page, watch = open_page(path)
     page.select_option("#case-label", "c:other_source")
     rows = page.locator("#case-body tr.case-row")
