@@ -115,7 +115,7 @@ def evaluate(
     threshold: float | str | None = None,
     *,
     thresholds: Sequence[float | str] | None = None,
-    responses: Mapping[str, ResponseLike] | None = None,
+    responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None = None,
     zero_division: str = "auto",
     require_same_source: bool = False,
     source_normalization: Sequence[str] = DEFAULT_STEPS,
@@ -135,7 +135,7 @@ def evaluate(
         threshold: A number or a level (``"strict"``, ``"default"``, ``"lenient"``: the
             matcher's own value); None is the matcher's ``default`` level.
         thresholds: Several thresholds, decided from one pass: a list of results is returned.
-        responses: Responses (or dicts) keyed by case id, used instead of stored ones.
+        responses: Responses (or dicts) by case id, or records ``{"id", "answer", ...}``.
         zero_division: ``auto``, ``nan``, ``zero`` or ``one`` (SPEC 5).
         require_same_source: Only same-source citations can match a reference.
         source_normalization: Source normalisation steps (SPEC 3).
@@ -171,7 +171,8 @@ def evaluate(
     return results if thresholds is not None else results[0]
 
 
-def _score_inputs(cases: Iterable[CaseLike], responses: Mapping[str, ResponseLike] | None,
+def _score_inputs(cases: Iterable[CaseLike],
+                  responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
                   empty: Aggregator, batch_size: int) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them."""

@@ -57,28 +57,50 @@ def iter_as_cases(items: Iterable[Any]) -> Iterator[Case]:
         yield as_case(item, index)
 
 
-def as_responses(responses: Mapping[Any, Any]) -> dict[str, Response]:
-    """A mapping of case id → :class:`Response` or dict ``{"answer", "citations"}``.
+def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Response]:
+    """Responses keyed by case id, from what people have.
 
-    Integer keys become their decimal text, as integer case ids do.
+    Either a mapping of case id → :class:`Response` or dict ``{"answer", "citations"}``, or the
+    records of a stored responses file, ``[{"id", "answer", "citations"}, ...]``. Integer ids
+    become their decimal text, as integer case ids do; a record's ``id`` names its case.
 
     Raises:
-        RagciteError: A value that is neither a response nor a valid response dict.
+        RagciteError: A value that is neither a response nor a valid response dict, a record
+            without ``id``, or an ``id`` that differs from its key.
     """
+    if isinstance(responses, Mapping):
+        items = [(key, f"responses[{key!r}]", value) for key, value in responses.items()]
+    else:
+        items = []
+        for index, record in enumerate(responses):
+            where = f"responses[{index}]"
+            if not isinstance(record, Mapping) or "id" not in record:
+                raise RagciteError(f"{where}: a record of a responses list needs the case "
+                                   "'id' ({'id', 'answer', 'citations'}), or pass a dict "
+                                   "{case id: response}")
+            items.append((record["id"], where, record))
     out: dict[str, Response] = {}
-    for key, value in responses.items():
-        where = f"responses[{key!r}]"
-        if isinstance(value, Response):
-            out[str(key)] = value
-        elif isinstance(value, Mapping):
-            try:
-                out[str(key)] = Response.model_validate(dict(value))
-            except ValidationError as exc:
-                raise _refused(where, exc) from None
-        else:
-            raise RagciteError(f"{where}: expected a runner.Response or a dict "
-                               f"({{'answer', 'citations'}}), got {type(value).__name__}")
+    for key, where, value in items:
+        out[str(key)] = _response(value, key, where)
     return out
+
+
+def _response(value: Any, key: Any, where: str) -> Response:
+    """One response of `responses=` (located at `where`) for the case id `key`."""
+    if isinstance(value, Response):
+        return value
+    if not isinstance(value, Mapping):
+        raise RagciteError(f"{where}: expected a runner.Response or a dict "
+                           f"({{'answer', 'citations'}}), got {type(value).__name__}")
+    record = dict(value)
+    # A stored responses record: its id must name the same case.
+    if "id" in record and str(record.pop("id")) != str(key):
+        raise RagciteError(f"{where}.id: {value['id']!r} is not the case id it is "
+                               f"given for ({key!r})")
+    try:
+        return Response.model_validate(record)
+    except ValidationError as exc:
+        raise _refused(where, exc) from None
 
 
 def no_response_error(n_cases: int, responses_given: bool, first_id: str) -> RagciteError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import json
 import re
 
 import pytest
@@ -235,7 +236,25 @@ def test_a_bad_dict_is_refused_with_its_place(bad: object, message: str, stream:
     assert str(err.value) == message
 
 
+def test_responses_as_the_records_of_a_responses_file() -> None:
+    # The demo's stored responses file, read as it is: [{"id", "answer", "citations"}, ...].
+    path = REPO / "data" / "demo" / "responses" / "mostly_right.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    cases = runner.load_cases(REPO / "data" / "demo" / "cases.jsonl")
+    by_list = runner.evaluate(cases, responses=records, bootstrap_resamples=0)
+    # The same records keyed by id (each keeps its matching "id") score the same.
+    by_id = runner.evaluate(cases, responses={r["id"]: r for r in records},
+                            bootstrap_resamples=0)
+    # mostly_right's context recall, worked out in tests/data/test_demo_dataset.py: 167/180.
+    assert by_list.metrics["context_recall"] == pytest.approx(167 / 180, rel=1e-12)
+    assert by_list.metrics == by_id.metrics
+
+
 @pytest.mark.parametrize(("responses", "message"), [
+    ([{"answer": "a"}], "responses[0]: a record of a responses list needs the case 'id' "
+                        "({'id', 'answer', 'citations'}), or pass a dict {case id: response}"),
+    ({"g": {"id": "h", "citations": []}},
+     "responses['g'].id: 'h' is not the case id it is given for ('g')"),
     ({"g": {"citations": [{"content": "x"}]}},
      "responses['g'].citations[0].source: required field is missing"),
     ({"g": ["x"]}, "responses['g']: expected a runner.Response or a dict "
@@ -374,3 +393,15 @@ def test_the_readme_case_built_in_code_scores() -> None:
     # "Employees shall submit ..." is a truncated quote of the reference: (1, 1 | 1, 1).
     assert runner.evaluate(cases).cases[0].labels == {"citations": ["supported"],
                                                       "references": ["cited"]}
+
+
+def test_the_readme_api_example_runs(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)[0]
+    monkeypatch.chdir(REPO)  # the example's paths are relative to a checkout
+    exec(block, {})
+    first, second = capsys.readouterr().out.splitlines()
+    # mostly_right at 0.5: context F1 82/90 (tests/data/test_demo_dataset.py).
+    assert first.split()[0] == f"{82 / 90:.16g}"
+    assert second.startswith("1.0 The only ground-truth passage, from Remote Work Policy.pdf")
