@@ -402,7 +402,10 @@
       var links = [], best = null, bestJ = -1;
       d.C.forEach(function (_, j) {
         var v = sim(ri, j);
-        if (hit(ri, j)) { links.push("C" + (j + 1) + " (" + simText(v) + ")"); }
+        if (hit(ri, j)) {
+          links.push("C" + (j + 1) + " (" + simText(v)
+            + (c.cl[j] === "other_source" ? ", a citation of another document" : "") + ")");
+        }
         if (v !== null && (best === null || v > best)) { best = v; bestJ = j; }
       });
       box.appendChild(el("div", "link", links.length ? "matched by " + links.join(", ")

@@ -82,5 +82,8 @@ def test_the_report_flags_it_in_the_case_view(run_job_in: Callable[..., list[Any
         "scoring.require_same_source=true it would match nothing.")
     assert "matches R2 (similarity 0.571)" in cit.inner_text()
     assert page.locator('tr.detail [data-cit="1"] [data-flag]').count() == 0
+    # The Laie reference says which citation matched it, and that it is another document's.
+    expect(page.locator('tr.detail [data-ref="1"] .link')).to_have_text(
+        "matched by C1 (similarity 0.571, a citation of another document)")
     screenshot(page, "run-other-source")
     watch.assert_clean()
