@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
+from runner.inputs import (
+    CaseLike,
+    ResponseLike,
+    as_case,
+    as_responses,
+    iter_as_cases,
+    no_response_error,
+)
 from runner.matchers.base import BaseMatcher, Matcher
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
@@ -101,12 +110,12 @@ def score_stream(
 
 
 def evaluate(
-    cases: Iterable[Case],
+    cases: Iterable[CaseLike],
     matcher: str | Matcher = "ngram",
     threshold: float | str | None = None,
     *,
     thresholds: Sequence[float | str] | None = None,
-    responses: Mapping[str, Response] | None = None,
+    responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None = None,
     zero_division: str = "auto",
     require_same_source: bool = False,
     source_normalization: Sequence[str] = DEFAULT_STEPS,
@@ -119,13 +128,14 @@ def evaluate(
     """Score cases and return the run-level and per-case results.
 
     Args:
-        cases: The cases; each needs a stored ``response`` unless `responses` has it.
+        cases: :class:`Case` objects or dicts in the canonical shape (a dict without ``id``
+            gets its 1-based position); each needs a ``response`` unless `responses` has it.
         matcher: A matcher name (``"substring"``, ``"ngram"``, ...) with its defaults, or a
             configured instance such as ``NgramMatcher(n=2)``.
         threshold: A number or a level (``"strict"``, ``"default"``, ``"lenient"``: the
             matcher's own value); None is the matcher's ``default`` level.
         thresholds: Several thresholds, decided from one pass: a list of results is returned.
-        responses: Responses keyed by case id, used instead of stored ones.
+        responses: Responses (or dicts) by case id, or records ``{"id", "answer", ...}``.
         zero_division: ``auto``, ``nan``, ``zero`` or ``one`` (SPEC 5).
         require_same_source: Only same-source citations can match a reference.
         source_normalization: Source normalisation steps (SPEC 3).
@@ -138,7 +148,8 @@ def evaluate(
         with `thresholds`, a list of them, one per threshold, in order.
 
     Raises:
-        RagciteError: A threshold that is neither a level nor a number the matcher gives.
+        RagciteError: A threshold the matcher cannot take; an invalid case or response
+            (``cases[3].query: ...``); no response at all.
 
     Example:
         >>> import runner
@@ -156,8 +167,44 @@ def evaluate(
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    results = _aggregate(cases, responses, m, options, decided, empty, batch_size)
+    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size)
     return results if thresholds is not None else results[0]
+
+
+def _score_inputs(cases: Iterable[CaseLike],
+                  responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None,
+                  matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
+                  empty: Aggregator, batch_size: int) -> list[RunResult]:
+    """Validate the inputs (dicts become cases and responses) and score them."""
+    valid: Iterable[Case] = ([as_case(c, i) for i, c in enumerate(cases)]
+                             if isinstance(cases, Sequence) else iter_as_cases(cases))
+    table = as_responses(responses) if responses is not None else None
+    tally = _Tally()
+    results = _aggregate(tally.count(valid, table), table, matcher, options, decided, empty,
+                         batch_size)
+    if tally.first_id is not None and not tally.answered:
+        raise no_response_error(results[0].n_cases, table is not None, tally.first_id)
+    return results
+
+
+@dataclass
+class _Tally:
+    """The first case's id and how many cases have a response, counted as they pass."""
+
+    first_id: str | None = None
+    answered: int = 0
+
+    def count(self, cases: Iterable[Case],
+              table: Mapping[str, Response] | None) -> Iterable[Case]:
+        """`cases` as they are (a list stays a list, a stream a stream), counted."""
+        def note(c: Case) -> Case:
+            if self.first_id is None:
+                self.first_id = c.id
+            if (table.get(c.id) if table is not None else c.response) is not None:
+                self.answered += 1
+            return c
+
+        return [note(c) for c in cases] if isinstance(cases, list) else map(note, cases)
 
 
 def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, matcher: Matcher,

@@ -266,12 +266,22 @@ def describe(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matche
 
 
 def summary_line(result: RunResult) -> str:
-    """A one-line human summary of the headline figures."""
+    """A one-line human summary of the headline figures, true of them.
+
+    ``context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  (means over 30
+    scored cases, 0 failed; 25 of 34 ground-truth passages matched)``: the six figures are
+    macro means over the scored cases; the passage count is pooled over them.
+    """
     def f(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.3f}"
 
     m = result.metrics
+    n = result.n_scored
+    refs, hit = result.counts.get("references"), result.counts.get("references_matched")
+    pooled = (f"; {hit} of {refs} ground-truth passage{'' if refs == 1 else 's'} matched"
+              if n and refs is not None and hit is not None else "")
     return (f"context R/P/F1 {f(m['context_recall'])}/{f(m['context_precision'])}/"
             f"{f(m['context_f1'])}  source R/P/F1 {f(m['source_recall'])}/"
             f"{f(m['source_precision'])}/{f(m['source_f1'])}  "
-            f"({result.n_scored} scored, {result.n_errors} errors)")
+            f"(means over {n} scored case{'' if n == 1 else 's'}, {result.n_errors} failed"
+            f"{pooled})")

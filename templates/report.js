@@ -151,7 +151,7 @@
   }
 
   var SHORT = {
-    supported: "S", wrong_passage: "WP", unexpected_source: "US",
+    supported: "S", wrong_passage: "WP", unexpected_source: "US", other_source: "OS",
     cited: "C", passage_missed: "PM", source_missed: "SM"
   };
   var BAND_CLASS = { g: "band-green", m: "band-medium", r: "band-red", "-": "band-none" };
@@ -354,6 +354,7 @@
   function itemClass(label) {
     if (label === "supported" || label === "cited") { return "item ok"; }
     if (label === "wrong_passage" || label === "passage_missed") { return "item warn"; }
+    if (label === "other_source") { return "item other"; }
     return "item bad";
   }
 
@@ -401,7 +402,10 @@
       var links = [], best = null, bestJ = -1;
       d.C.forEach(function (_, j) {
         var v = sim(ri, j);
-        if (hit(ri, j)) { links.push("C" + (j + 1) + " (" + simText(v) + ")"); }
+        if (hit(ri, j)) {
+          links.push("C" + (j + 1) + " (" + simText(v)
+            + (c.cl[j] === "other_source" ? ", a citation of another document" : "") + ")");
+        }
         if (v !== null && (best === null || v > best)) { best = v; bestJ = j; }
       });
       box.appendChild(el("div", "link", links.length ? "matched by " + links.join(", ")
@@ -429,6 +433,13 @@
       box.appendChild(el("div", "link", links.length ? "matches " + links.join(", ")
         : "matches no reference" + (best !== null && best > 0 ? " (closest: R" + (bestI + 1) + ", similarity "
           + fmt(best) + (threshold !== null ? ", threshold " + threshold : "") + ")" : "")));
+      if (label === "other_source") {
+        var flag = el("div", "flag", "Credited by another document's passage: every reference it matches "
+          + "belongs to another document, through text the passages share (such as boilerplate). "
+          + "With scoring.require_same_source=true it would match nothing.");
+        flag.setAttribute("data-flag", "other_source");
+        box.appendChild(flag);
+      }
       right.appendChild(box);
     });
     if (!d.R.length) { left.appendChild(el("p", "empty", "No reference passages.")); }

@@ -39,6 +39,7 @@ def test_seed_examples_end_to_end(tmp_path: Path) -> None:
     assert metrics["micro"]["source_recall"] == pytest.approx(4 / 5)
     assert metrics["labels"] == {
         "citation_supported": 2, "citation_wrong_passage": 2, "citation_unexpected_source": 1,
+        "citation_other_source": 0,
         "reference_cited": 2, "reference_passage_missed": 2, "reference_source_missed": 1}
     cases = read_jsonl(run / "cases.jsonl")
     assert [c["id"] for c in cases] == ["seed-1", "seed-2", "seed-3"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import json
+import re
 
 import pytest
 
@@ -14,9 +16,13 @@ from runner.evaluate import matcher_from_name, score_stream
 from runner.matchers import NgramMatcher, PairError, SubstringMatcher
 from runner.scoring.case import ScoringOptions
 from runner.scoring.metrics import METRIC_KEYS
+from tests.conftest import REPO
 from tests.helpers import (
+    ENCRYPTION,
+    PERSONAL_DEVICES,
     REMOTE_REQUEST,
     SEED_FILE,
+    TRAINING,
     VPN,
     TableMatcher,
     case,
@@ -136,11 +142,129 @@ def test_responses_mapping_replaces_stored_responses() -> None:
     assert (result.n_scored, result.n_errors) == (1, 1)
 
 
-def test_case_without_stored_response_is_an_error() -> None:
-    result = runner.evaluate([case([("A", "x")], None)])
-    assert result.cases[0].error == "no response for this case"
-    assert result.n_errors == 1
-    assert result.metrics == dict.fromkeys(METRIC_KEYS)
+def test_a_case_without_response_among_answered_ones_is_an_error_case() -> None:
+    result = runner.evaluate([seed_example_1(), case([("A", "x")], None)])
+    assert result.cases[1].error == "no response for this case"
+    assert (result.n_scored, result.n_errors) == (1, 1)
+    assert result.metrics == dict.fromkeys(METRIC_KEYS, 1.0)
+
+
+NO_RESPONSE = ("nothing to score: no case has a 'response' (2 cases); store one in each case, "
+               "'response': {'answer': ..., 'citations': [{'source': ..., 'content': ...}]}, "
+               "or pass responses={case id: response}")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cases_without_any_response_are_refused_not_six_nones(stream: bool) -> None:
+    cases = [case([("A", "x")], None, id="a"), case([("A", "y")], None, id="b")]
+    with pytest.raises(RagciteError) as err:
+        runner.evaluate(iter(cases) if stream else cases)
+    assert str(err.value) == NO_RESPONSE
+
+
+def test_responses_that_match_no_case_id_are_refused() -> None:
+    with pytest.raises(RagciteError) as err:
+        runner.evaluate([seed_example_1()], responses={"seed-one": Response()})
+    assert str(err.value) == (
+        "nothing to score: no case id is a key of responses= (1 case, the first 'seed-1'); "
+        "key it by case id, e.g. responses={'seed-1': {'answer': ..., 'citations': [...]}}")
+
+
+def seed_3_dict() -> dict[str, object]:
+    """Seed example 3 as a plain dict in the canonical shape (no id, no expected_sources)."""
+    return {
+        "query": "What security rules apply when working remotely?",
+        "references": [{"source": "Data Security Policy.pdf", "content": VPN},
+                       {"source": "Remote Work Policy.pdf", "content": ENCRYPTION},
+                       {"source": "Acceptable Use Policy.pdf", "content": PERSONAL_DEVICES}],
+        "response": {"answer": "Use the VPN.", "citations": [
+            {"source": "Data Security Policy.pdf", "content": VPN},
+            {"source": "Remote Work Policy.pdf", "content": REMOTE_REQUEST},
+            {"source": "IT Compliance Handbook.pdf", "content": TRAINING}]},
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_plain_dicts_score_as_cases(stream: bool) -> None:
+    items = [seed_example_1(), seed_3_dict()]
+    result = runner.evaluate((i for i in items) if stream else items)
+    # A dict without id gets its 1-based position; expected_sources default to the references'.
+    assert [c.id for c in result.cases] == ["seed-1", "2"]
+    assert tuple(result.cases[1].metrics[k] for k in METRIC_KEYS) == pytest.approx(
+        SEED_EXPECTED["seed-3"], rel=1e-15)
+    assert result.cases[1].labels == {
+        "citations": ["supported", "wrong_passage", "unexpected_source"],
+        "references": ["cited", "passage_missed", "source_missed"]}
+    # Macro context recall (1 + 1/3) / 2 = 2/3; source recall (1 + 2/3) / 2 = 5/6.
+    assert result.metrics["context_recall"] == pytest.approx(2 / 3, rel=1e-15)
+    assert result.metrics["source_recall"] == pytest.approx(5 / 6, rel=1e-15)
+
+
+def test_responses_as_dicts_keyed_by_integer_ids() -> None:
+    # Integer case ids become text; the responses' integer keys do too.
+    cases = [{"id": 7, "query": "q", "references": [{"source": "A", "content": VPN}]}]
+    result = runner.evaluate(cases, responses={7: {"citations": [
+        {"source": "A", "content": VPN}, {"source": "B", "content": TRAINING}]}})
+    assert result.cases[0].id == "7"
+    # 1 of 1 reference matched, 1 of 2 citations: (1, 1/2 | 1, 1/2).
+    assert [result.cases[0].metrics[k] for k in ("context_recall", "context_precision",
+                                                  "source_recall", "source_precision")] == [
+        1.0, 0.5, 1.0, 0.5]
+
+
+GOOD = {"id": "g", "query": "q", "references": [{"source": "A", "content": "x"}],
+        "response": {"citations": [{"source": "A", "content": "x"}]}}
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"id": "b", "query": "q", "references": [{"content": "x"}]},
+     "cases[3].references[0].source: required field is missing"),
+    ({"id": "b", "query": 3},
+     "cases[3].query: Input should be a valid string (got 3)"),
+    ({"id": "b", "query": "q", "response": {"citations": [{"source": "A", "content": None}]}},
+     "cases[3].response.citations[0].content: Input should be a valid string (got None)"),
+    ({"id": "b", "query": "q", "answer": "a"},
+     "cases[3].answer: unknown field (put extra data under 'metadata', or use a mapping)"),
+    ("b", "cases[3]: expected a runner.Case or a dict ({'id', 'query', 'references', "
+          "'response', ...}), got str"),
+])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_bad_dict_is_refused_with_its_place(bad: object, message: str, stream: bool) -> None:
+    items = [GOOD, {**GOOD, "id": "h"}, seed_example_1(), bad]
+    with pytest.raises(RagciteError) as err:
+        runner.evaluate(iter(items) if stream else items)
+    assert str(err.value) == message
+
+
+def test_responses_as_the_records_of_a_responses_file() -> None:
+    # The demo's stored responses file, read as it is: [{"id", "answer", "citations"}, ...].
+    path = REPO / "data" / "demo" / "responses" / "mostly_right.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    cases = runner.load_cases(REPO / "data" / "demo" / "cases.jsonl")
+    by_list = runner.evaluate(cases, responses=records, bootstrap_resamples=0)
+    # The same records keyed by id (each keeps its matching "id") score the same.
+    by_id = runner.evaluate(cases, responses={r["id"]: r for r in records},
+                            bootstrap_resamples=0)
+    # mostly_right's context recall, worked out in tests/data/test_demo_dataset.py: 167/180.
+    assert by_list.metrics["context_recall"] == pytest.approx(167 / 180, rel=1e-12)
+    assert by_list.metrics == by_id.metrics
+
+
+@pytest.mark.parametrize(("responses", "message"), [
+    ([{"answer": "a"}], "responses[0]: a record of a responses list needs the case 'id' "
+                        "({'id', 'answer', 'citations'}), or pass a dict {case id: response}"),
+    ({"g": {"id": "h", "citations": []}},
+     "responses['g'].id: 'h' is not the case id it is given for ('g')"),
+    ({"g": {"citations": [{"content": "x"}]}},
+     "responses['g'].citations[0].source: required field is missing"),
+    ({"g": ["x"]}, "responses['g']: expected a runner.Response or a dict "
+                   "({'answer', 'citations'}), got list"),
+])
+def test_a_bad_response_dict_is_refused_with_its_key(responses: dict[str, object],
+                                                     message: str) -> None:
+    with pytest.raises(RagciteError) as err:
+        runner.evaluate([GOOD], responses=responses)  # type: ignore[arg-type]
+    assert str(err.value) == message
 
 
 def test_failed_response_and_pair_error_are_excluded() -> None:
@@ -256,3 +380,28 @@ def test_a_run_result_pickles_and_keeps_its_explanations() -> None:
     copy = pickle.loads(pickle.dumps(result))
     assert [c.to_dict() for c in copy.cases] == [c.to_dict() for c in result.cases]
     assert copy.cases[1].explanations == result.cases[1].explanations
+
+
+def test_the_readme_case_built_in_code_scores() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+                if "cases = [{" in b]
+    scope: dict[str, object] = {"runner": runner}
+    exec(block, scope)  # the README's example as written: a dict case with its response
+    cases = scope["cases"]
+    assert runner.evaluate(cases).metrics["context_recall"] == 1.0  # type: ignore[arg-type]
+    # "Employees shall submit ..." is a truncated quote of the reference: (1, 1 | 1, 1).
+    assert runner.evaluate(cases).cases[0].labels == {"citations": ["supported"],
+                                                      "references": ["cited"]}
+
+
+def test_the_readme_api_example_runs(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)[0]
+    monkeypatch.chdir(REPO)  # the example's paths are relative to a checkout
+    exec(block, {})
+    first, second = capsys.readouterr().out.splitlines()
+    # mostly_right at 0.5: context F1 82/90 (tests/data/test_demo_dataset.py).
+    assert first.split()[0] == f"{82 / 90:.16g}"
+    assert second.startswith("1.0 The only ground-truth passage, from Remote Work Policy.pdf")

@@ -48,6 +48,7 @@ LABEL_TEXT: dict[str, str] = {
     "supported": "its passage matches a reference",
     "wrong_passage": "right document, but its passage matches no reference",
     "unexpected_source": "a document that is not expected",
+    "other_source": "its passage matches only a reference of another document (shared text)",
     "cited": "matched by a citation",
     "passage_missed": "its document was cited, but not this passage",
     "source_missed": "its document was not cited at all",

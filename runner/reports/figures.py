@@ -3,7 +3,7 @@
 Every number shown here is read from ``metrics.json``: the macro means, intervals and micro
 figures, the bands of the means (``bands``), the label counts, the per-metric histograms
 (``histograms``) and the failed cases (``failed``). This module only places them: card texts
-and the geometry of the small scales and charts (the template words the diagnosis).
+(:mod:`runner.reports.sentences` words them) and the geometry of the small scales and charts.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Any
 
 from runner.reports.cases import clip
 from runner.reports.common import LABEL_TEXT, METRIC_KEYS, METRIC_NAMES, params_text, safe_href
+from runner.reports.sentences import card_sentence
 from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS, band
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
-
-UNDEFINED_TEXT = "Undefined: no scored case defines this metric."
 
 
 def run_bands(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -36,7 +35,10 @@ def metric_cards(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
         name = (metrics.get("bands") or {}).get(key) or "none"
         cards.append({
             "key": key, "name": METRIC_NAMES[key], "value": value, "band": name,
-            "band_text": BAND_TEXT[key].get(name, UNDEFINED_TEXT),
+            "sentence": card_sentence(key, metrics),
+            # The seed's texts: what 1.0, 0.5 and 0.0 mean (a legend, not about this run).
+            "legend": [("1.0", BAND_TEXT[key]["green"]), ("0.5", BAND_TEXT[key]["medium"]),
+                       ("0.0", BAND_TEXT[key]["red"])],
             "ci": ci, "micro": micro, "bar": interval_bar(value, ci, micro, bounds),
         })
     return cards

@@ -1,11 +1,12 @@
 """The run report: ``report.html`` in a result folder, rendered from its results files only.
 
 Server-rendered (visible without JavaScript), all from ``metrics.json``: the run's identity and
-threshold, the six figures with their bands, intervals, micro values and the seed's band
-explanations, the diagnosis breakdown, score distributions (``histograms``) and the failed
-cases (``failed``). The per-case table is built in the page by vanilla JavaScript from case data
-embedded as JSON (gzip-compressed when large), one page of rows at a time; only the first
-``max_cases`` cases are read for it (:mod:`runner.reports.cases`).
+threshold, the six figures with their bands, intervals, micro values, a sentence each true of
+its value and counts (:mod:`runner.reports.sentences`; the seed's band texts as a legend), the
+diagnosis breakdown, score distributions (``histograms``) and the failed cases (``failed``).
+The per-case table is built in the page by vanilla JavaScript from case data embedded as JSON
+(gzip-compressed when large), one page of rows at a time; only the first ``max_cases`` cases
+are read for it (:mod:`runner.reports.cases`).
 
 Re-render a result folder by hand with ``python -m runner.reports.run RESULT_DIR``.
 """
@@ -32,6 +33,7 @@ from runner.reports.common import (
     render,
     write_html,
 )
+from runner.reports.sentences import diagnosis
 from runner.results import CONFIG_FILE, read_result
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 
@@ -146,6 +148,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "cards": figures.metric_cards(metrics),
         "bands": figures.run_bands(metrics),
         "label_bars": figures.label_bars(metrics.get("labels") or {}),
+        "diagnosis": diagnosis(metrics.get("labels") or {}),
         "distributions": figures.distributions(metrics),
         "failed": failed,
         "n_failed": n_failed,

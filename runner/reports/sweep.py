@@ -86,14 +86,17 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
 
 
 def _best(summary: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The best result per metric, as ``sweep.json``'s ``best`` names it (ties: a list)."""
-    by_dir = {r["dir"]: r for r in rows}
+    """The best result per metric, as ``sweep.json``'s ``best`` names it, with every complete
+    result of the same value (``best`` names the first of a tie; the page lists them all, so
+    it never calls one of several equal results the best)."""
     out = []
     for key in METRIC_KEYS:
         entry = (summary.get("best") or {}).get(key) or {}
         dirs = entry.get("dir")
-        names = [dirs] if isinstance(dirs, str) else list(dirs or [])
-        winners = [by_dir[d] for d in names if d in by_dir]
+        names = {dirs} if isinstance(dirs, str) else set(dirs or [])
+        value = entry.get("value")
+        winners = [r for r in rows if r["dir"] in names
+                   or (value is not None and r["complete"] and r["vals"][key] == value)]
         out.append({"key": key, "name": METRIC_NAMES[key], "value": entry.get("value"),
                     "rows": winners, "dirs": [r["dir"] for r in winners]})
     return out

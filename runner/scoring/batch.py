@@ -36,7 +36,7 @@ from runner.scoring.records import BatchResults, Scored
 DEFAULT_BATCH_SIZE = 10_000
 """Cases scored per matcher call (and answered per adapter call): bounds a batch's memory."""
 
-_SUPPORTED, _WRONG_PASSAGE, _UNEXPECTED = range(3)  # indexes into CITATION_LABELS
+_SUPPORTED, _WRONG_PASSAGE, _UNEXPECTED, _OTHER_SOURCE = range(4)  # into CITATION_LABELS
 _CITED, _PASSAGE_MISSED, _SOURCE_MISSED = range(3)  # indexes into REFERENCE_LABELS
 
 
@@ -334,7 +334,9 @@ def _decide(p: _Prepared, norm: Callable[[str], str], threshold: float, zero_div
     n_expected = np.bincount(expected // n_src, minlength=n_cases)
     n_cited = np.bincount(cited // n_src, minlength=n_cases)
     n_hits = np.bincount(hits // n_src, minlength=n_cases)
-    cit_label = np.where(cit_matched, _SUPPORTED, np.where(
+    # A matched citation whose every match is a reference of another source: other_source.
+    cit_own = np.bincount(slot_cit, weights=matched & s_same, minlength=p.n_cits) > 0
+    cit_label = np.where(cit_matched, np.where(cit_own, _SUPPORTED, _OTHER_SOURCE), np.where(
         _member(cit_case * n_src + cit_sid, expected), _WRONG_PASSAGE, _UNEXPECTED))
     ref_label = np.where(ref_matched, _CITED, np.where(
         _member(ref_case * n_src + ref_sid, cited), _PASSAGE_MISSED, _SOURCE_MISSED))

@@ -203,12 +203,20 @@ def _score(case: Case, response: Response, sims: Mapping[TextPair, Similarity],
         id=cd["id"], query=cd["query"], references=refs,
         expected_sources=list(cd["expected_sources"]), response=resp,
         metadata=dict(cd["metadata"]), similarity=similarity, matched=matched,
-        citation_labels=citation_labels(cit_matched, cit_src, expected),
+        citation_labels=citation_labels(cit_matched, cit_src, expected,
+                                        _own_source(matched, ref_src, cit_src)),
         reference_labels=reference_labels(ref_matched, ref_src, cited),
         metrics=dict(metrics), counts=dict(zip(COUNT_KEYS, counts)), bands=dict(bands),
     )
     result.normalizer = norm
     return result
+
+
+def _own_source(matched: list[list[bool]], ref_src: list[str],
+                cit_src: list[str]) -> list[bool]:
+    """Whether each citation matches some reference of its own (normalised) source."""
+    return [any(row[j] and rs == cs for row, rs in zip(matched, ref_src))
+            for j, cs in enumerate(cit_src)]
 
 
 class ExplainedLater(CaseResult):

@@ -67,11 +67,20 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     return _sentence(parts)
 
 
+def _other_source(sources: Sequence[str]) -> str:
+    many = len(sources) > 1
+    return (f"the {_join(sources)} citation{'s' if many else ''} "
+            f"match{'' if many else 'es'} only a passage of another document")
+
+
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
     wrong = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "wrong_passage"])
     unexpected = _unique(
         [s for s, lab in zip(cit_sources, cit_labels) if lab == "unexpected_source"])
-    parts = [_wrong_passage(wrong)] if wrong else []
+    other = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "other_source"])
+    parts = [_other_source(other)] if other else []
+    if wrong:
+        parts.append(_wrong_passage(wrong))
     if unexpected:
         parts.append(f"{_join(unexpected)} "
                      f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
@@ -105,7 +114,8 @@ def _context_recall(value: float | None, ref_sources: Sequence[str], ref_labels:
 
 def _context_precision(value: float | None, cit_sources: Sequence[str],
                        cit_labels: list[str]) -> str:
-    n_cit, k_cit = len(cit_labels), cit_labels.count("supported")
+    n_cit = len(cit_labels)
+    k_cit = cit_labels.count("supported") + cit_labels.count("other_source")
     if n_cit == 0:
         return ("The response cites nothing, so context precision is "
                 f"{_fmt(value)} by the zero-division rule.")
@@ -113,8 +123,9 @@ def _context_precision(value: float | None, cit_sources: Sequence[str],
         return ("The only response citation matches a ground-truth reference — there are no "
                 "spurious citations." if n_cit == 1 else
                 f"All {n_cit} response citations match ground-truth references — there are no "
-                "spurious citations.")
-    matched = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "supported"])
+                "spurious citations.") + _citation_details(cit_sources, cit_labels)
+    matched = _unique([s for s, lab in zip(cit_sources, cit_labels)
+                       if lab in ("supported", "other_source")])
     if k_cit:
         lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
                 f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "

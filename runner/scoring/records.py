@@ -57,8 +57,10 @@ class Scored:
         self.rows = [f[2] for f in self.figures if f is not None]
         totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
         self.counts = dict(zip(COUNT_KEYS, totals[ok_case].sum(axis=0).tolist()))
-        cit_counts = np.bincount(self.cit_label[ok_case[cit_case]], minlength=3).tolist()
-        ref_counts = np.bincount(self.ref_label[ok_case[ref_case]], minlength=3).tolist()
+        cit_counts = np.bincount(self.cit_label[ok_case[cit_case]],
+                                 minlength=len(CITATION_LABELS)).tolist()
+        ref_counts = np.bincount(self.ref_label[ok_case[ref_case]],
+                                 minlength=len(REFERENCE_LABELS)).tolist()
         self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
                        **{f"reference_{k}": v for k, v in zip(REFERENCE_LABELS, ref_counts)}}
 

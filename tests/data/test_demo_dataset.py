@@ -73,8 +73,9 @@ def test_demo_shape(demo: Dataset, cases: list[Case]) -> None:
     kb = demo.knowledge_base()
     assert len(kb) == 10
     assert len({d.source for d in kb}) == 10
-    assert demo.systems == list(SYSTEMS)
-    for system in SYSTEMS:
+    # The three systems below, then `loose_quotes` (tests/data/test_demo_loose_quotes.py).
+    assert demo.systems == [*SYSTEMS, "loose_quotes"]
+    for system in demo.systems:
         responses = demo.responses(system)
         assert responses is not None
         assert list(responses) == [c.id for c in cases]
@@ -254,7 +255,7 @@ def test_per_case_values(results: dict[str, RunResult], system: str, case_id: st
 
 def test_response_files_are_canonical_records() -> None:
     # Each line is exactly {"id", "answer", "citations"}: a user can copy the format.
-    for system in SYSTEMS:
+    for system in (*SYSTEMS, "loose_quotes"):
         path = resolve_path(f"pkg://runner.datasets/demo/responses/{system}.jsonl")
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from runner.reports.common import embed_json, fmt, safe_href
 from runner.reports.run import EXPLANATION_KEYS, HtmlOptions, render_run_report, render_run_reports
+from runner.reports.sentences import card_sentence
 from runner.scoring.bands import BAND_TEXT
 from runner.scoring.metrics import METRIC_KEYS
 from tests.conftest import REPO, only_run_dir, run_cli
@@ -78,7 +79,18 @@ def test_report_numbers_equal_metrics_json(tmp_path: Path) -> None:
         value = metrics["metrics"][key]
         band = "green" if value >= 0.75 else "medium" if value >= 0.25 else "red"
         assert metrics["bands"][key] == band  # written by scoring, shown as it is
-        assert text == BAND_TEXT[key][band]
+        assert text == card_sentence(key, metrics)
+        # The seed's texts stay as the legend of what 1.0, 0.5 and 0.0 mean.
+        assert page.texts(data_legend=key) == [BAND_TEXT[key][b]
+                                               for b in ("green", "medium", "red")]
+    # Five scored cases (one failed): seed-1 (1 of 1 reference matched), seed-2 (1 of 3; the
+    # Remote Work passage missed though its document is cited, Acceptable Use not cited),
+    # seed-3 (its only reference's document not cited), empty-ref (1 of 1), no-cits (0 of 1,
+    # nothing cited). Context recall per case: 1, 1/3, 0, 1, 0 → 7/15 = 0.467.
+    assert shown[0] == (
+        "3 of 7 ground-truth passages (43%) are matched by a citation; 1 is missed although "
+        "its document is cited and 3 belong to documents not cited. 0.467 is the mean of the "
+        "per-case context recalls over 5 cases.")
     assert_no_external_refs(page.html)
 
 

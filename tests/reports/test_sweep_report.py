@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,21 @@ def test_a_sweep_where_no_job_finished_renders(tmp_path: Path) -> None:
     page = parse(render_sweep_report(sweep))
     assert "no result defines it" in page.html and "0_precomputed_ngram" in page.html
     assert "No complete result has a threshold to chart." in page.html
+
+
+def test_equal_results_are_all_listed_as_best(tmp_path: Path) -> None:
+    # sweep.json's best names the first of a tie; the page lists every result of that value,
+    # so it never calls one of several equal results the best. The fixture's source figures
+    # do not depend on the matcher or the threshold: its 4 complete results tie on source F1.
+    sweep = make_sweep(tmp_path)
+    summary = load_json(sweep / SWEEP_FILE)
+    complete = [j["dir"] for j in summary["jobs"] if j["complete"]]
+    assert len({j["metrics"]["metrics"]["source_f1"] for j in summary["jobs"]
+                if j["complete"]}) == 1
+    assert summary["best"]["source_f1"]["dir"] == complete[0]
+    page = parse(render_sweep_report(sweep))
+    assert page.text(data_best_jobs="source_f1") == "4 results tie: " + ", ".join(complete)
+    # Every tied cell is outlined as a best of its column.
+    assert page.html.count('data-metric="source_f1" data-value=') == 4
+    assert len(re.findall(r'class="num band-\w+ best" data-job="[^"]+" data-metric="source_f1"',
+                          page.html)) == 4

@@ -130,6 +130,7 @@ def test_label_counts() -> None:
     # unexpected_source / cited, passage_missed, source_missed.
     assert result.labels == {
         "citation_supported": 1, "citation_wrong_passage": 2, "citation_unexpected_source": 1,
+        "citation_other_source": 0,
         "reference_cited": 1, "reference_passage_missed": 2, "reference_source_missed": 1,
     }
 

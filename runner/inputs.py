@@ -1,0 +1,117 @@
+"""What `runner.evaluate` accepts: cases and responses as objects or as plain dicts.
+
+A dict is read in the canonical shape of the data files (docs/results.md, README "Data"):
+``{"id", "query", "references": [{"source", "content"}], "expected_sources", "response":
+{"answer", "citations": [{"source", "content"}]}, "metadata"}``. A bad one is refused with its
+place in the input: ``cases[3].references[0].source: required field is missing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.data.loading import validation_to_data_error
+from runner.data.models import Case, Response
+from runner.errors import RagciteError
+
+CaseLike = Case | Mapping[str, Any]
+ResponseLike = Response | Mapping[str, Any]
+
+
+def _refused(where: str, exc: ValidationError) -> RagciteError:
+    """The first problem of `exc` as one line located at `where` (``cases[3]``)."""
+    err = validation_to_data_error(exc, where, "")
+    return RagciteError(f"{where}.{err.field}: {err.problem}" if err.field
+                        else f"{where}: {err.problem}")
+
+
+def as_case(item: Any, index: int) -> Case:
+    """`item` (a :class:`Case` or a dict in the canonical shape) as a validated case.
+
+    A dict without ``id`` gets its 1-based position, as a record of a file does.
+
+    Raises:
+        RagciteError: Neither a case nor a dict, or a dict that is not a valid case.
+    """
+    if isinstance(item, Case):
+        return item
+    where = f"cases[{index}]"
+    if not isinstance(item, Mapping):
+        raise RagciteError(f"{where}: expected a runner.Case or a dict "
+                           f"({{'id', 'query', 'references', 'response', ...}}), "
+                           f"got {type(item).__name__}")
+    record = dict(item)
+    record.setdefault("id", str(index + 1))
+    try:
+        return Case.model_validate(record)
+    except ValidationError as exc:
+        raise _refused(where, exc) from None
+
+
+def iter_as_cases(items: Iterable[Any]) -> Iterator[Case]:
+    """Each item as a :class:`Case` (:func:`as_case`), lazily, so a stream stays a stream."""
+    for index, item in enumerate(items):
+        yield as_case(item, index)
+
+
+def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Response]:
+    """Responses keyed by case id, from what people have.
+
+    Either a mapping of case id → :class:`Response` or dict ``{"answer", "citations"}``, or the
+    records of a stored responses file, ``[{"id", "answer", "citations"}, ...]``. Integer ids
+    become their decimal text, as integer case ids do; a record's ``id`` names its case.
+
+    Raises:
+        RagciteError: A value that is neither a response nor a valid response dict, a record
+            without ``id``, or an ``id`` that differs from its key.
+    """
+    if isinstance(responses, Mapping):
+        items = [(key, f"responses[{key!r}]", value) for key, value in responses.items()]
+    else:
+        items = []
+        for index, record in enumerate(responses):
+            where = f"responses[{index}]"
+            if not isinstance(record, Mapping) or "id" not in record:
+                raise RagciteError(f"{where}: a record of a responses list needs the case "
+                                   "'id' ({'id', 'answer', 'citations'}), or pass a dict "
+                                   "{case id: response}")
+            items.append((record["id"], where, record))
+    out: dict[str, Response] = {}
+    for key, where, value in items:
+        out[str(key)] = _response(value, key, where)
+    return out
+
+
+def _response(value: Any, key: Any, where: str) -> Response:
+    """One response of `responses=` (located at `where`) for the case id `key`."""
+    if isinstance(value, Response):
+        return value
+    if not isinstance(value, Mapping):
+        raise RagciteError(f"{where}: expected a runner.Response or a dict "
+                           f"({{'answer', 'citations'}}), got {type(value).__name__}")
+    record = dict(value)
+    # A stored responses record: its id must name the same case.
+    if "id" in record and str(record.pop("id")) != str(key):
+        raise RagciteError(f"{where}.id: {value['id']!r} is not the case id it is "
+                               f"given for ({key!r})")
+    try:
+        return Response.model_validate(record)
+    except ValidationError as exc:
+        raise _refused(where, exc) from None
+
+
+def no_response_error(n_cases: int, responses_given: bool, first_id: str) -> RagciteError:
+    """The error when none of `n_cases` cases (the first `first_id`) has a response to score."""
+    cases = f"{n_cases} case{'s' if n_cases != 1 else ''}"
+    if responses_given:
+        return RagciteError(
+            f"nothing to score: no case id is a key of responses= ({cases}, the first "
+            f"{first_id!r}); key it by case id, e.g. "
+            f"responses={{{first_id!r}: {{'answer': ..., 'citations': [...]}}}}")
+    return RagciteError(
+        f"nothing to score: no case has a 'response' ({cases}); store one in each case, "
+        f"'response': {{'answer': ..., 'citations': [{{'source': ..., 'content': ...}}]}}, "
+        f"or pass responses={{case id: response}}")
