@@ -187,6 +187,36 @@ def refuse_api_error(exc: BaseException, what: str, where: str) -> None:
                f"OPENAI_API_KEY or {where}.openai_api_key")
 
 
+class Gate:
+    """``asyncio.Semaphore`` for the calls of one component, closed for good when a call inside
+    it raises a RagciteError (a refused key): a call still waiting then sends nothing.
+
+    Args:
+        concurrency: Calls inside the gate at once.
+    """
+
+    def __init__(self, concurrency: int) -> None:
+        self._sem = asyncio.Semaphore(int(concurrency))
+        self.closed = False
+
+    async def __aenter__(self) -> None:
+        await self._sem.acquire()
+        if self.closed:
+            self._sem.release()
+            raise GateClosed("an earlier call stopped the run")
+
+    async def __aexit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        from runner.errors import RagciteError
+
+        if kind is not None and issubclass(kind, RagciteError):
+            self.closed = True
+        self._sem.release()
+
+
+class GateClosed(RuntimeError):
+    """A call that found its :class:`Gate` closed (the run is stopping)."""
+
+
 async def gather_all(aws: Iterable[Awaitable[Any]]) -> list[Any]:
     """``asyncio.gather``, except that the first exception cancels the others (no request is
     sent after a fault that stops the run)."""

@@ -28,6 +28,7 @@ from jmespath.exceptions import JMESPathError
 
 from runner.adapters.base import BaseAdapter
 from runner.apiclient import (
+    Gate,
     ResultStore,
     quiet_http_logs,
     refuse_key,
@@ -273,7 +274,7 @@ class HttpModel(BaseAdapter):
             todo = [i for i in keys if out[i] is None]
             if todo:
                 quiet_http_logs()
-                sem = asyncio.Semaphore(int(self.concurrency))
+                sem = Gate(int(self.concurrency))
                 limits = httpx2.Limits(max_connections=int(self.concurrency))
                 async with httpx2.AsyncClient(timeout=float(self.timeout), limits=limits,
                                               headers=headers) as client:

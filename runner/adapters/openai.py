@@ -10,7 +10,6 @@ request, so an interrupted run resumes without paying twice.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.adapters.extractive import ExtractiveModel
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    Gate,
     ResultStore,
     describe_error,
     effective_base_url,
@@ -227,7 +227,7 @@ class OpenaiModel(BaseAdapter):
                 client = openai_client(require_key(self.openai_api_key, "model", "model=openai"),
                                        self.base_url, self.timeout, self.max_retries,
                                        self.max_retry_after)
-                sem = asyncio.Semaphore(int(self.concurrency))
+                sem = Gate(int(self.concurrency))
 
                 async def answer(key: str) -> None:
                     async with sem:

@@ -9,7 +9,6 @@ cache and the cosine) also serves ``LocalEmbeddingsMatcher``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import numpy as np
 
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    Gate,
     ResultStore,
     describe_error,
     effective_base_url,
@@ -280,7 +280,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
         client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=embeddings"),
                                self.base_url, self.timeout, self.max_retries,
                                self.max_retry_after)
-        sem = asyncio.Semaphore(int(self.concurrency))
+        sem = Gate(int(self.concurrency))
 
         async def attempt(batch: list[str]) -> _Fault | None:
             async with sem:

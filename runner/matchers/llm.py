@@ -11,7 +11,6 @@ no threshold, key or concurrency.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any, ClassVar
 
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    Gate,
     ResultStore,
     describe_error,
     effective_base_url,
@@ -227,7 +227,7 @@ class LlmMatcher(BaseMatcher):
                 client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=llm"),
                                        self.base_url, self.timeout, self.max_retries,
                                        self.max_retry_after)
-                sem = asyncio.Semaphore(int(self.concurrency))
+                sem = Gate(int(self.concurrency))
 
                 async def judge(key: str) -> None:
                     async with sem:

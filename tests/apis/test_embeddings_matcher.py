@@ -158,7 +158,7 @@ def test_a_reply_with_too_few_vectors_is_split_and_retried(server: FakeOpenAI) -
                   "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}}
     server.script(EMB, Scripted(200, body=one_vector))  # 1 vector for 2 texts, once
     sims = embedder(server, max_retries=0).similarities([("alpha", "beta")])
-    assert inputs(server) == [["alpha", "beta"], ["alpha"], ["beta"]]
+    assert sorted(inputs(server)) == [["alpha"], ["alpha", "beta"], ["beta"]]
     expected = cosine_pairs([("alpha", "beta")], {t: np.array(server_vec(t))
                                                   for t in ("alpha", "beta")})[0]
     assert sims == [pytest.approx(expected)]
