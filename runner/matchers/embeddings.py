@@ -330,7 +330,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
             refuse_api_error(exc, "matcher=embeddings", "matcher")
             self._usage.add(errors=1)
-            return _Fault.of(exc, describe_error(exc, "matcher", self.max_retry_after))
+            return _Fault.of(exc, self.max_retry_after)
         try:
             usage = getattr(resp, "usage", None)
             tokens = getattr(usage, "prompt_tokens", None)
@@ -375,8 +375,9 @@ class _Fault:
     kind: str
 
     @staticmethod
-    def of(exc: BaseException, message: str) -> _Fault:
+    def of(exc: BaseException, max_retry_after: float) -> _Fault:
         """The fault of an exception raised by the SDK."""
+        message = describe_error(exc, "matcher", max_retry_after)
         status = getattr(exc, "status_code", None) or 0
         if status == 400:
             kind = "bad_request"
@@ -384,6 +385,7 @@ class _Fault:
             kind = "server"
         elif status == 0 and not isinstance(exc, _transport_errors()):
             kind = "server"  # a reply the SDK could not read (truncated JSON)
+            message = f"embeddings reply is malformed: {message}"
         else:
             kind = "final"
         return _Fault(PairError(message), kind)
