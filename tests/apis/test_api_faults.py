@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +17,16 @@ import pytest
 from runner.adapters.base import AdapterContext
 from runner.adapters.http import HttpModel
 from runner.adapters.openai import OpenaiModel
+from runner.apiclient import ResultStore, request_key
+from runner.cache import CacheStats, DiskCache, digest, text_key
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Reference
 from runner.errors import RagciteError
-from runner.matchers.base import PairError
-from runner.matchers.embeddings import EmbeddingsMatcher, cosine_pairs
+from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.embeddings import EmbeddingsMatcher, cosine_pairs, encode_vector
+from runner.matchers.llm import NAMESPACE as LLM_NAMESPACE
 from runner.matchers.llm import LlmMatcher
+from runner.matching import CachedMatcher
 from tests.apis.conftest import CASES, KB, KEY
 from tests.openai_server import FakeOpenAI, Scripted, default_vector
 
@@ -169,6 +175,49 @@ def test_a_cached_vector_of_another_length_fails_only_its_pairs() -> None:
     sims = cosine_pairs([("a", "c"), ("a", "b"), ("old", "a")], vectors)  # type: ignore[arg-type]
     assert sims[:2] == [pytest.approx(1.0), pytest.approx(0.0)]
     assert isinstance(sims[2], PairError) and "length 3, the others have 2" in sims[2].message
+
+
+@dataclass
+class _Says(BaseMatcher):
+    """A plug-in matcher that gives one fixed similarity."""
+
+    value: float = 0.5
+
+    def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
+        return [self.value] * len(pairs)
+
+
+def test_a_plugin_similarity_that_is_not_a_number_is_an_error_and_not_cached(
+        tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path)
+    try:
+        sims = CachedMatcher(_Says(value=NAN), cache, CacheStats()).similarities([("a", "b")])
+        assert sims == [PairError("the matcher returned a similarity that is not a number: nan")]
+        assert CachedMatcher(_Says(value=0.25), cache, CacheStats()).similarities(
+            [("a", "b")]) == [0.25]  # computed again, now cached
+    finally:
+        cache.close()
+
+
+def test_a_bad_vector_or_judgment_left_in_an_older_cache_is_asked_again(
+        server: FakeOpenAI, tmp_path: Path) -> None:
+    matcher = embedder(server)
+    namespace = "emb-" + digest(matcher.vector_identity())[:32]
+    with ResultStore(tmp_path, namespace) as store:
+        store.put(text_key("a"), encode_vector([NAN, 1.0]))
+        store.put(text_key("b"), encode_vector([0.0, 1.0]))
+    server.vectors.update({"a": [1.0, 0.0], "b": [0.0, 1.0]})
+    matcher.bind_cache(tmp_path)
+    assert matcher.similarities([("a", "b")]) == [pytest.approx(0.0)]
+    assert [b["input"] for _, b in server.bodies] == [["a"]]
+
+    llm = judge(server)
+    with ResultStore(tmp_path, LLM_NAMESPACE) as store:
+        key = request_key("chat", server.v1, llm.request("a", "a"))
+        store.put(key, {"similarity": NAN})
+    llm.bind_cache(tmp_path)
+    assert llm.similarities([("a", "a")]) == [pytest.approx(0.95)]
+    assert server.count(CHAT) == 1
 
 
 def _chat_reply(logprob: float) -> dict[str, object]:
