@@ -142,6 +142,16 @@ def openai_client(api_key: str, base_url: str | None, timeout: float, max_retrie
                               http_client=http_client)
 
 
+def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
+    """The ``Retry-After`` (s) of a retryable error reply when it exceeds `max_retry_after`
+    (the call was then not retried), else None."""
+    status = getattr(exc, "status_code", None) or 0
+    after = retry_after(getattr(getattr(exc, "response", None), "headers", None))
+    if after is not None and after > max_retry_after and (status in _RETRIED or status >= 500):
+        return after
+    return None
+
+
 def describe_error(exc: BaseException, where: str = "matcher",
                    max_retry_after: float = MAX_RETRY_AFTER) -> str:
     """A one-line description of a failed call (status code and the server's message).
@@ -151,10 +161,8 @@ def describe_error(exc: BaseException, where: str = "matcher",
     """
     status = getattr(exc, "status_code", None)
     head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-    response = getattr(exc, "response", None)
-    after = retry_after(getattr(response, "headers", None))
-    if (after is not None and after > max_retry_after
-            and (status in _RETRIED or (status or 0) >= 500)):
+    after = waits_too_long(exc, max_retry_after)
+    if after is not None:
         return (f"{head}: Retry-After {after:g} s exceeds the ceiling of {max_retry_after:g} s "
                 f"({where}.max_retry_after); not retried")
     text = " ".join(str(exc).split())

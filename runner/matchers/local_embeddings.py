@@ -20,7 +20,8 @@ import numpy as np
 from runner.apiclient import ResultStore, require_positive
 from runner.cache import text_key
 from runner.matchers.base import PairError
-from runner.matchers.embeddings import EmbeddingVectors, Vector, encode_vector
+from runner.matchers.embeddings import EmbeddingVectors
+from runner.matchers.vectors import Vector, encode_vector
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _models: dict[tuple[str, str], Any] = {}
