@@ -6,9 +6,10 @@
   ``Retry-After`` is waited out up to ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by
   default, at most the SDK's two minutes), and a longer one fails the call at once with a
   message that says so (:func:`describe_error`).
-- :func:`refuse_key`: a 401/403 reply stops the run with one line (:func:`gather_all` cancels
-  the calls still waiting); a component's first request goes alone (:func:`send_all`), so a
-  bad key costs one request, not one per pair.
+- :func:`refuse_key`: a 401/403 reply stops the run with one line; the component's
+  :class:`Gate` closes (a call still waiting sends nothing) and :func:`gather_all` cancels the
+  rest. A component's first request goes alone (:func:`send_all`) until the server has
+  accepted the key once, so a bad key costs one request, not one per pair.
 - :func:`run_sync`: run a coroutine from synchronous code, also inside a running event loop
   (a notebook).
 - :class:`ResultStore`: results persisted as they complete, so an interrupted run loses at most
