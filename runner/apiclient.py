@@ -2,8 +2,14 @@
 
 - :func:`require_key`: the one-line error for a missing API key, raised before any work.
 - :func:`openai_client`: an ``openai.AsyncOpenAI`` with the configured timeout and retries (the
-  SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff and
-  honours ``Retry-After`` up to two minutes).
+  SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
+  ``Retry-After`` is waited out up to ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by
+  default, at most the SDK's two minutes), and a longer one fails the call at once with a
+  message that says so (:func:`describe_error`).
+- :func:`refuse_key`: a 401/403 reply stops the run with one line; the component's
+  :class:`Gate` closes (a call still waiting sends nothing) and :func:`gather_all` cancels the
+  rest. A component's first request goes alone (:func:`send_all`) until the server has
+  accepted the key once, so a bad key costs one request, not one per pair.
 - :func:`run_sync`: run a coroutine from synchronous code, also inside a running event loop
   (a notebook).
 - :class:`ResultStore`: results persisted as they complete, so an interrupted run loses at most
@@ -14,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import email.utils
 import logging
+import math
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,6 +35,13 @@ if TYPE_CHECKING:
     import openai
 
 T = TypeVar("T")
+
+MAX_RETRY_AFTER = 60.0
+"""Default ceiling (s) on a server's ``Retry-After`` that a call waits out (``max_retry_after``)."""
+SDK_MAX_RETRY_AFTER = 120.0
+"""The longest ``Retry-After`` the openai SDK waits out; ``max_retry_after`` may not exceed it."""
+_RETRIED = frozenset({408, 409, 429})
+_REFUSED = {401: "401 Unauthorized", 403: "403 Forbidden"}
 
 
 def require_key(key: str | None, where: str, what: str) -> str:
@@ -72,25 +87,166 @@ def effective_base_url(base_url: str | None) -> str | None:
     return base_url or os.environ.get("OPENAI_BASE_URL") or None
 
 
-def openai_client(api_key: str, base_url: str | None, timeout: float,
-                  max_retries: int) -> openai.AsyncOpenAI:
-    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it)."""
+def require_retry_after(value: Any, name: str) -> None:
+    """Raise a one-line RagciteError unless ``0 <= value <= 120`` (the SDK's own limit)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value)
+            or not 0 <= value <= SDK_MAX_RETRY_AFTER):
+        from runner.errors import RagciteError
+
+        raise RagciteError(f"{name}: must be a number of seconds in [0, "
+                           f"{SDK_MAX_RETRY_AFTER:g}], got {value!r}")
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from a reply's ``Retry-After`` (seconds or an HTTP date) or
+    ``retry-after-ms`` header, or None when it gives none."""
+    if not headers:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            if divisor == 1000.0:
+                continue
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            return max(0.0, when.timestamp() - time.time())
+        return max(0.0, seconds) if not math.isnan(seconds) else None
+    return None
+
+
+def openai_client(api_key: str, base_url: str | None, timeout: float, max_retries: int,
+                  max_retry_after: float = MAX_RETRY_AFTER) -> openai.AsyncOpenAI:
+    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it).
+
+    A retryable reply whose ``Retry-After`` exceeds `max_retry_after` is not retried (the
+    SDK's own ``x-should-retry`` reply header is set on it), so the run never sleeps longer.
+    """
     import openai
 
     quiet_http_logs()
+    ceiling = float(max_retry_after)
 
+    async def no_long_waits(response: Any) -> None:
+        after = retry_after(response.headers)
+        if after is not None and after > ceiling:
+            response.headers["x-should-retry"] = "false"
+
+    http_client = openai.DefaultAsyncHttpxClient(event_hooks={"response": [no_long_waits]})
     return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
-                              timeout=float(timeout), max_retries=int(max_retries))
+                              timeout=float(timeout), max_retries=int(max_retries),
+                              http_client=http_client)
 
 
-def describe_error(exc: BaseException) -> str:
-    """A one-line description of a failed call (status code and the server's message)."""
+def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
+    """The ``Retry-After`` (s) of a retryable error reply when it exceeds `max_retry_after`
+    (the call was then not retried), else None."""
+    status = getattr(exc, "status_code", None) or 0
+    after = retry_after(getattr(getattr(exc, "response", None), "headers", None))
+    if after is not None and after > max_retry_after and (status in _RETRIED or status >= 500):
+        return after
+    return None
+
+
+def describe_error(exc: BaseException, where: str = "matcher",
+                   max_retry_after: float = MAX_RETRY_AFTER) -> str:
+    """A one-line description of a failed call (status code and the server's message).
+
+    A retryable reply that asked to wait longer than `max_retry_after` says so, naming the
+    key (``<where>.max_retry_after``).
+    """
     status = getattr(exc, "status_code", None)
+    head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
+    after = waits_too_long(exc, max_retry_after)
+    if after is not None:
+        return (f"{head}: Retry-After {after:g} s exceeds the ceiling of {max_retry_after:g} s "
+                f"({where}.max_retry_after); not retried")
     text = " ".join(str(exc).split())
     if len(text) > 300:
         text = text[:297] + "..."
-    head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
     return f"{head}: {text}" if text else head
+
+
+def refuse_key(status: int | None, what: str, hint: str) -> None:
+    """Stop the run when the server refused the credentials (401/403).
+
+    Args:
+        status: The reply's HTTP status.
+        what: The component as the user chose it (``matcher=llm``).
+        hint: Where the credentials come from (``OPENAI_API_KEY or matcher.openai_api_key``).
+
+    Raises:
+        RagciteError: `status` is 401 or 403.
+    """
+    if status in _REFUSED:
+        from runner.errors import RagciteError
+
+        raise RagciteError(f"{what}: the server refused the API key ({_REFUSED[status]}); "
+                           f"set a valid key in {hint}")
+
+
+def refuse_api_error(exc: BaseException, what: str, where: str) -> None:
+    """:func:`refuse_key` for an exception of the openai SDK."""
+    refuse_key(getattr(exc, "status_code", None), what,
+               f"OPENAI_API_KEY or {where}.openai_api_key")
+
+
+class Gate:
+    """``asyncio.Semaphore`` for the calls of one component, closed for good when a call inside
+    it raises a RagciteError (a refused key): a call still waiting then sends nothing.
+
+    Args:
+        concurrency: Calls inside the gate at once.
+    """
+
+    def __init__(self, concurrency: int) -> None:
+        self._sem = asyncio.Semaphore(int(concurrency))
+        self.closed = False
+
+    async def __aenter__(self) -> None:
+        await self._sem.acquire()
+        if self.closed:
+            self._sem.release()
+            raise GateClosed("an earlier call stopped the run")
+
+    async def __aexit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        from runner.errors import RagciteError
+
+        if kind is not None and issubclass(kind, RagciteError):
+            self.closed = True
+        self._sem.release()
+
+
+class GateClosed(RuntimeError):
+    """A call that found its :class:`Gate` closed (the run is stopping)."""
+
+
+async def gather_all(aws: Iterable[Awaitable[Any]]) -> list[Any]:
+    """``asyncio.gather``, except that the first exception cancels the others (no request is
+    sent after a fault that stops the run)."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def send_all(items: Sequence[T], send: Callable[[T], Awaitable[Any]],
+                   alone_first: bool) -> None:
+    """``send`` every item concurrently; the first one alone when `alone_first` (a component
+    whose key the server has not yet accepted: a refused key then costs one request)."""
+    rest = list(items)
+    if alone_first and rest:
+        await send(rest.pop(0))
+    await gather_all(send(item) for item in rest)
 
 
 def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -3,11 +3,13 @@
 Only matchers that say the cache pays (``cacheable``: the API matchers) are cached; the offline
 ones compute faster than a lookup and are simply called. The cache key is the matcher's identity
 (which carries no threshold) and both texts, so every unique pair is paid once across runs,
-reruns and sweeps. Failed pairs are not cached: a rerun retries them.
+reruns and sweeps. Failed pairs are not cached: a rerun retries them. A similarity that is not a
+finite number is a failed pair (never cached; one found in an older cache is computed again).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,11 +84,12 @@ class CachedMatcher:
             return self.inner.similarities(pairs)
         keys = [text_key(r, c) for r, c in pairs]
         with self.cache.lock(self.namespace):
-            found = self.cache.get_many(self.namespace, keys)
+            found = {k: v for k, v in self.cache.get_many(self.namespace, keys).items()
+                     if isinstance(v, (int, float)) and math.isfinite(v)}
             missing = [i for i, k in enumerate(keys) if k not in found]
             new: list[Similarity] = []
             if missing:
-                new = self.inner.similarities([pairs[i] for i in missing])
+                new = [_number(v) for v in self.inner.similarities([pairs[i] for i in missing])]
                 self.cache.put_many(self.namespace, [
                     (keys[i], v) for i, v in zip(missing, new) if not isinstance(v, PairError)])
         self.stats.add("similarities", len(pairs) - len(missing), len(missing))
@@ -94,3 +97,10 @@ class CachedMatcher:
         for i, v in zip(missing, new):
             out[i] = v
         return out
+
+
+def _number(value: Similarity) -> Similarity:
+    """A similarity, or the PairError of one that is not a finite number."""
+    if isinstance(value, PairError) or math.isfinite(value):
+        return value
+    return PairError(f"the matcher returned a similarity that is not a number: {value!r}")

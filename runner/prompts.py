@@ -6,15 +6,21 @@ is the SHA-256 of its source, so editing a template changes the cache identity o
 produced and nothing stale is ever reused.
 
 Passages from the data are untrusted: the ``data`` filter neutralises anything in them that looks
-like the delimiting tags (``<passage>``, ``</reference_passage>``, ...), so a passage cannot close
-its delimiter and smuggle instructions into the prompt.
+like the delimiting tags (``<passage>``, ``</reference_passage>``, ``< /cited_passage>``, ...) or
+a chat template's turn tokens (``<|im_end|>``, ``[INST]``, ``<end_of_turn>``, ...), so a passage
+cannot close its delimiter and smuggle instructions into the prompt. Look-alikes are normalised
+first: NFKC (full-width ``＜／cited_passage＞`` becomes ``</cited_passage>``), invisible format
+characters (zero-width spaces and joiners, bidi controls) removed, HTML entities
+(``&lt;/cited_passage&gt;``) decoded.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import html
 import re
+import unicodedata
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -25,14 +31,36 @@ import jinja2
 PROMPTS_PACKAGE = "runner.templates"
 PROMPTS_FOLDER = "prompts"
 
-_TAG = re.compile(r"</?\s*[A-Za-z_]*(?:passage|reference|citation|document|question)"
+_TAG = re.compile(r"<\s*/?\s*[A-Za-z_]*(?:passage|reference|citation|document|question)"
                   r"[A-Za-z_]*\b[^>]*>?", re.IGNORECASE)
+_TURN = re.compile(r"<\|[^<>|]{0,64}\|>|</?s>|<\s*/?\s*(?:start|end)_of_turn\s*>"
+                   r"|\[\s*/?\s*INST\s*\]|<<\s*/?\s*SYS\s*>>", re.IGNORECASE)
+_MAX_UNESCAPE = 3  # nested escaping (&amp;lt;) decoded this many times at most
+
+
+def normalise(text: str) -> str:
+    """Untrusted text with look-alike characters made plain: HTML entities decoded, NFKC
+    (full-width and compatibility forms), invisible format characters (category Cf) removed."""
+    for _ in range(_MAX_UNESCAPE):
+        if "&" not in text:
+            break
+        text = html.unescape(text)
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
 def fence(value: Any) -> str:
-    """Neutralise delimiter-like tags in untrusted text (``<`` → ``‹``, ``>`` → ``›``)."""
-    text = "" if value is None else str(value)
-    return _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+    """Neutralise delimiter-like tags and chat-template tokens in untrusted text, after
+    :func:`normalise` (``<`` → ``‹``, ``>`` → ``›``, ``[`` → ``⁅``, ``]`` → ``⁆``)."""
+    text = normalise("" if value is None else str(value))
+
+    def neutral(m: re.Match[str]) -> str:
+        return m.group(0).translate(_NEUTRAL)
+
+    return _TURN.sub(neutral, _TAG.sub(neutral, text))
+
+
+_NEUTRAL = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆"})
 
 
 def _environment() -> jinja2.Environment:

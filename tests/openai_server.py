@@ -11,6 +11,7 @@ from the request, unless a test queued a scripted reply for that path::
         server.judgments[("ref text", "cit text")] = 0.8     # P(yes) via log-probabilities
         server.vectors["some text"] = [1.0, 0.0, 0.0]
         ... LlmMatcher(base_url=server.v1, ...) ...
+        server.input_faults["poison"] = Scripted(500)         # any embeddings request with it
         server.counts["/v1/chat/completions"]   # requests received (retries included)
         server.bodies                           # (path, parsed JSON body) of each request
 
@@ -75,6 +76,8 @@ class FakeOpenAI:
         self.times: list[tuple[str, float]] = []  # (path, arrival time.monotonic())
         # Embedding inputs the server rejects with a 400 (as for a text over the token limit).
         self.reject_inputs: set[str] = set()
+        # Embedding inputs whose every request gets this reply (a 500, a truncated body, ...).
+        self.input_faults: dict[str, Scripted] = {}
         self.vectors: dict[str, list[float]] = {}
         # (reference, citation) → P(yes) (a float) or a literal answer (a str, no logprobs).
         self.judgments: dict[tuple[str, str], float | str] = {}
@@ -259,6 +262,11 @@ class _Handler(BaseHTTPRequestHandler):
             owner.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
             owner.times.append((path, time.monotonic()))
             scripted = owner.queues[path].popleft() if owner.queues[path] else None
+            if scripted is None and path == "/v1/embeddings" and isinstance(body, dict):
+                inputs = body.get("input")
+                scripted = next((owner.input_faults[t] for t in (
+                    [inputs] if isinstance(inputs, str) else inputs or [])
+                    if t in owner.input_faults), None)
         delay = owner.latency + (scripted.delay if scripted else 0.0)
         if delay:
             time.sleep(delay)

@@ -3,8 +3,10 @@
 The JSON body of each case is rendered from a Jinja template (``body``); the answer and the
 citations are read from the JSON reply with JMESPath. Headers name environment variables, never
 values. 408/409/429/5xx replies, timeouts and connection errors are retried with exponential
-backoff (``Retry-After`` honoured up to two minutes). The raw replies are persisted as they
-arrive, keyed by (method, url, body): changing only the JMESPath expressions re-reads them.
+backoff (``Retry-After`` honoured up to two minutes). A 401/403 stops the run with one line (the
+first request goes alone, so a refused credential costs one request). The raw replies are
+persisted as they arrive, keyed by (method, url, body): changing only the JMESPath expressions
+re-reads them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 
 from runner.adapters.base import BaseAdapter
-from runner.apiclient import ResultStore, quiet_http_logs, request_key, require_positive
+from runner.apiclient import (
+    Gate,
+    ResultStore,
+    quiet_http_logs,
+    refuse_key,
+    request_key,
+    require_positive,
+    send_all,
+)
 from runner.data.models import Case, Citation, Response
 from runner.usage import Usage
 
@@ -136,6 +146,7 @@ class HttpModel(BaseAdapter):
         super().__post_init__()
         self._usage = Usage()
         self._memory: dict[tuple[str, str], Any] = {}
+        self._key_accepted = False  # until a reply: the first request goes alone
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
@@ -263,7 +274,7 @@ class HttpModel(BaseAdapter):
             todo = [i for i in keys if out[i] is None]
             if todo:
                 quiet_http_logs()
-                sem = asyncio.Semaphore(int(self.concurrency))
+                sem = Gate(int(self.concurrency))
                 limits = httpx2.Limits(max_connections=int(self.concurrency))
                 async with httpx2.AsyncClient(timeout=float(self.timeout), limits=limits,
                                               headers=headers) as client:
@@ -272,7 +283,7 @@ class HttpModel(BaseAdapter):
                         async with sem:
                             out[i] = await self._send(client, bodies[i], store, keys[i])
 
-                    await asyncio.gather(*(send(i) for i in todo))
+                    await send_all(todo, send, alone_first=not self._key_accepted)
         return [r if r is not None else Response(error="no response") for r in out]
 
     def _account(self, response: Response, cached: bool = False) -> Response:
@@ -302,6 +313,9 @@ class HttpModel(BaseAdapter):
             except (httpx2.TimeoutException, httpx2.TransportError) as exc:
                 last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             else:
+                refuse_key(resp.status_code, "model=http",
+                           "the environment variables model.headers names")
+                self._key_accepted = True
                 if resp.status_code < 300:
                     latency = round(time.perf_counter() - start, 4)
                     try:

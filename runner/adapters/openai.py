@@ -10,7 +10,6 @@ request, so an interrupted run resumes without paying twice.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Sequence
@@ -22,13 +21,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.adapters.extractive import ExtractiveModel
 from runner.apiclient import (
+    MAX_RETRY_AFTER,
+    Gate,
     ResultStore,
     describe_error,
     effective_base_url,
     openai_client,
+    refuse_api_error,
     request_key,
     require_key,
     require_positive,
+    require_retry_after,
+    send_all,
 )
 from runner.data.models import Case, Citation, Response
 from runner.prompts import Prompt, load_prompt
@@ -113,6 +117,8 @@ class OpenaiModel(BaseAdapter):
         concurrency: Requests in flight at once.
         timeout: Seconds per request attempt.
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
+        max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
+            longer one fails the case at once, saying so.
     """
 
     model: str = "gpt-4o-mini"
@@ -130,10 +136,12 @@ class OpenaiModel(BaseAdapter):
     concurrency: int = field(default=16, metadata={"identity": False})
     timeout: float = field(default=120.0, metadata={"identity": False})
     max_retries: int = field(default=4, metadata={"identity": False})
+    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self._usage = Usage(model=self.model)
+        self._key_accepted = False  # until a reply: the first request goes alone
         self._memory: dict[tuple[str, str], Any] = {}
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
@@ -148,6 +156,7 @@ class OpenaiModel(BaseAdapter):
         require_positive(self.concurrency, "model.concurrency")
         require_positive(self.timeout, "model.timeout", 0.001)
         require_positive(self.max_retries, "model.max_retries", 0)
+        require_retry_after(self.max_retry_after, "model.max_retry_after")
         if self.structured_output not in STRUCTURED_OUTPUT:
             raise RagciteError(f"model.structured_output must be one of "
                                f"{', '.join(STRUCTURED_OUTPUT)}, got {self.structured_output!r}")
@@ -216,15 +225,16 @@ class OpenaiModel(BaseAdapter):
             todo = {k: r for k, r in zip(keys, requests) if k not in out}
             if todo:
                 client = openai_client(require_key(self.openai_api_key, "model", "model=openai"),
-                                       self.base_url, self.timeout, self.max_retries)
-                sem = asyncio.Semaphore(int(self.concurrency))
+                                       self.base_url, self.timeout, self.max_retries,
+                                       self.max_retry_after)
+                sem = Gate(int(self.concurrency))
 
                 async def answer(key: str) -> None:
                     async with sem:
                         out[key] = await self._call(client, todo[key], store, key)
 
                 try:
-                    await asyncio.gather(*(answer(k) for k in todo))
+                    await send_all(list(todo), answer, alone_first=not self._key_accepted)
                 finally:
                     await client.close()
         return [out[k] for k in keys]
@@ -235,9 +245,12 @@ class OpenaiModel(BaseAdapter):
         try:
             resp = await client.chat.completions.create(**req)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
+            refuse_api_error(exc, "model=openai", "model")
             self._usage.add(errors=1)
-            return Response(error=f"openai call failed: {describe_error(exc)}",
+            return Response(error="openai call failed: "
+                                  f"{describe_error(exc, 'model', self.max_retry_after)}",
                             latency_s=round(time.perf_counter() - start, 4))
+        self._key_accepted = True
         latency = round(time.perf_counter() - start, 4)
         try:
             u = getattr(resp, "usage", None)

@@ -9,8 +9,6 @@ cache and the cosine) also serves ``LocalEmbeddingsMatcher``.
 
 from __future__ import annotations
 
-import asyncio
-import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,20 +17,36 @@ from typing import Any, ClassVar
 import numpy as np
 
 from runner.apiclient import (
+    MAX_RETRY_AFTER,
+    Gate,
     ResultStore,
     describe_error,
     effective_base_url,
+    gather_all,
     openai_client,
+    refuse_api_error,
     require_key,
     require_positive,
+    require_retry_after,
     run_sync,
+    send_all,
+    waits_too_long,
 )
 from runner.cache import digest, text_key
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.vectors import (
+    Vector,
+    cosine_pairs,
+    decode_vector,
+    encode_vector,
+    usual_length,
+    vector_problem,
+    wrong_length,
+)
 from runner.usage import Usage
 
-Vector = np.ndarray
-_PAIR_CHUNK = 8192
+__all__ = ["EmbeddingVectors", "EmbeddingsMatcher", "cosine_pairs", "decode_vector",
+           "encode_vector", "estimate_tokens", "plan_requests"]
 
 
 def estimate_tokens(text: str, chars_per_token: float = 3.0) -> int:
@@ -63,52 +77,6 @@ def plan_requests(texts: Sequence[str], max_inputs: int, max_tokens: int,
     return batches
 
 
-def encode_vector(vec: Any) -> str:
-    """A vector as base64 of little-endian float32 (compact cache storage)."""
-    return base64.b64encode(np.asarray(vec, dtype="<f4").tobytes()).decode("ascii")
-
-
-def decode_vector(data: str) -> Vector:
-    """The inverse of :func:`encode_vector`."""
-    return np.frombuffer(base64.b64decode(data), dtype="<f4")
-
-
-def cosine_pairs(pairs: Sequence[TextPair], vectors: dict[str, Vector | PairError]
-                 ) -> list[Similarity]:
-    """Cosine similarity per pair (a PairError where either text has no vector)."""
-    out: list[Similarity] = [0.0] * len(pairs)
-    ok_texts = [t for t, v in vectors.items() if not isinstance(v, PairError)]
-    if ok_texts:
-        dims = {len(vectors[t]) for t in ok_texts}  # type: ignore[arg-type]
-        if len(dims) > 1:
-            from runner.errors import RagciteError
-
-            raise RagciteError(f"embedding vectors of different lengths {sorted(dims)}: the "
-                               "server changed the model behind the same name; rerun with "
-                               "cache.clear=true")
-        matrix = np.stack([np.asarray(vectors[t], dtype=np.float32) for t in ok_texts])
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        np.divide(matrix, norms, out=matrix, where=norms > 0)  # in place; zero rows stay 0
-        row = {t: i for i, t in enumerate(ok_texts)}
-    good: list[int] = []
-    for i, (a, b) in enumerate(pairs):
-        va, vb = vectors[a], vectors[b]
-        if isinstance(va, PairError):
-            out[i] = va
-        elif isinstance(vb, PairError):
-            out[i] = vb
-        else:
-            good.append(i)
-    for start in range(0, len(good), _PAIR_CHUNK):
-        idx = good[start:start + _PAIR_CHUNK]
-        ia = np.fromiter((row[pairs[i][0]] for i in idx), dtype=np.int64, count=len(idx))
-        ib = np.fromiter((row[pairs[i][1]] for i in idx), dtype=np.int64, count=len(idx))
-        sims = np.einsum("ij,ij->i", matrix[ia], matrix[ib])
-        for i, s in zip(idx, np.clip(sims, -1.0, 1.0).tolist()):
-            out[i] = float(s)
-    return out
-
-
 @dataclass
 class EmbeddingVectors(BaseMatcher):
     """Base of the embedding matchers: a per-text vector cache and cosine similarities.
@@ -120,6 +88,7 @@ class EmbeddingVectors(BaseMatcher):
         self._cache_dir: Path | None = None
         self._memory: dict[tuple[str, str], Any] = {}
         self._usage = Usage(model=getattr(self, "model", None))
+        self._key_accepted = False  # until a reply: the first request goes alone
 
     def bind_cache(self, directory: Path | None) -> None:
         """Store vectors under the run's cache folder (None: keep them in memory)."""
@@ -157,7 +126,9 @@ class EmbeddingVectors(BaseMatcher):
             found = store.get_many(list(keys.values()))
             for t, k in keys.items():
                 if k in found:
-                    vectors[t] = decode_vector(found[k])
+                    vec = decode_vector(found[k])
+                    if vector_problem(vec) is None:  # else (an older version's) embed again
+                        vectors[t] = vec
             self._usage.add(cached=len(vectors))
             missing = [t for t in texts if t not in vectors]
             if missing:
@@ -183,6 +154,8 @@ class EmbeddingsMatcher(EmbeddingVectors):
         concurrency: Requests in flight at once.
         timeout: Seconds per request attempt.
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
+        max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
+            longer one fails the request's texts at once, saying so.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.8, "lenient": 0.7}
@@ -198,6 +171,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
     concurrency: int = field(default=4, metadata={"identity": False})
     timeout: float = field(default=60.0, metadata={"identity": False})
     max_retries: int = field(default=4, metadata={"identity": False})
+    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key or bad settings."""
@@ -210,6 +184,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
         require_positive(self.concurrency, "matcher.concurrency")
         require_positive(self.timeout, "matcher.timeout", 0.001)
         require_positive(self.max_retries, "matcher.max_retries", 0)
+        require_retry_after(self.max_retry_after, "matcher.max_retry_after")
         if self.dimensions is not None:
             require_positive(self.dimensions, "matcher.dimensions")
         if self.encoding_format not in ("base64", "float"):
@@ -227,38 +202,58 @@ class EmbeddingsMatcher(EmbeddingVectors):
 
     async def embed(self, texts: list[str], store: ResultStore
                     ) -> dict[str, Vector | PairError]:
-        """Embed through the API: request batches concurrently, vectors stored as they come."""
+        """Embed through the API: request batches concurrently, vectors stored as they come.
+
+        A request that fails (a 400, a 5xx after the retries, a truncated or malformed reply)
+        is split in halves to isolate the text(s) at fault, so the others keep their vectors;
+        the splitting stops where both halves of a split fail alike with a 5xx or a bad reply
+        (the server, not one text). A 401/403 stops the run (a RagciteError).
+        """
         out: dict[str, Vector | PairError] = {}
         client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=embeddings"),
-                               self.base_url, self.timeout, self.max_retries)
-        sem = asyncio.Semaphore(int(self.concurrency))
+                               self.base_url, self.timeout, self.max_retries,
+                               self.max_retry_after)
+        sem = Gate(int(self.concurrency))
 
-        async def run(batch: list[str]) -> None:
+        async def attempt(batch: list[str]) -> _Fault | None:
             async with sem:
                 result = await self._request(client, batch)
-            if isinstance(result, PairError):
-                # A 400 (one text too long, a bad character) spoils the whole request: split
-                # it to isolate the offending text(s) and keep the rest.
-                if result.message.startswith("BadRequestError") and len(batch) > 1:
-                    half = len(batch) // 2
-                    await asyncio.gather(run(batch[:half]), run(batch[half:]))
-                    return
-                for t in batch:
-                    out[t] = result
-                return
+            if isinstance(result, _Fault):
+                return result
+            self._key_accepted = True
             for t, vec in zip(batch, result):
                 out[t] = vec
-                store.put(text_key(t), encode_vector(vec))
+                if not isinstance(vec, PairError):
+                    store.put(text_key(t), encode_vector(vec))
+            return None
+
+        async def isolate(batch: list[str], fault: _Fault) -> None:
+            if len(batch) == 1 or fault.kind == "final":
+                out.update(dict.fromkeys(batch, fault.error))
+                return
+            halves = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
+            faults = await gather_all(attempt(h) for h in halves)
+            if fault.kind == "server" and all(f is not None for f in faults):
+                for half, f in zip(halves, faults):
+                    out.update(dict.fromkeys(half, f.error))
+                return
+            await gather_all(isolate(h, f) for h, f in zip(halves, faults) if f is not None)
+
+        async def send(batch: list[str]) -> None:
+            fault = await attempt(batch)
+            if fault is not None:
+                await isolate(batch, fault)
 
         try:
             batches = plan_requests(texts, int(self.max_inputs), int(self.max_request_tokens),
                                     float(self.chars_per_token))
-            await asyncio.gather(*(run(b) for b in batches))
+            await send_all(batches, send, alone_first=not self._key_accepted)
         finally:
             await client.close()
         return out
 
-    async def _request(self, client: Any, batch: list[str]) -> list[Vector] | PairError:
+    async def _request(self, client: Any, batch: list[str]) -> list[Vector | PairError] | _Fault:
+        """One request: a vector (or the PairError of an unusable one) per text, or the fault."""
         kwargs: dict[str, Any] = {"model": self.model, "input": batch,
                                   "encoding_format": self.encoding_format}
         if self.dimensions is not None:
@@ -266,8 +261,9 @@ class EmbeddingsMatcher(EmbeddingVectors):
         try:
             resp = await client.embeddings.create(**kwargs)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
+            refuse_api_error(exc, "matcher=embeddings", "matcher")
             self._usage.add(errors=1)
-            return PairError(describe_error(exc))
+            return _Fault.of(exc, self.max_retry_after)
         try:
             usage = getattr(resp, "usage", None)
             tokens = getattr(usage, "prompt_tokens", None)
@@ -277,16 +273,58 @@ class EmbeddingsMatcher(EmbeddingVectors):
             data = sorted(resp.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise ValueError(f"{len(data)} vectors for {len(batch)} inputs")
-            vectors = []
-            for item in data:
-                emb = item.embedding
-                vec = (decode_vector(emb) if isinstance(emb, str)
-                       else np.asarray(emb, dtype=np.float32))
-                if vec.ndim != 1 or vec.size == 0:
-                    raise ValueError("an empty vector")
-                vectors.append(vec)
-            if len({v.size for v in vectors}) > 1:
-                raise ValueError("vectors of different lengths")
-            return vectors
+            vectors = [decode_vector(d.embedding) if isinstance(d.embedding, str)
+                       else np.asarray(d.embedding, dtype=np.float32) for d in data]
         except Exception as exc:
-            return PairError(f"embeddings reply is malformed: {describe_error(exc)}")
+            return _Fault(PairError(f"embeddings reply is malformed: {describe_error(exc)}"),
+                          "server")
+        return self._checked(vectors)
+
+    def _checked(self, vectors: list[Vector]) -> list[Vector | PairError]:
+        """Each vector, or the PairError saying why it is not a number the matcher can use."""
+        usual = usual_length([v.size for v in vectors if v.ndim == 1], self.dimensions)
+        out: list[Vector | PairError] = []
+        for vec in vectors:
+            problem = vector_problem(vec)
+            if problem is not None:
+                out.append(PairError(f"the embeddings server returned {problem}"))
+            elif vec.size != usual:
+                out.append(wrong_length(vec.size, usual or 0))
+            else:
+                out.append(vec)
+        return out
+
+
+@dataclass(frozen=True)
+class _Fault:
+    """A failed embeddings request: the error of its texts, and how to go on.
+
+    ``kind``: ``bad_request`` (a 400: split to find the text), ``server`` (a 5xx after the
+    retries, a truncated or malformed reply: split, unless both halves fail alike) or ``final``
+    (429 after the retries, a Retry-After over the ceiling, timeouts, connection errors).
+    """
+
+    error: PairError
+    kind: str
+
+    @staticmethod
+    def of(exc: BaseException, max_retry_after: float) -> _Fault:
+        """The fault of an exception raised by the SDK."""
+        message = describe_error(exc, "matcher", max_retry_after)
+        status = getattr(exc, "status_code", None) or 0
+        if status == 400:
+            kind = "bad_request"
+        elif status >= 500 and waits_too_long(exc, max_retry_after) is None:
+            kind = "server"
+        elif status == 0 and not isinstance(exc, _transport_errors()):
+            kind = "server"  # a reply the SDK could not read (truncated JSON)
+            message = f"embeddings reply is malformed: {message}"
+        else:
+            kind = "final"
+        return _Fault(PairError(message), kind)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    import openai
+
+    return (openai.APIConnectionError,)

@@ -11,7 +11,6 @@ no threshold, key or concurrency.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,14 +18,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.apiclient import (
+    MAX_RETRY_AFTER,
+    Gate,
     ResultStore,
     describe_error,
     effective_base_url,
     openai_client,
+    refuse_api_error,
     request_key,
     require_key,
     require_positive,
+    require_retry_after,
     run_sync,
+    send_all,
 )
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.prompts import Prompt, load_prompt
@@ -53,6 +57,10 @@ def yes_probability(logprobs: Any) -> float | None:
     "yes" spellings (``Yes``, `` yes``, ``YES``, ...) and of the "no" spellings; the result is
     ``p_yes / (p_yes + p_no)``. When no "no" spelling is among the top tokens, ``p_no`` is taken
     as the unlisted mass ``1 - Σ listed`` (its upper bound), so a lone "yes" at 0.6 gives 0.6.
+
+    Raises:
+        ValueError: A log-probability that is not a finite number <= 0 (NaN, infinite, or a
+            probability above 1): the reply is not a score.
     """
     content = (_get(logprobs, "content") if logprobs is not None else None) or []
     for tok in content:
@@ -66,7 +74,11 @@ def yes_probability(logprobs: Any) -> float | None:
             lp = _get(cand, "logprob")
             if lp is None:
                 continue
-            p = math.exp(max(float(lp), -1e4))
+            lp = float(lp)
+            if not math.isfinite(lp) or lp > 1e-6:
+                raise ValueError(f"the judge's log-probability {lp!r} is not a finite number "
+                                 "<= 0")
+            p = math.exp(max(lp, -1e4))
             listed += p
             word = _word(str(_get(cand, "token") or ""))
             if word in _YES:
@@ -115,6 +127,8 @@ class LlmMatcher(BaseMatcher):
         concurrency: Requests in flight at once.
         timeout: Seconds per request attempt.
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
+        max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
+            longer one fails the pair at once, saying so.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.5, "lenient": 0.2}
@@ -128,11 +142,13 @@ class LlmMatcher(BaseMatcher):
     concurrency: int = field(default=32, metadata={"identity": False})
     timeout: float = field(default=60.0, metadata={"identity": False})
     max_retries: int = field(default=4, metadata={"identity": False})
+    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
 
     def __post_init__(self) -> None:
         self._cache_dir: Path | None = None
         self._memory: dict[tuple[str, str], Any] = {}
         self._usage = Usage(model=self.model)
+        self._key_accepted = False  # until a reply: the first request goes alone
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
@@ -144,6 +160,7 @@ class LlmMatcher(BaseMatcher):
         require_positive(self.concurrency, "matcher.concurrency")
         require_positive(self.timeout, "matcher.timeout", 0.001)
         require_positive(self.max_retries, "matcher.max_retries", 0)
+        require_retry_after(self.max_retry_after, "matcher.max_retry_after")
         if self.logprobs and not 1 <= self.top_logprobs <= 20:
             raise RagciteError(f"matcher.top_logprobs must be in 1..20, got {self.top_logprobs}")
         try:
@@ -202,13 +219,15 @@ class LlmMatcher(BaseMatcher):
         results: dict[str, Similarity] = {}
         with ResultStore(self._cache_dir, NAMESPACE, self._memory) as store:
             for key, value in store.get_many(list(unique)).items():
-                results[key] = float(value["similarity"])
+                if math.isfinite(value["similarity"]):  # else (an older version's) judge again
+                    results[key] = float(value["similarity"])
             self._usage.add(cached=len(results))
             missing = [k for k in unique if k not in results]
             if missing:
                 client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=llm"),
-                                       self.base_url, self.timeout, self.max_retries)
-                sem = asyncio.Semaphore(int(self.concurrency))
+                                       self.base_url, self.timeout, self.max_retries,
+                                       self.max_retry_after)
+                sem = Gate(int(self.concurrency))
 
                 async def judge(key: str) -> None:
                     async with sem:
@@ -221,7 +240,8 @@ class LlmMatcher(BaseMatcher):
                     # Bounded waves keep the number of pending coroutines small.
                     wave = max(1024, 64 * int(self.concurrency))
                     for start in range(0, len(missing), wave):
-                        await asyncio.gather(*(judge(k) for k in missing[start:start + wave]))
+                        await send_all(missing[start:start + wave], judge,
+                                       alone_first=not self._key_accepted)
                 finally:
                     await client.close()
         return [results[k] for k in keys]
@@ -232,8 +252,11 @@ class LlmMatcher(BaseMatcher):
             # request transform and response models (a third of the client's CPU per call).
             resp = await client.post("/chat/completions", body=req, cast_to=dict)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
+            refuse_api_error(exc, "matcher=llm", "matcher")
             self._usage.add(errors=1)
-            return PairError(f"llm judge call failed: {describe_error(exc)}")
+            return PairError(f"llm judge call failed: "
+                             f"{describe_error(exc, 'matcher', self.max_retry_after)}")
+        self._key_accepted = True
         try:
             usage = _get(resp, "usage") or {}
             self._usage.add(requests=1,
@@ -247,5 +270,7 @@ class LlmMatcher(BaseMatcher):
                 if sim is None:
                     return PairError(f"llm judge gave no yes/no answer: {str(text)[:80]!r}")
             return float(sim)
+        except ValueError as exc:  # a log-probability that is not a number
+            return PairError(f"llm judge reply is not a score: {exc}")
         except Exception as exc:  # a malformed reply (no choices, no message, ...)
             return PairError(f"llm judge reply is malformed: {describe_error(exc)}")

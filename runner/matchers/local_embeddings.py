@@ -20,7 +20,8 @@ import numpy as np
 from runner.apiclient import ResultStore, require_positive
 from runner.cache import text_key
 from runner.matchers.base import PairError
-from runner.matchers.embeddings import EmbeddingVectors, Vector, encode_vector
+from runner.matchers.embeddings import EmbeddingVectors
+from runner.matchers.vectors import Vector, encode_vector, vector_problem
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _models: dict[tuple[str, str], Any] = {}
@@ -96,6 +97,10 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
                               dtype=np.float32)
             self._usage.add(requests=1)
             for t, v in zip(chunk, vecs):
+                problem = vector_problem(v)
+                if problem is not None:  # an error of its pairs, never cached
+                    out[t] = PairError(f"the local model returned {problem}")
+                    continue
                 out[t] = v
                 store.put(text_key(t), encode_vector(v))
         return out

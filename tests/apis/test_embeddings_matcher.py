@@ -42,7 +42,9 @@ def test_exact_cosines_from_scripted_vectors(server: FakeOpenAI) -> None:
                            "nothing": [0.0, 0.0, 0.0]})
     sims = embedder(server).similarities([("north", "north-east"), ("north", "south"),
                                           ("north", "up"), ("up", "up"), ("nothing", "up")])
-    assert sims == pytest.approx([1 / math.sqrt(2), -1.0, 0.0, 1.0, 0.0], abs=1e-6)
+    assert sims[:4] == pytest.approx([1 / math.sqrt(2), -1.0, 0.0, 1.0], abs=1e-6)
+    # An all-zero vector has no direction: an error, not a similarity of 0.
+    assert sims[4] == PairError("the embeddings server returned an all-zero vector")
     body = server.bodies[0][1]
     assert body["model"] == "text-embedding-3-small" and body["encoding_format"] == "base64"
     assert "dimensions" not in body
@@ -140,16 +142,26 @@ def test_a_timeout_is_retried_then_given_up(server: FakeOpenAI) -> None:
     assert isinstance(sims[0], PairError) and "Timeout" in sims[0].message
 
 
-@pytest.mark.parametrize("body", [
-    b"<html>oops</html>",
-    {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [1.0]}],
-     "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}},  # 1 vector for 2 texts
-])
-def test_a_malformed_reply_makes_the_cases_errors(server: FakeOpenAI, body: object) -> None:
-    server.script(EMB, Scripted(200, body=body))
+def test_a_malformed_reply_makes_the_cases_errors(server: FakeOpenAI) -> None:
+    # The request of both texts, then each half alone: all malformed, so the splitting stops
+    # there (the server's fault, not a text's) and the case is an error.
+    server.script(EMB, *[Scripted(200, body=b"<html>oops</html>")] * 3)
     cases = [case([("S.pdf", "alpha")], [("S.pdf", "beta")], id="c1")]
     result = runner.evaluate(cases, matcher=embedder(server, max_retries=0))
     assert result.n_errors == 1 and result.n_scored == 0
+    assert server.count(EMB) == 3
+
+
+def test_a_reply_with_too_few_vectors_is_split_and_retried(server: FakeOpenAI) -> None:
+    one_vector = {"object": "list", "data": [{"object": "embedding", "index": 0,
+                                              "embedding": [1.0]}],
+                  "model": "m", "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+    server.script(EMB, Scripted(200, body=one_vector))  # 1 vector for 2 texts, once
+    sims = embedder(server, max_retries=0).similarities([("alpha", "beta")])
+    assert sorted(inputs(server)) == [["alpha"], ["alpha", "beta"], ["beta"]]
+    expected = cosine_pairs([("alpha", "beta")], {t: np.array(server_vec(t))
+                                                  for t in ("alpha", "beta")})[0]
+    assert sims == [pytest.approx(expected)]
 
 
 def test_usage_counts_tokens(server: FakeOpenAI) -> None:
