@@ -195,10 +195,11 @@ class MlflowTracker:
             return
         try:
             store.check_reachable(self.uri, self.timeout_s)
-            mlflow = store.client(self.uri)
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
-            self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
+            with store.store_lock(self.uri):  # a new store is created by one process at once
+                mlflow = store.client(self.uri)
+                self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
             self.client = mlflow
         except Exception as exc:
             self.fail("cannot use the MLflow tracking store", exc, up_front=True)

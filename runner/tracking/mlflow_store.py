@@ -24,6 +24,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,8 @@ PARENT_FILE = Path(".ragcite") / "parent_run.json"
 DB_FILE = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
 MAX_TAG = 8000  # MLflow's limit on a tag value
+STORE_LOCK_TIMEOUT = 300.0
+"""Seconds to wait for another process creating (migrating) the same sqlite store."""
 _URI_USERINFO = re.compile(
     r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
 
@@ -117,6 +121,44 @@ def check_reachable(uri: str, timeout: float) -> None:
         raise TrackingError(f"the MLflow tracking server at {mask_uri(uri)} refused the "
                             f"connection (HTTP {status}); check credentials or the server's "
                             f"--allowed-hosts")
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for any other store)."""
+    if not uri.lower().startswith("sqlite:///"):
+        return None
+    path = urllib.parse.urlsplit(uri).path
+    return Path(path) if path and path != "/:memory:" else None
+
+
+@contextmanager
+def store_lock(uri: str, timeout: float = STORE_LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold ``<store>.lock`` while opening a local sqlite store (nothing for other stores).
+
+    MLflow creates and migrates a new sqlite store's schema when a client first opens it; two
+    processes doing that at once break each other's migration. Under this inter-process lock the
+    first one creates the schema and the others find it done.
+
+    Raises:
+        TrackingError: Another process held the lock for `timeout` seconds.
+    """
+    path = sqlite_file(uri)
+    if path is None:
+        yield
+        return
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(f"{path}.lock")
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise TrackingError(f"the MLflow store {path} stayed locked by another process for "
+                            f"{timeout:g} s ({path}.lock)") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def client(uri: str) -> Any:
