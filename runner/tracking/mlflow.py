@@ -181,7 +181,10 @@ class MlflowTracker:
         else:
             reason = f"{what} {store.mask_uri(self.uri)}: {type(exc).__name__}: {detail}"
         self.disabled, self.disabled_reason = True, reason
-        self.close("FAILED")
+        if isinstance(exc, store.Unreachable):
+            self.runs.clear()  # no retries: the next run here ends them KILLED (end_dead_runs)
+        else:
+            self.close("FAILED")
         if self.required:
             hint = (" (set tracking.required=false to run without it, or tracking=none)"
                     if up_front else "")
