@@ -32,7 +32,7 @@ from runner.reports.base import make_reports
 from runner.reports.run import REPORT_FILE
 from runner.schema import plain_config, register_configs
 from runner.sweep import SWEEPS, finish_sweep
-from runner.tracking.base import make_tracker
+from runner.tracking.base import TrackingLost, make_tracker
 
 log = logging.getLogger("ragcite")
 CONFIG_PATH = "pkg://runner.conf"
@@ -137,6 +137,8 @@ def _app(cfg: DictConfig) -> None:
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_INPUT)
+        if isinstance(exc, TrackingLost) and hc.mode is not None and hc.mode.name == "MULTIRUN":
+            raise SystemExit(EXIT_INPUT) from None  # the sweep stops: its server is gone
     except Exception:
         if hc.mode is None or hc.mode.name != "MULTIRUN":
             raise

@@ -287,8 +287,34 @@ def plain_config(cfg: DictConfig) -> dict[str, Any]:
     return data
 
 
+STAMP_RESOLVER = "ragcite.stamp"
+"""``${ragcite.stamp:}``: the start of every run and sweep folder name (conf/config.yaml)."""
+
+
+def folder_stamp() -> str:
+    """A folder name's start, unique even for runs started in the same second.
+
+    The local time to the microsecond, then 4 random hex digits:
+    ``2026-12-04_09-44-54-482113-7f3a``. Names sort by start time; two processes starting at
+    the same microsecond still differ in the suffix (a 1 in 65,536 chance of a clash). Nothing
+    is checked or created, so there is no race between processes.
+    """
+    import datetime
+    import secrets
+
+    return f"{datetime.datetime.now():%Y-%m-%d_%H-%M-%S-%f}-{secrets.token_hex(2)}"
+
+
+def register_resolvers() -> None:
+    """Register ``${ragcite.stamp:}``, cached per config like Hydra's ``${now:}``: a sweep's
+    jobs (copies of the sweep's config, in whatever process) see the sweep's value."""
+    if not OmegaConf.has_resolver(STAMP_RESOLVER):
+        OmegaConf.register_new_resolver(STAMP_RESOLVER, folder_stamp, use_cache=True)
+
+
 def register_configs() -> None:
     """Register every schema under ``schema/<group>/<name>`` in Hydra's ConfigStore."""
+    register_resolvers()
     from runner.adapters.extractive import ExtractiveModel
     from runner.adapters.http import HttpModel
     from runner.adapters.openai import OpenaiModel
@@ -319,3 +345,8 @@ def register_configs() -> None:
     cs.store(name="local_embeddings", node=conf_for(LocalEmbeddingsMatcher),
              group="schema/matcher")
     cs.store(name="llm", node=conf_for(LlmMatcher), group="schema/matcher")
+
+
+# A job process of a sweep (joblib, Ray, Submitit) imports this module when it unpickles the job,
+# and resolves its folder there.
+register_resolvers()

@@ -61,6 +61,12 @@ class Tracker(Protocol):
         ``FAILED`` or ``KILLED``; never raises."""
 
 
+class TrackingLost(RagciteError):
+    """The tracking server stopped answering. A sweep stops at the first job that finds it so:
+    the results written so far stay on disk, and the runs the server holds RUNNING are ended
+    KILLED by the next run against it (runner/tracking/mlflow_store.py::end_dead_runs)."""
+
+
 class NullTracker:
     """Tracking switched off (``tracking=none``): every call does nothing (the arguments every
     tracker is built with are ignored)."""

@@ -26,6 +26,7 @@ from runner.results import (
     read_result,
 )
 from runner.tracking import mlflow_store as store
+from runner.tracking.base import TrackingLost
 from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, param_value
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
@@ -169,24 +170,32 @@ class MlflowTracker:
         """Stop tracking after `exc`: end an open run FAILED, then raise or warn.
 
         Raises:
-            RagciteError: One line naming the store, when ``required``.
+            TrackingLost: The tracking server does not answer (any more), when ``required``.
+            RagciteError: Another problem (one line naming the store), when ``required``.
         """
+        if store.is_remote(self.uri) and not isinstance(exc, store.TrackingError):
+            exc = store.unreachable(self.uri, self.timeout_s) or exc  # say so in plain words
         detail = store.one_line(exc)
         if isinstance(exc, store.TrackingError):
             reason = detail
         else:
             reason = f"{what} {store.mask_uri(self.uri)}: {type(exc).__name__}: {detail}"
         self.disabled, self.disabled_reason = True, reason
-        self.close("FAILED")
+        if isinstance(exc, store.Unreachable):
+            self.runs.clear()  # no retries: the next run here ends them KILLED (end_dead_runs)
+        else:
+            self.close("FAILED")
         if self.required:
             hint = (" (set tracking.required=false to run without it, or tracking=none)"
                     if up_front else "")
-            raise RagciteError(f"tracking: {reason}{hint}") from None
+            error = TrackingLost if isinstance(exc, store.Unreachable) else RagciteError
+            raise error(f"tracking: {reason}{hint}") from None
         log.warning("ragcite: warning: tracking: %s; continuing without MLflow tracking "
                     "(results stay in the run folder)", reason)
 
     def check(self) -> None:
-        """Open the store: reach a remote server, open (or create) the experiment.
+        """Open the store: reach a remote server, open (or create) the experiment, and end
+        KILLED the runs of this host left RUNNING by processes that are gone.
 
         Raises:
             RagciteError: The store is unusable and ``required`` is true.
@@ -195,11 +204,13 @@ class MlflowTracker:
             return
         try:
             store.check_reachable(self.uri, self.timeout_s)
-            mlflow = store.client(self.uri)
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
-            self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
+            with store.store_lock(self.uri):  # a new store is created by one process at once
+                mlflow = store.client(self.uri)
+                self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
             self.client = mlflow
+            store.end_dead_runs(mlflow, self.experiment_id)
         except Exception as exc:
             self.fail("cannot use the MLflow tracking store", exc, up_front=True)
 

@@ -18,12 +18,15 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +40,27 @@ PARENT_FILE = Path(".ragcite") / "parent_run.json"
 DB_FILE = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
 MAX_TAG = 8000  # MLflow's limit on a tag value
+HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
+"""MLflow's HTTP client defaults for a tracking server, unless set in the environment: a server
+that is gone fails a call after ~3 s instead of retrying for minutes (MLflow's own: 7 retries,
+backoff factor 2, timeout 120 s)."""
+HOST_TAG, PID_TAG = "ragcite.host", "ragcite.pid"
+"""Tags of every run: the host and process that opened it (to find runs left RUNNING)."""
+HEALTH_TIMEOUT = 5.0
+"""Seconds the health check of a tracking server may take at the end of a sweep."""
+STORE_LOCK_TIMEOUT = 300.0
+"""Seconds to wait for another process creating (migrating) the same sqlite store."""
 _URI_USERINFO = re.compile(
     r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
 
 
 class TrackingError(Exception):
     """A store problem found by ragcite itself; its message is one line for the user."""
+
+
+class Unreachable(TrackingError):
+    """A tracking server that does not answer, or answers its health check with an error."""
 
 
 def one_line(exc: BaseException) -> str:
@@ -92,7 +110,8 @@ def check_reachable(uri: str, timeout: float) -> None:
     """Fail fast when an ``http(s)`` tracking server cannot be reached.
 
     Raises:
-        TrackingError: No connection, a timeout, a server error, or a refusal (401/403).
+        Unreachable: No connection, a timeout, or a server error.
+        TrackingError: A refusal (401/403).
     """
     if not is_remote(uri):
         return
@@ -108,10 +127,10 @@ def check_reachable(uri: str, timeout: float) -> None:
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         text = one_line(reason) if isinstance(reason, BaseException) else str(reason)
-        raise TrackingError(f"cannot reach the MLflow tracking server at {mask_uri(uri)} "
+        raise Unreachable(f"cannot reach the MLflow tracking server at {mask_uri(uri)} "
                             f"({text}; timeout {timeout:g} s)") from None
     if status >= 500:
-        raise TrackingError(f"the MLflow tracking server at {mask_uri(uri)} answered HTTP "
+        raise Unreachable(f"the MLflow tracking server at {mask_uri(uri)} answered HTTP "
                             f"{status} on /health")
     if status in (401, 403):
         raise TrackingError(f"the MLflow tracking server at {mask_uri(uri)} refused the "
@@ -119,10 +138,64 @@ def check_reachable(uri: str, timeout: float) -> None:
                             f"--allowed-hosts")
 
 
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for any other store)."""
+    if not uri.lower().startswith("sqlite:///"):
+        return None
+    path = urllib.parse.urlsplit(uri).path
+    return Path(path) if path and path != "/:memory:" else None
+
+
+@contextmanager
+def store_lock(uri: str, timeout: float = STORE_LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold ``<store>.lock`` while opening a local sqlite store (nothing for other stores).
+
+    MLflow creates and migrates a new sqlite store's schema when a client first opens it; two
+    processes doing that at once break each other's migration. Under this inter-process lock the
+    first one creates the schema and the others find it done.
+
+    Raises:
+        TrackingError: Another process held the lock for `timeout` seconds.
+    """
+    path = sqlite_file(uri)
+    if path is None:
+        yield
+        return
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(f"{path}.lock")
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise TrackingError(f"the MLflow store {path} stayed locked by another process for "
+                            f"{timeout:g} s ({path}.lock)") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def unreachable(uri: str, timeout: float) -> Unreachable | None:
+    """Why the tracking server at `uri` does not answer now (None: it does, or `uri` is local)."""
+    try:
+        check_reachable(uri, timeout)
+    except Unreachable as exc:
+        return exc
+    except TrackingError:
+        return None
+    return None
+
+
 def client(uri: str) -> Any:
     """An ``MlflowClient`` on `uri` (a new sqlite store's migration chatter kept quiet)."""
     for name in ("alembic", "alembic.runtime.migration", "mlflow.store.db.utils"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    if is_remote(uri):
+        # Its retries are bounded below and end in one error line: no "Retrying ..." lines.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+        for name, value in HTTP_LIMITS.items():
+            os.environ.setdefault(name, value)  # read by MLflow at each request
     from mlflow import MlflowClient
 
     return MlflowClient(tracking_uri=uri)
@@ -165,7 +238,8 @@ def git_commit() -> str | None:
 
 
 def code_tags() -> dict[str, str]:
-    """MLflow's usual system tags (user, source) and the code version of ragcite."""
+    """MLflow's usual system tags (user, source), the host and process id (``ragcite.host``,
+    ``ragcite.pid``) and the code version of ragcite."""
     from runner import __version__
 
     tags: dict[str, str] = {}
@@ -175,11 +249,45 @@ def code_tags() -> dict[str, str]:
         tags = {k: str(v) for k, v in resolve_tags({}).items()}
     except Exception:  # pragma: no cover - best effort only
         tags = {}
+    tags[HOST_TAG], tags[PID_TAG] = socket.gethostname(), str(os.getpid())
     tags["ragcite.version"] = __version__
     commit = git_commit()
     if commit:
         tags["ragcite.git_commit"] = commit
     return tags
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):  # another user's process, or no way to tell
+        return True
+    return True
+
+
+def end_dead_runs(mlflow: Any, experiment_id: str) -> None:
+    """End KILLED every RUNNING run of the experiment opened on this host by a process that is
+    gone (killed, or cut off from a tracking server that has since come back), with a warning
+    line each. Runs of other hosts, or without the tags, are left alone. Never raises."""
+    host = socket.gethostname()
+    try:
+        runs = mlflow.search_runs(
+            [experiment_id], max_results=1000,
+            filter_string=f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = "
+                          f"'{host.replace(chr(39), '')}'")
+        for run in runs:
+            pid = str(run.data.tags.get(PID_TAG) or "")
+            if not pid.isdigit() or _alive(int(pid)):
+                continue
+            mlflow.set_terminated(run.info.run_id, "KILLED")
+            log.warning("ragcite: warning: tracking: run %s (%s) was left RUNNING by process "
+                        "%s, which has ended; marked KILLED", run.info.run_id,
+                        run.info.run_name, pid)
+    except Exception as exc:
+        log.warning("ragcite: warning: tracking: could not look for runs left RUNNING: %s",
+                    one_line(exc))
 
 
 def log_batch(mlflow: Any, run_id: str, metrics: dict[str, float] | None = None,

@@ -143,8 +143,15 @@ def _parent(sweep_dir: Path) -> tuple[Any, str] | None:
     data = store.read_parent_file(sweep_dir) or {}
     if data.get("disabled") or not data.get("run_id"):
         return None
+    uri, run_id = str(data["tracking_uri"]), str(data["run_id"])
+    gone = store.unreachable(uri, store.HEALTH_TIMEOUT) if store.is_remote(uri) else None
+    if gone is not None:  # the job that found it so said so; one more line, no retries
+        log.warning("ragcite: warning: tracking: the sweep's MLflow run %s stays RUNNING on "
+                    "%s, which does not answer; the next ragcite run on this host against it "
+                    "marks it KILLED", run_id, store.mask_uri(uri))
+        return None
     try:
-        return store.client(str(data["tracking_uri"])), str(data["run_id"])
+        return store.client(uri), run_id
     except Exception as exc:
         log.error("ragcite: tracking: could not open the store of the sweep run %s: %s",
                   data["run_id"], store.one_line(exc))
