@@ -93,10 +93,10 @@ def header_env_names(spec: str) -> list[str]:
 
 def header_secrets(spec: str) -> set[str]:
     """The secrets of one header value: the values of the environment variables it names, or
-    the value itself when it names none."""
+    the value itself when it names none (a literal, or ``${oc.env:NAME}`` and its value)."""
     names = header_env_names(spec)
     if not names:
-        return {str(spec)}
+        return _secret_text(str(spec))
     return {value for name in names if (value := os.environ.get(name))}
 
 
