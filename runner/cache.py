@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.redact import known_secrets, scrub_data
-
 CACHE_VERSION = 1
 
 
@@ -104,10 +102,8 @@ class DiskCache:
         return out
 
     def put_many(self, namespace: str, items: Iterable[tuple[str, Any]]) -> None:
-        """Store values (one transaction), every secret this process knows replaced by ``***``
-        (a service that echoes its token never puts it on disk)."""
-        secrets = known_secrets()
-        rows = [(namespace, k, json.dumps(scrub_data(v, secrets))) for k, v in items]
+        """Store values (one transaction)."""
+        rows = [(namespace, k, json.dumps(v)) for k, v in items]
         if not rows:
             return
         self._conn.execute("BEGIN IMMEDIATE")

@@ -9,7 +9,9 @@ the command line, which Hydra writes verbatim into ``.hydra/``) in every text fi
 
 The process also keeps the secrets it has met (:func:`protect`): :func:`guard_output` makes
 everything printed to stdout and stderr and every log record carry ``***`` in their place, and
-the cache stores nothing holding one (:func:`known_secrets`).
+the adapters scrub what a service echoes as it arrives, before it is scored or cached
+(:func:`known_secrets`). Scrubbing is by text, so a value shorter than :data:`MIN_SECRET` is
+never a secret; binary-like values (cached vectors) are never scrubbed.
 """
 
 from __future__ import annotations

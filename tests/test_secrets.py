@@ -124,6 +124,29 @@ def test_a_token_the_service_echoes_is_in_no_file_no_block_no_database_no_output
     assert b"called with Bearer ***" in (tmp_path / "out" / "cache" / "cache.sqlite").read_bytes()
 
 
+@pytest.mark.slow
+def test_an_openai_compatible_server_echoing_the_key_leaves_it_in_no_file(
+        tmp_path: Path) -> None:
+    with FakeOpenAI() as server:
+        server.answer = lambda body: {
+            "answer": f"key {server.headers_seen[-1]['authorization']}", "citations": []}
+        proc = run_cli(["model=openai", f"model.base_url={server.v1}", "dataset=file",
+                        f"dataset.path={CASES}", f"dataset.knowledge_base.path={KB}",
+                        f"output_root={tmp_path / 'out'}", "tracking=none", "report=none",
+                        "progress=false"], tmp_path, env={"OPENAI_API_KEY": KEY})
+        seen = {h["authorization"] for h in server.headers_seen}
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert seen == {f"Bearer {KEY}"}
+    assert KEY not in proc.stdout + proc.stderr
+    search_tree(tmp_path, KEY)
+    run = next((tmp_path / "out" / "runs").iterdir())
+    assert [p["response"]["answer"] for p in read_jsonl(run / "passages.jsonl")] == [
+        "key Bearer ***"] * 3
+    # Both caches (the adapter's raw replies and the responses) hold the scrubbed answer.
+    assert (tmp_path / "out" / "cache" / "cache.sqlite").read_bytes().count(b"key Bearer ***") \
+        == 6
+
+
 def sweep_lines(stderr: str) -> list[str]:
     """Hydra's launch lines of a sweep, without their time stamp."""
     return [line.split("[HYDRA] ", 1)[1] for line in stderr.splitlines()
