@@ -54,7 +54,7 @@ def _ask(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
         raise
     except Exception as exc:  # the whole batch failed: every case is an error
         log.warning("model adapter failed on a batch: %s: %s", type(exc).__name__, exc)
-        return [Response(error=f"{type(exc).__name__}: {exc}") for _ in batch]
+        return [_scrubbed(Response(error=f"{type(exc).__name__}: {exc}")) for _ in batch]
 
 
 def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: str,
