@@ -27,7 +27,7 @@ from runner.errors import (
     RagciteError,
 )
 from runner.pipeline import Outcome, run_job, summary_line
-from runner.redact import env_secrets, scrub_files, scrub_text, secret_values
+from runner.redact import env_secrets, guard_output, scrub_files, scrub_text, secret_values
 from runner.reports.base import make_reports
 from runner.reports.run import REPORT_FILE
 from runner.schema import plain_config, register_configs
@@ -125,7 +125,7 @@ def _report(outcomes: list[Outcome], out: Path) -> int:
 def _app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
-    secrets = secret_values({"overrides": list(hc.overrides.task)}) | env_secrets()
+    secrets = guard_output(list(hc.overrides.task))  # a job in its own process too
     _scrub_hydra_files(out, secrets)
     names = {k: str(v) for k, v in hc.runtime.choices.items()
              if v is not None and not k.startswith("hydra")}
@@ -184,6 +184,7 @@ def _terminate(signum: int, frame: Any) -> None:
 
 def main() -> None:
     """Entry point of the `ragcite` console script."""
+    guard_output(sys.argv[1:])  # no secret on stdout, stderr or in a log: Hydra's lines too
     register_configs()
     _register_sweeper()
     sys.argv[1:] = canonical_args(sys.argv[1:])

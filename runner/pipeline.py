@@ -29,7 +29,7 @@ from runner.matchers.base import Matcher
 from runner.matching import CachedMatcher
 from runner.parallel import resolve_workers, score_parallel
 from runner.plugins import build
-from runner.redact import env_secrets, redact, scrub_files, secret_values
+from runner.redact import env_secrets, protect, redact, scrub_files, secret_values
 from runner.responses import get_responses
 from runner.results import CONFIG_FILE, RunResult
 from runner.scoring.aggregate import Aggregator
@@ -90,6 +90,7 @@ def run_job(cfg: dict[str, Any], out: Path,
         RagciteError: Bad config or data (before any model call where it can be found).
     """
     run = _Run(cfg, out, dict(names or {}), dt.datetime.now(dt.timezone.utc))
+    protect(secret_values(cfg) | env_secrets())  # kept out of logs, the cache and responses
     out.mkdir(parents=True, exist_ok=True)
     write_config(out / CONFIG_FILE, redact(cfg))
     # The parts are built and checked first: a missing API key or a bad setting fails with one

@@ -1,24 +1,40 @@
-"""Keep secrets out of everything a run writes.
+"""Keep secrets out of everything a run writes and prints.
 
-A key is secret when its name contains ``api_key``, ``token``, ``secret`` or ``password``
-(case-insensitive), or when it sits under a ``headers`` mapping. Secret values are replaced by
-``***`` in configs, and :func:`scrub_files` replaces any known secret value (for example a key
-given on the command line, which Hydra writes verbatim into ``.hydra/``) in every text file of a
-folder.
+A key is secret when its name contains ``api_key``, ``token``, ``secret``, ``password`` or
+``authorization`` (case-insensitive), or when it sits under a ``headers`` mapping. A header's
+value names environment variables (``RAG_TOKEN``, ``Bearer $RAG_TOKEN``): their values are the
+secrets (a header value naming none is a secret itself). Secret values are replaced by ``***``
+in configs, and :func:`scrub_files` replaces any known secret value (for example a key given on
+the command line, which Hydra writes verbatim into ``.hydra/``) in every text file of a folder.
+
+The process also keeps the secrets it has met (:func:`protect`): :func:`guard_output` makes
+everything printed to stdout and stderr and every log record carry ``***`` in their place, and
+the adapters scrub what a service echoes as it arrives, before it is scored or cached
+(:func:`known_secrets`). Scrubbing is by text, so a value shorter than :data:`MIN_SECRET` is
+never a secret; binary-like values (cached vectors) are never scrubbed.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 REDACTED = "***"
+MIN_SECRET = 4
+"""Shorter values are never treated as secrets (replacing them would garble every output)."""
 _SECRET_KEY = re.compile(r"api_key|apikey|token|secret|password|authorization", re.IGNORECASE)
 # Environment variables whose values must never appear in outputs.
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+"""A ``$NAME`` or ``${NAME}`` reference to an environment variable in a header value."""
+_OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
 # The password of a URI's user-info: scheme://user:PASSWORD@host.
@@ -54,43 +70,110 @@ def redact(obj: Any, _under_headers: bool = False) -> Any:
     return obj
 
 
+def _is_header_key(key: str) -> bool:
+    """True for an override key under a ``headers`` mapping (``model.headers.Authorization``)."""
+    return ".headers." in f".{key.lstrip('+~')}."
+
+
 def redact_override(text: str) -> str:
     """Redact a ``key=value`` override string whose key is secret (or under ``headers``)."""
     key, sep, _ = text.partition("=")
-    if sep and (is_secret_key(key) or ".headers." in f".{key.lstrip('+~')}."
-                or key.lstrip("+~").startswith("headers.")):
+    if sep and (is_secret_key(key) or _is_header_key(key)):
         return f"{key}={REDACTED}"
     return text
 
 
+def header_env_names(spec: str) -> list[str]:
+    """The environment variables a header value names: the value itself when it is a name
+    (``RAG_TOKEN``), else its ``$NAME`` and ``${NAME}`` references (``Bearer $RAG_TOKEN``); none
+    for a literal value."""
+    spec = str(spec)
+    if _ENV_NAME.match(spec):
+        return [spec]
+    return [a or b for a, b in ENV_REF.findall(spec)]
+
+
+def header_secrets(spec: str) -> set[str]:
+    """The secrets of one header value: the values of the environment variables it names, or
+    the value itself when it names none (a literal, or ``${oc.env:NAME}`` and its value)."""
+    names = header_env_names(spec)
+    if not names:
+        return _secret_text(str(spec))
+    return {value for name in names if (value := os.environ.get(name))}
+
+
+def _secret_text(value: str) -> set[str]:
+    """A secret value, plus the values of the environment variables it reads with
+    ``${oc.env:NAME}`` (shown unresolved by ``--cfg``, resolved in the job)."""
+    return {value} | {v for name in _OC_ENV.findall(value) if (v := os.environ.get(name))}
+
+
+@functools.lru_cache(maxsize=1)
+def _override_parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def _override_values(override: str, value: str) -> set[str]:
+    """An override's value as typed and, as Hydra reads it, each value it stands for (the
+    elements of a sweep ``a,b`` or ``choice(a,b)``, a quoted string unquoted)."""
+    from hydra.errors import HydraException
+
+    values = {value}
+    try:
+        parsed = _override_parser().parse_override(override)
+    except HydraException:  # not an override Hydra reads: the value as typed is all there is
+        return values
+    if parsed.is_sweep_override():
+        values.update(str(v) for v in parsed.sweep_string_iterator())
+    elif isinstance(parsed.value(), str):
+        values.add(parsed.value())
+    return values
+
+
+def override_secrets(text: str) -> set[str]:
+    """The secrets of one command-line argument: the value (each value of a sweep) of a
+    ``key=value`` override whose key is secret, the header rule for a key under ``headers``,
+    and any URI password."""
+    key, sep, value = text.partition("=")
+    found = secret_values(value if sep else text)
+    if sep and _is_header_key(key):
+        for spec in _override_values(text, value):
+            found |= header_secrets(spec)
+    elif sep and is_secret_key(key):
+        for item in _override_values(text, value):
+            found |= _secret_text(item)
+    return found
+
+
 def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
-    """Every secret string value found in a plain structure (plus secret env variables)."""
+    """Every secret string value found in a plain structure: a list is read as command-line
+    overrides (:func:`override_secrets`), a string for its URI passwords."""
     found: set[str] = set()
     if isinstance(obj, str):
         return {m["pw"] for m in _URI_PASSWORD.finditer(obj) if m["pw"] != REDACTED}
     if isinstance(obj, dict):
         for key, value in obj.items():
-            if isinstance(value, str) and (_under_headers or is_secret_key(key)):
-                found.add(value)
+            if isinstance(value, str) and _under_headers:
+                found |= header_secrets(value)
+            elif isinstance(value, str) and is_secret_key(key):
+                found |= _secret_text(value)
             elif isinstance(value, str):
                 found |= secret_values(value)
             else:
                 found |= secret_values(value, _under_headers or str(key).lower() == "headers")
     elif isinstance(obj, list):
         for value in obj:
-            if isinstance(value, str):
-                key, sep, val = value.partition("=")
-                if sep and redact_override(value) != value:
-                    found.add(val)
-                found |= secret_values(val if sep else value)
-            else:
-                found |= secret_values(value, _under_headers)
-    return {v for v in found if v and v != REDACTED and len(v) >= 4}
+            found |= (override_secrets(value) if isinstance(value, str)
+                      else secret_values(value, _under_headers))
+    return {v for v in found if v and v != REDACTED and len(v) >= MIN_SECRET}
 
 
 def env_secrets() -> set[str]:
     """Values of the secret environment variables that are set."""
-    return {v for name in SECRET_ENV_VARS if (v := os.environ.get(name)) and len(v) >= 4}
+    return {v for name in SECRET_ENV_VARS
+            if (v := os.environ.get(name)) and len(v) >= MIN_SECRET}
 
 
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
@@ -98,6 +181,24 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text
+
+
+def scrub_data(obj: Any, secrets: Iterable[str]) -> Any:
+    """A copy of plain JSON-like data with every secret replaced in its strings (keys too)."""
+    secrets = tuple(sorted(secrets, key=len, reverse=True))
+    if not secrets:
+        return obj
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_text(value, secrets) if any(s in value for s in secrets) else value
+        if isinstance(value, dict):
+            return {walk(k): walk(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(obj)
 
 
 def _scrub_yaml(text: str, secrets: Iterable[str]) -> str | None:
@@ -111,17 +212,7 @@ def _scrub_yaml(text: str, secrets: Iterable[str]) -> str | None:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         return None
-
-    def walk(obj: Any) -> Any:
-        if isinstance(obj, str):
-            return scrub_text(obj, secrets)
-        if isinstance(obj, dict):
-            return {walk(k): walk(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [walk(v) for v in obj]
-        return obj
-
-    return yaml.safe_dump(walk(data), sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(scrub_data(data, secrets), sort_keys=False, allow_unicode=True)
 
 
 def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
@@ -150,3 +241,95 @@ def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
             path.write_text(clean, encoding="utf-8")
             changed.append(path)
     return changed
+
+
+# --- the secrets this process has met, and its output guarded against them -------------------
+
+_KNOWN: tuple[str, ...] = ()  # longest first: a secret inside another is replaced after it
+
+
+def protect(values: Iterable[str]) -> set[str]:
+    """Add secrets to those this process keeps out of what it prints, logs and caches.
+
+    Returns:
+        The given values that count as secrets (at least :data:`MIN_SECRET` characters).
+    """
+    global _KNOWN
+    new = {v for v in values if v and v != REDACTED and len(v) >= MIN_SECRET}
+    if not new.issubset(_KNOWN):
+        _KNOWN = tuple(sorted(set(_KNOWN) | new, key=len, reverse=True))
+    return new
+
+
+def known_secrets() -> tuple[str, ...]:
+    """Every secret this process has met (:func:`protect`), longest first."""
+    return _KNOWN
+
+
+class _ScrubbedStream:
+    """A text stream writing through to `stream` with every known secret replaced."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        secrets = _KNOWN
+        if secrets and any(s in text for s in secrets):
+            text_out = scrub_text(text, secrets)
+        else:
+            text_out = text
+        self._stream.write(text_out)
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _scrubbing_factory(make: Any) -> Any:
+    """A log-record factory: `make`'s records, their message and traceback scrubbed (so every
+    handler, the console's and the job's log file alike, writes ``***``)."""
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        secrets = _KNOWN
+        if not secrets:
+            return record
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call: logging reports it when it formats the record
+            return record
+        if any(s in message for s in secrets):
+            record.msg, record.args = scrub_text(message, secrets), None
+        if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+            record.exc_text = scrub_text(logging.Formatter().formatException(record.exc_info),
+                                         secrets)
+        return record
+
+    factory.ragcite_scrubs = True  # type: ignore[attr-defined]
+    return factory
+
+
+def guard_output(argv: Sequence[str]) -> set[str]:
+    """Keep secrets out of everything this process prints or logs from now on.
+
+    Installs, once, a scrubbing wrapper around ``sys.stdout`` and ``sys.stderr`` (what Hydra
+    prints: a sweep's launch lines, ``--cfg``, ``--info``, errors; tracebacks) and a log-record
+    factory (every handler, including log files); then protects the secrets of `argv`.
+
+    Args:
+        argv: Command-line arguments or overrides (``model.openai_api_key=sk-...``).
+
+    Returns:
+        The secrets of `argv` and of the secret environment variables.
+    """
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _ScrubbedStream):
+            setattr(sys, name, _ScrubbedStream(stream))
+    if not getattr(logging.getLogRecordFactory(), "ragcite_scrubs", False):
+        logging.setLogRecordFactory(_scrubbing_factory(logging.getLogRecordFactory()))
+    return protect(secret_values(list(argv)) | env_secrets())

@@ -15,6 +15,7 @@ from runner.adapters.base import ModelAdapter
 from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
+from runner.redact import known_secrets, scrub_data
 
 log = logging.getLogger("ragcite")
 
@@ -30,19 +31,30 @@ def _run(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
         return pool.submit(lambda: asyncio.run(adapter.respond(batch))).result()
 
 
+def _scrubbed(response: Response) -> Response:
+    """The response with every secret this process knows replaced by ``***``."""
+    secrets = known_secrets()
+    texts = [response.answer, response.error or "",
+             *(t for c in response.citations for t in (c.source, c.content))]
+    if not secrets or not any(s in t for t in texts for s in secrets):
+        return response
+    return Response.model_validate(scrub_data(response.model_dump(mode="json"), secrets))
+
+
 def _ask(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
-    """The adapter's responses to a batch; a batch that fails makes every case an error."""
+    """The adapter's responses to a batch, secrets scrubbed; a batch that fails makes every
+    case an error."""
     try:
         answers = _run(adapter, batch)
         if len(answers) != len(batch):
             raise RuntimeError(f"the adapter returned {len(answers)} responses for "
                                f"{len(batch)} cases")
-        return answers
+        return [_scrubbed(a) for a in answers]
     except RagciteError:
         raise
     except Exception as exc:  # the whole batch failed: every case is an error
         log.warning("model adapter failed on a batch: %s: %s", type(exc).__name__, exc)
-        return [Response(error=f"{type(exc).__name__}: {exc}") for _ in batch]
+        return [_scrubbed(Response(error=f"{type(exc).__name__}: {exc}")) for _ in batch]
 
 
 def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: str,

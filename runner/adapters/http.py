@@ -37,14 +37,13 @@ from runner.apiclient import (
     send_all,
 )
 from runner.data.models import Case, Citation, Response
+from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
 from runner.usage import Usage
 
 NAMESPACE = "http-replies"
 RETRY_STATUS = frozenset({408, 409, 429})
 MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 8.0
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _httpx() -> Any:
@@ -67,21 +66,18 @@ def header_value(spec: str, name: str) -> str:
     from runner.errors import RagciteError
 
     spec = str(spec)
-    if _ENV_NAME.match(spec):
-        refs = [spec]
-        template = "$" + spec
-    else:
-        refs = [a or b for a, b in _ENV_REF.findall(spec)]
-        template = spec
-        if not refs:
-            raise RagciteError(
-                f"model.headers.{name}: give the name of an environment variable (RAG_TOKEN) "
-                f"or text referring to one (Bearer $RAG_TOKEN), never the value itself")
+    refs = header_env_names(spec)
+    if not refs:
+        raise RagciteError(
+            f"model.headers.{name}: give the name of an environment variable (RAG_TOKEN) "
+            f"or text referring to one (Bearer $RAG_TOKEN), never the value itself")
     missing = [r for r in refs if not os.environ.get(r)]
     if missing:
         raise RagciteError(f"model.headers.{name}: the environment variable {missing[0]} "
                            "is not set")
-    return _ENV_REF.sub(lambda m: os.environ[m.group(1) or m.group(2)], template)
+    protect(os.environ[r] for r in refs)  # a service that echoes its token shows ***
+    template = spec if ENV_REF.search(spec) else "$" + spec
+    return ENV_REF.sub(lambda m: os.environ[m.group(1) or m.group(2)], template)
 
 
 def retry_after(value: str | None) -> float | None:
@@ -319,16 +315,18 @@ class HttpModel(BaseAdapter):
                 if resp.status_code < 300:
                     latency = round(time.perf_counter() - start, 4)
                     try:
-                        reply = resp.json()
+                        reply = scrub_data(resp.json(), known_secrets())
                     except ValueError:
                         self._usage.add(errors=1)
+                        text = scrub_text(resp.text, known_secrets())
                         return Response(error=f"the service replied with invalid JSON: "
-                                              f"{resp.text[:120]!r}", latency_s=latency)
+                                              f"{text[:120]!r}", latency_s=latency)
                     response = self._account(self.extract(reply))
                     if response.error is None:
                         store.put(key, {"reply": reply})
                     return response.model_copy(update={"latency_s": latency})
-                last = f"HTTP {resp.status_code}: {' '.join(resp.text.split())[:200]}"
+                text = scrub_text(resp.text, known_secrets())
+                last = f"HTTP {resp.status_code}: {' '.join(text.split())[:200]}"
                 if not (resp.status_code in RETRY_STATUS or resp.status_code >= 500):
                     break
                 header = resp.headers.get("retry-after")

@@ -36,6 +36,7 @@ from runner.apiclient import (
 )
 from runner.data.models import Case, Citation, Response
 from runner.prompts import Prompt, load_prompt
+from runner.redact import known_secrets, scrub_data
 from runner.usage import Usage
 
 NAMESPACE = "openai-chat"
@@ -272,7 +273,8 @@ class OpenaiModel(BaseAdapter):
                             latency_s=latency)
         response = self._response(content, usage, latency)
         if response.error is None:
-            store.put(key, {"content": content, "usage": usage})
+            # A key the server echoed is not cached (the response itself is scrubbed later).
+            store.put(key, scrub_data({"content": content, "usage": usage}, known_secrets()))
         return response
 
     @staticmethod
