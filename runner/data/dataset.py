@@ -27,16 +27,20 @@ def _plain(cfg: Any) -> Any:
     return cfg
 
 
-def build_callable(spec: Any) -> Callable[..., Any] | None:
-    """Turn a ``{_target_: pkg.func, **kwargs}`` node into ``partial(func, **kwargs)``."""
+def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | None:
+    """Turn a ``{_target_: pkg.func, **kwargs}`` node into ``partial(func, **kwargs)``.
+
+    Raises:
+        RagciteError: The function cannot be found or built (one line naming `key`).
+    """
     spec = _plain(spec)
     if spec is None:
         return None
-    from hydra.utils import instantiate
+    from runner.plugins import build
 
     if isinstance(spec, str):
         spec = {"_target_": spec}
-    fn: Callable[..., Any] = instantiate(spec, _partial_=True)
+    fn: Callable[..., Any] = build(spec, key, _partial_=True)
     return fn
 
 
@@ -59,7 +63,7 @@ class Dataset:
 
     def iter_cases(self) -> Iterator[Case]:
         """Stream the validated cases (the first `limit` when set)."""
-        transform = build_callable(self.cfg.get("transform"))
+        transform = build_callable(self.cfg.get("transform"), "dataset.transform")
         it = iter_cases(self.path, mapping=_mapping(self.cfg.get("mapping")),
                         format=self.cfg.get("format"), transform=transform)
         return islice(it, self.limit) if self.limit is not None else it
@@ -90,7 +94,8 @@ class Dataset:
                             "adapter needs one (set dataset.knowledge_base.path)")
         docs = list(iter_documents(kb["path"], mapping=_mapping(kb.get("mapping")),
                                    format=kb.get("format"),
-                                   transform=build_callable(kb.get("transform"))))
+                                   transform=build_callable(kb.get("transform"),
+                                                            "dataset.knowledge_base.transform")))
         if not any(doc.text.strip() for doc in docs):
             what = f"only blank documents ({len(docs)})" if docs else "no documents"
             raise DataError(str(kb["path"]), None, None,
@@ -121,7 +126,8 @@ class Dataset:
         out: dict[str, Response] = {}
         for case in iter_cases(spec["path"], mapping=_mapping(spec.get("mapping")),
                                format=spec.get("format"),
-                               transform=_WithQuery(build_callable(spec.get("transform")))):
+                               transform=_WithQuery(build_callable(
+                                   spec.get("transform"), f"dataset.systems.{name}.transform"))):
             out[case.id] = case.response or Response()
         return out
 

@@ -34,6 +34,7 @@ MAX_EXPANSION = 1_000_000
 """How many values YAML aliases may add to a record beyond those written in the file."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
 
 
 class NonFinite:
@@ -69,7 +70,7 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
     try:
         value = json.loads(text, parse_constant=constant)
     except RecursionError:
-        raise DataError(path, where, field, deep_problem()) from None
+        raise DataError(path, where or deep_line(text), field, deep_problem()) from None
     if check and (constants or may_break_bounds(text)):
         check_value(value, path, where, field)
     return value
@@ -78,7 +79,7 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
 def may_break_bounds(text: str) -> bool:
     """Whether JSON text may hold a lone surrogate escape, a non-finite literal or deep nesting
     (when not, its parsed value needs no check; a cheap test on the raw text)."""
-    return (("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None)
+    return ((("\\ud" in text or "\\uD" in text) and _SURROGATE_ESCAPE.search(text) is not None)
             or "NaN" in text or "Infinity" in text
             or text.count("[") + text.count("{") > MAX_DEPTH)
 
@@ -86,6 +87,23 @@ def may_break_bounds(text: str) -> bool:
 def deep_problem() -> str:
     """The message for a value nested too deep."""
     return f"nested deeper than {MAX_DEPTH} levels of lists and objects (the limit)"
+
+
+def deep_line(text: str) -> str | None:
+    """Where a document's brackets first nest deeper than the limit (``line N``; strings
+    skipped), for a parser that gave up without saying where."""
+    depth, line = 0, 1
+    for token in _TOKENS.finditer(text):
+        char = token.group()
+        if char == "\n":
+            line += 1
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return f"line {line}"
+        elif char in "]}":
+            depth -= 1
+    return None
 
 
 def check_value(value: Any, path: str, where: str | None, field: str | None = None) -> None:
@@ -114,7 +132,8 @@ class _Walk:
         self.written = 1  # values as written: each distinct container's entries, once
 
     def fail(self, field: str, problem: str) -> DataError:
-        return DataError(self.path, self.where, field or None, problem)
+        shown = field if len(field) <= 60 else field[:57] + "..."
+        return DataError(self.path, self.where, shown or None, problem)
 
     def size(self, value: Any, field: str, depth: int) -> int:
         """The expanded number of values in `value` (1 for a scalar); raises on a bad one."""
@@ -123,7 +142,8 @@ class _Walk:
             return 1
         if isinstance(value, NonFinite) or (isinstance(value, float) and not math.isfinite(value)):
             shown = value.literal if isinstance(value, NonFinite) else repr(value)
-            raise self.fail(field, f"{shown} is not a number JSON allows; write null or a number")
+            raise self.fail(field, f"{shown} is not allowed (not a finite number); write null or "
+                                   "a number")
         if not isinstance(value, (dict, list)):
             return 1
         key = id(value)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,8 @@ from typing import Any
 import yaml
 
 from runner.data.errors import DataError
-from runner.data.limits import MAX_DEPTH, check_value, deep_problem, parse_json
-from runner.data.text import check_file, open_text, read_text
+from runner.data.limits import check_value, deep_line, deep_problem, parse_json
+from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": "yaml",
@@ -69,9 +68,9 @@ def iter_records(path: str | Path, format: str | None = None, *,
             is fine), or a record cannot be parsed or breaks a bound of
             :mod:`runner.data.limits`.
     """
-    fmt = infer_format(path, format)
     p = Path(path)
     check_file(p)
+    fmt = infer_format(path, format)
     if fmt == "jsonl":
         yield from _iter_jsonl(p)
     elif fmt == "csv":
@@ -81,7 +80,8 @@ def iter_records(path: str | Path, format: str | None = None, *,
 
 
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each non-blank line of a JSONL file."""
+    """(line number, text) of each non-blank line of a JSONL file (checked to be UTF-8 first)."""
+    check_utf8(path)
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if line.strip():
@@ -144,26 +144,11 @@ def _parse_document(path: Path, fmt: str) -> Any:
         where = f"line {mark.line + 1}" if mark is not None else None
         raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
     except RecursionError:
-        raise DataError(str(path), _deep_line(text), None, deep_problem()) from None
-
-
-def _deep_line(text: str) -> str | None:
-    """The line where brackets first nest deeper than the limit (strings skipped), if any."""
-    depth, line = 0, 1
-    for token in re.finditer(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]', text):
-        char = token.group()
-        if char == "\n":
-            line += 1
-        elif char in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return f"line {line}"
-        elif char in "]}":
-            depth -= 1
-    return None
+        raise DataError(str(path), deep_line(text), None, deep_problem()) from None
 
 
 def _iter_csv(path: Path) -> Iterator[Record]:
+    check_utf8(path)
     with open_text(path, newline="") as fh:
         reader = csv.DictReader(fh)
         for row in reader:
