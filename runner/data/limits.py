@@ -132,8 +132,10 @@ class _Walk:
         self.written = 1  # values as written: each distinct container's entries, once
 
     def fail(self, field: str, problem: str) -> DataError:
-        shown = field if len(field) <= 60 else field[:57] + "..."
-        return DataError(self.path, self.where, shown or None, problem)
+        if len(field) > 60:  # a path 100 levels deep: its head, cut at a step
+            head = field[:57]
+            field = head[:max(head.rfind("["), head.rfind("."), 1)] + "..."
+        return DataError(self.path, self.where, field or None, problem)
 
     def size(self, value: Any, field: str, depth: int) -> int:
         """The expanded number of values in `value` (1 for a scalar); raises on a bad one."""
