@@ -63,6 +63,8 @@ def check_utf8(path: Path) -> None:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise utf8_error(path) from None
+    except PermissionError as exc:
+        raise DataError(str(path), None, None, f"cannot be read ({exc.strerror})") from None
 
 
 def read_text(path: Path) -> str:
