@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 from runner.data.errors import DataError
@@ -71,6 +72,11 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         value = json.loads(text, parse_constant=constant)
     except RecursionError:
         raise DataError(path, where or deep_line(text), field, deep_problem()) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of more digits than Python converts
+        raise DataError(path, where, field, f"an integer of more than "
+                        f"{sys.get_int_max_str_digits()} digits; write it as a string") from None
     if check and (constants or may_break_bounds(text)):
         check_value(value, path, where, field)
     return value

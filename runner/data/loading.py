@@ -181,7 +181,7 @@ def callable_name(fn: Callable[..., Any]) -> str:
 
 
 def _shown(value: Any) -> str:
-    """A value's type and a short repr, for messages (``a list ([1, 2])``)."""
+    """A value's type and a short repr, for messages (``list ([1, 2])``)."""
     text = repr(value)
     if len(text) > 40:
         text = text[:37] + "..."

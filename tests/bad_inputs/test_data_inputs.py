@@ -147,6 +147,10 @@ ROWS = [
     Row(".nan in a YAML file", [*FILE, "dataset.path=c.yaml"], 2,
         err("c.yaml, record 1, field 'metadata.score': " + nan("nan")),
         {"c.yaml": YAML.replace("answer: x", "answer: x\n  metadata: {score: .nan}")}),
+    Row("an integer of 5,000 digits", [*FILE, "dataset.path=c.jsonl"], 2,
+        err("c.jsonl, line 2: an integer of more than 4300 digits; write it as a string"),
+        {"c.jsonl": JSONL.replace('"answer": "y"', '"answer": "y", "metadata": {"n": 1'
+                                  + "0" * 5000 + "}")}),
     # --- bounds ------------------------------------------------------------------------------
     Row("JSONL nested 101 levels", [*FILE, "dataset.path=c.jsonl"], 2,
         err("c.jsonl, line 1, field 'metadata.x[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]"
@@ -219,6 +223,8 @@ ROWS = [
         [*FILE, "dataset.path=pkg://runner.datasets/../../etc/passwd"], 2,
         err("pkg://runner.datasets/../../etc/passwd: a pkg:// path must stay inside its package "
             "(no '..'); give a plain path for other files")),
+    Row("a cases file that does not exist", [*FILE, "dataset.path=missing.jsonl"], 2,
+        err("missing.jsonl: file not found")),
     Row("a directory as the cases file", [*FILE, "dataset.path=cases.jsonl"], 2,
         err("cases.jsonl: is a directory; expected a file"), {"cases.jsonl/x.txt": "x"}),
     Row("a directory as the responses file",

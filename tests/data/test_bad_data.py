@@ -135,6 +135,14 @@ def test_non_finite_numbers_are_refused(tmp_path: Path, name: str, text: str, wh
                                         "allowed (not a finite number); write null or a number")
 
 
+def test_an_integer_too_long_for_python_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "1", "query": "q", "metadata": {"x": 1' + "0" * 5000 + "}}\n",
+                    encoding="utf-8")
+    assert raises(load_cases, path) == (f"{path}, line 1: an integer of more than 4300 digits; "
+                                        "write it as a string")
+
+
 def test_nan_in_a_csv_json_cell(tmp_path: Path) -> None:
     path = tmp_path / "c.csv"
     path.write_text('id,query,metadata\n1,q,"{""x"": NaN}"\n', encoding="utf-8")
