@@ -35,6 +35,8 @@ MAX_EXPANSION = 1_000_000
 """How many values YAML aliases may add to a record beyond those written in the file."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+HINTS = re.compile(r"\\u[dD][89a-fA-F]|NaN|Infinity")
+"""Text that may hold a value no record may hold: a surrogate escape, a NaN or an Infinity."""
 _TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
 
 

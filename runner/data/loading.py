@@ -16,7 +16,13 @@ from runner.data.errors import DataError
 from runner.data.limits import may_break_bounds
 from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
 from runner.data.models import Case, Document
-from runner.data.readers import infer_format, iter_jsonl_lines, iter_records, parse_jsonl_line
+from runner.data.readers import (
+    check_stream,
+    infer_format,
+    iter_jsonl_lines,
+    iter_records,
+    parse_jsonl_line,
+)
 from runner.data.text import read_text
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
@@ -129,6 +135,7 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
     ``citations``, malformed JSON, an invalid field) takes the general path, which fills the
     defaults or raises the located error, so the result is the same either way.
     """
+    check_stream(path, "jsonl")
     for index, (lineno, line) in enumerate(iter_jsonl_lines(path), start=1):
         where = f"line {lineno}"
         if not may_break_bounds(line):  # pydantic reads NaN and 101 levels; the check does not

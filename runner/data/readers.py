@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from runner.data.errors import DataError
-from runner.data.limits import check_value, deep_line, deep_problem, parse_json
+from runner.data.limits import HINTS, check_value, deep_line, deep_problem, parse_json
 from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
@@ -71,6 +71,8 @@ def iter_records(path: str | Path, format: str | None = None, *,
     p = Path(path)
     check_file(p)
     fmt = infer_format(path, format)
+    if fmt in ("jsonl", "csv"):
+        check_stream(p, fmt)
     if fmt == "jsonl":
         yield from _iter_jsonl(p)
     elif fmt == "csv":
@@ -79,9 +81,29 @@ def iter_records(path: str | Path, format: str | None = None, *,
         yield from _iter_document(p, fmt, whole_object)
 
 
+def check_stream(path: Path, fmt: str) -> None:
+    """Check a streamed file (JSON Lines, CSV) when it is opened, before its first batch is
+    answered: UTF-8 throughout, and when its text hints at a value no record may hold (a
+    surrogate escape, NaN, Infinity: :data:`runner.data.limits.HINTS`), those records, so a bad
+    one further down is refused before any model call. The rest (fields, nesting) is checked
+    batch by batch.
+
+    Raises:
+        DataError: The first bad line.
+    """
+    if not check_utf8(path, HINTS):
+        return
+    if fmt == "csv":
+        for _ in _iter_csv(path):
+            pass
+        return
+    for lineno, line in iter_jsonl_lines(path):
+        if HINTS.search(line):
+            parse_jsonl_line(path, lineno, line)
+
+
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each non-blank line of a JSONL file (checked to be UTF-8 first)."""
-    check_utf8(path)
+    """(line number, text) of each non-blank line of a JSONL file."""
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if line.strip():
@@ -148,7 +170,6 @@ def _parse_document(path: Path, fmt: str) -> Any:
 
 
 def _iter_csv(path: Path) -> Iterator[Record]:
-    check_utf8(path)
     with open_text(path, newline="") as fh:
         reader = csv.DictReader(fh)
         for row in reader:

@@ -4,6 +4,7 @@ file is said to be one, and invalid UTF-8 is located by line."""
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,24 +48,35 @@ def open_text(path: Path, newline: str | None = None) -> Iterator[TextIO]:
         raise DataError(str(path), None, None, f"cannot be read ({exc.strerror})") from None
 
 
-def check_utf8(path: Path) -> None:
+def check_utf8(path: Path, hint: re.Pattern[str] | None = None) -> bool:
     """Refuse a file that is not UTF-8 before any of it is used: a streamed file (JSON Lines,
     CSV) is read batch by batch, and its later batches are read after the first were answered.
     One pass over the bytes, at about a gigabyte a second.
 
+    Args:
+        path: The file.
+        hint: A pattern to look for in the text on the way.
+
+    Returns:
+        Whether `hint` occurs in the text.
+
     Raises:
         DataError: The first invalid line and byte.
     """
-    decoder = codecs.getincrementaldecoder("utf-8")()
+    decoder = codecs.getincrementaldecoder(ENCODING)()
+    found, tail = False, ""
     try:
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
-                decoder.decode(chunk)
+                text = tail + decoder.decode(chunk)
+                found = found or (hint is not None and hint.search(text) is not None)
+                tail = text[-16:]  # a match across two chunks
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise utf8_error(path) from None
     except PermissionError as exc:
         raise DataError(str(path), None, None, f"cannot be read ({exc.strerror})") from None
+    return found
 
 
 def read_text(path: Path) -> str:

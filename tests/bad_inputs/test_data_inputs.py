@@ -242,10 +242,14 @@ ROWS = [
         err("output_root: notes.txt is a file; give a folder (created when missing)"),
         {"c.jsonl": JSONL, "notes.txt": "x"}),
     # --- a bad record further down a streamed file -------------------------------------------
-    Row("a bad record in a later batch", [*FILE, "dataset.path=c.jsonl",
-                                           "scoring.batch_size=1"], 2,
+    Row("a lone surrogate in a later batch (refused at open)",
+        [*FILE, "dataset.path=c.jsonl", "scoring.batch_size=1"], 2,
         err("c.jsonl, line 3, field 'query': " + SURROGATE),
         {"c.jsonl": JSONL + '{"id": "3", "query": "\\ud800"}\n'}),
+    Row("a record without a query in a later batch",
+        [*FILE, "dataset.path=c.jsonl", "scoring.batch_size=1"], 2,
+        err("c.jsonl, line 3, field 'query': required field is missing"),
+        {"c.jsonl": JSONL + '{"id": "3"}\n'}),
 ]
 
 

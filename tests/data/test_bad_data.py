@@ -66,6 +66,33 @@ def test_invalid_utf8_far_down_a_streamed_file_is_refused_before_its_first_case(
     assert str(info.value).startswith(f"{path}, line 5001: invalid UTF-8 (byte 0xff at column 1)")
 
 
+@pytest.mark.parametrize(("name", "bad", "problem"), [
+    ("c.jsonl", '{"id": "x", "query": "\\ud800"}', "line 3001, field 'query': a lone surrogate"),
+    ("c.jsonl", '{"id": "x", "query": "q", "metadata": {"s": NaN}}',
+     "line 3001, field 'metadata.s': NaN is not allowed"),
+    ("c.csv", 'x,q,"{""s"": Infinity}"', "line 3002, field 'metadata.s': Infinity is not allowed"),
+])
+def test_a_bad_value_far_down_a_streamed_file_is_refused_before_its_first_case(
+        tmp_path: Path, name: str, bad: str, problem: str) -> None:
+    if name.endswith(".csv"):
+        text = "id,query,metadata\n" + "".join(f"{i},q,\n" for i in range(3000)) + bad + "\n"
+    else:
+        text = "".join(json.dumps({**CASE, "id": str(i)}) + "\n" for i in range(3000)) + bad
+    path = tmp_path / name
+    path.write_text(text + "\n", encoding="utf-8")
+    cases = iter_cases(path)
+    with pytest.raises(DataError) as info:
+        next(cases)
+    assert str(info.value).startswith(f"{path}, {problem}")
+
+
+def test_nan_inside_a_string_is_text(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(CASE) + "\n" + json.dumps({**CASE, "id": "2", "query": "NaN? "
+                                                          "Infinity!"}) + "\n", encoding="utf-8")
+    assert [c.query for c in load_cases(path)] == ["q", "NaN? Infinity!"]
+
+
 @pytest.mark.parametrize(("name", "data", "line"), [
     ("c.csv", b"id,query\n1,q\n2,caf\xe9\n", 3),
     ("c.json", b'[\n{"id": "1",\n "query": "\xff"}]', 3),
