@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from runner.data.errors import DataError
-from runner.data.limits import HINTS, check_value, deep_line, deep_problem, parse_json
+from runner.data.limits import HINT_TEXTS, HINTS, check_value, deep_line, deep_problem, parse_json
 from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
@@ -91,7 +91,7 @@ def check_stream(path: Path, fmt: str) -> None:
     Raises:
         DataError: The first bad line.
     """
-    if not check_utf8(path, HINTS):
+    if not check_utf8(path, HINT_TEXTS):
         return
     if fmt == "csv":
         for _ in _iter_csv(path):

@@ -4,7 +4,6 @@ file is said to be one, and invalid UTF-8 is located by line."""
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,17 +47,17 @@ def open_text(path: Path, newline: str | None = None) -> Iterator[TextIO]:
         raise DataError(str(path), None, None, f"cannot be read ({exc.strerror})") from None
 
 
-def check_utf8(path: Path, hint: re.Pattern[str] | None = None) -> bool:
+def check_utf8(path: Path, hints: tuple[str, ...] = ()) -> bool:
     """Refuse a file that is not UTF-8 before any of it is used: a streamed file (JSON Lines,
     CSV) is read batch by batch, and its later batches are read after the first were answered.
     One pass over the bytes, at about a gigabyte a second.
 
     Args:
         path: The file.
-        hint: A pattern to look for in the text on the way.
+        hints: Strings to look for in the text on the way.
 
     Returns:
-        Whether `hint` occurs in the text.
+        Whether one of `hints` occurs in the text.
 
     Raises:
         DataError: The first invalid line and byte.
@@ -69,7 +68,7 @@ def check_utf8(path: Path, hint: re.Pattern[str] | None = None) -> bool:
         with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
                 text = tail + decoder.decode(chunk)
-                found = found or (hint is not None and hint.search(text) is not None)
+                found = found or any(hint in text for hint in hints)
                 tail = text[-16:]  # a match across two chunks
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
