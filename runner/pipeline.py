@@ -25,6 +25,7 @@ from runner.cache import CacheStats, DiskCache
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.evaluate import count_pairs
+from runner.folders import check_folder
 from runner.matchers.base import Matcher
 from runner.matching import CachedMatcher
 from runner.parallel import resolve_workers, score_parallel
@@ -134,6 +135,7 @@ def _open_cache(cfg: dict[str, Any]) -> DiskCache | None:
     settings = cfg.get("cache") or {}
     if not settings.get("enabled", True):
         return None
+    check_folder("cache.dir", settings["dir"])
     cache = DiskCache(settings["dir"])
     if settings.get("clear"):
         cache.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 from typing import Any
@@ -26,16 +27,20 @@ def _plain(cfg: Any) -> Any:
     return cfg
 
 
-def build_callable(spec: Any) -> Callable[..., Any] | None:
-    """Turn a ``{_target_: pkg.func, **kwargs}`` node into ``partial(func, **kwargs)``."""
+def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | None:
+    """Turn a ``{_target_: pkg.func, **kwargs}`` node into ``partial(func, **kwargs)``.
+
+    Raises:
+        RagciteError: The function cannot be found or built (one line naming `key`).
+    """
     spec = _plain(spec)
     if spec is None:
         return None
-    from hydra.utils import instantiate
+    from runner.plugins import build
 
     if isinstance(spec, str):
         spec = {"_target_": spec}
-    fn: Callable[..., Any] = instantiate(spec, _partial_=True)
+    fn: Callable[..., Any] = build(spec, key, _partial_=True)
     return fn
 
 
@@ -58,7 +63,7 @@ class Dataset:
 
     def iter_cases(self) -> Iterator[Case]:
         """Stream the validated cases (the first `limit` when set)."""
-        transform = build_callable(self.cfg.get("transform"))
+        transform = build_callable(self.cfg.get("transform"), "dataset.transform")
         it = iter_cases(self.path, mapping=_mapping(self.cfg.get("mapping")),
                         format=self.cfg.get("format"), transform=transform)
         return islice(it, self.limit) if self.limit is not None else it
@@ -87,9 +92,16 @@ class Dataset:
             raise DataError(self.path, None, "dataset.knowledge_base",
                             f"dataset {self.name!r} has no knowledge base; a retrieving model "
                             "adapter needs one (set dataset.knowledge_base.path)")
-        return list(iter_documents(kb["path"], mapping=_mapping(kb.get("mapping")),
+        docs = list(iter_documents(kb["path"], mapping=_mapping(kb.get("mapping")),
                                    format=kb.get("format"),
-                                   transform=build_callable(kb.get("transform"))))
+                                   transform=build_callable(kb.get("transform"),
+                                                            "dataset.knowledge_base.transform")))
+        if not any(doc.text.strip() for doc in docs):
+            what = f"only blank documents ({len(docs)})" if docs else "no documents"
+            raise DataError(str(kb["path"]), None, None,
+                            f"the knowledge base has {what}; a retrieving model needs at "
+                            "least one document with text")
+        return docs
 
     @property
     def systems(self) -> list[str]:
@@ -114,19 +126,25 @@ class Dataset:
         out: dict[str, Response] = {}
         for case in iter_cases(spec["path"], mapping=_mapping(spec.get("mapping")),
                                format=spec.get("format"),
-                               transform=_with_query(build_callable(spec.get("transform")))):
+                               transform=_WithQuery(build_callable(
+                                   spec.get("transform"), f"dataset.systems.{name}.transform"))):
             out[case.id] = case.response or Response()
         return out
 
 
-def _with_query(transform: Callable[..., Any] | None) -> Callable[[Any], Any]:
-    """Responses files have no query: fill a blank one so records validate as cases."""
+@dataclass(frozen=True)
+class _WithQuery:
+    """Responses files have no query: fill a blank one so records validate as cases.
 
-    def apply(record: Any) -> Any:
-        if transform is not None:
-            record = transform(record)
+    Attributes:
+        func: The system's own transform, applied first (named in its errors).
+    """
+
+    func: Callable[..., Any] | None
+
+    def __call__(self, record: Any) -> Any:
+        if self.func is not None:
+            record = self.func(record)
         if isinstance(record, dict) and "query" not in record:
             record = {**record, "query": ""}
         return record
-
-    return apply

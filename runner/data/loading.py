@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -12,9 +13,17 @@ from pydantic import ValidationError
 
 from runner._gc import gc_paused
 from runner.data.errors import DataError
+from runner.data.limits import may_break_bounds
 from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
 from runner.data.models import Case, Document
-from runner.data.readers import infer_format, iter_jsonl_lines, iter_records, parse_jsonl_line
+from runner.data.readers import (
+    check_stream,
+    infer_format,
+    iter_jsonl_lines,
+    iter_records,
+    parse_jsonl_line,
+)
+from runner.data.text import read_text
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 PKG_PREFIX = "pkg://"
@@ -26,12 +35,26 @@ def resolve_path(path: str | Path) -> Path:
     Shipped datasets live in the ``runner.datasets`` package (the repository's ``data/``
     folder), so ``pkg://runner.datasets/demo/cases.jsonl`` works from a source checkout and from
     an installed wheel alike. Other paths are returned unchanged.
+
+    Raises:
+        DataError: The package is not installed, or the path leaves its package (``..``).
     """
     text = str(path)
     if not text.startswith(PKG_PREFIX):
         return Path(text).expanduser()
     package, _, rel = text[len(PKG_PREFIX):].partition("/")
-    return Path(str(resources.files(package).joinpath(rel)))
+    norm = posixpath.normpath(rel) if rel else ""
+    if norm == ".." or norm.startswith(("../", "/")):
+        raise DataError(text, None, None, "a pkg:// path must stay inside its package (no "
+                                          "'..'); give a plain path for other files")
+    try:
+        root = resources.files(package)
+    except (ImportError, ValueError, TypeError):
+        raise DataError(text, None, None,
+                        f"no installed package {package!r}; a pkg:// path reads "
+                        "pkg://<package>/<file>, e.g. pkg://runner.datasets/demo/cases.jsonl"
+                        ) from None
+    return Path(str(root.joinpath(norm)))
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -107,17 +130,22 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
     """The cases of a JSONL file in the canonical shape, each line straight into pydantic.
 
     ``Case.model_validate_json`` parses and validates a line in one step, 40 % faster than
-    ``json.loads`` and ``model_validate``. A line it rejects (a missing id, top-level
+    ``json.loads`` and ``model_validate``. A line that may break a bound of
+    :mod:`runner.data.limits`, and a line it rejects (a missing id, top-level
     ``citations``, malformed JSON, an invalid field) takes the general path, which fills the
     defaults or raises the located error, so the result is the same either way.
     """
+    check_stream(path, "jsonl")
     for index, (lineno, line) in enumerate(iter_jsonl_lines(path), start=1):
         where = f"line {lineno}"
-        try:
-            yield where, Case.model_validate_json(line)
-        except ValidationError:
-            yield where, _to_case(parse_jsonl_line(path, lineno, line), index, where, shown,
-                                  fm, None)
+        if not may_break_bounds(line):  # pydantic reads NaN and 101 levels; the check does not
+            try:
+                yield where, Case.model_validate_json(line)
+                continue
+            except ValidationError:
+                pass
+        yield where, _to_case(parse_jsonl_line(path, lineno, line), index, where, shown, fm,
+                              None)
 
 
 def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
@@ -132,6 +160,10 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
                             f"transform failed: {type(exc).__name__}: {exc}") from exc
         if record is None:  # the transform skips this record
             return None
+        if not isinstance(record, dict) and record is not raw:
+            raise DataError(shown, where, None,
+                            f"transform {callable_name(transform)} returned {_shown(record)}; "
+                            "expected a dict (or None to skip the record)")
     record = fm.apply(record, shown, where)
     if not isinstance(record, dict) or "__raw__" in record:
         raise DataError(shown, where, None,
@@ -143,6 +175,24 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
         return Case.model_validate(record)
     except ValidationError as exc:
         raise validation_to_data_error(exc, shown, where) from None
+
+
+def callable_name(fn: Callable[..., Any]) -> str:
+    """A transform's dotted name (through ``functools.partial``) for messages."""
+    target: Any = fn
+    while getattr(target, "func", None) is not None:  # a partial, or a wrapper of one
+        target = target.func
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    return f"{module}.{name}" if module else name
+
+
+def _shown(value: Any) -> str:
+    """A value's type and a short repr, for messages (``list ([1, 2])``)."""
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} ({text})"
 
 
 def _fold_response(record: dict[str, Any]) -> dict[str, Any]:
@@ -201,12 +251,12 @@ def iter_documents(
     if real.is_dir():
         for file in sorted(real.rglob("*")):
             if file.suffix.lower() in (".txt", ".md") and file.is_file():
-                yield Document(source=file.name, text=file.read_text(encoding="utf-8"))
+                yield Document(source=file.name, text=read_text(file))
         return
     fm = as_mapping(mapping, KB_KEYS, origin=f"{shown} (mapping)")
     # With a transform, a JSON/YAML object (a corpus keyed by source) is one record to split.
     for where, raw in iter_records(real, format, whole_object=transform is not None):
-        records = transform(raw) if transform is not None else [raw]
+        records = [raw] if transform is None else _kb_records(transform, raw, shown, where)
         for record in records:
             mapped = fm.apply(record, shown, where)
             try:
@@ -214,6 +264,24 @@ def iter_documents(
                     {k: mapped.get(k) for k in KB_KEYS if k in mapped})
             except ValidationError as exc:
                 raise validation_to_data_error(exc, shown, where) from None
+
+
+def _kb_records(transform: Callable[[Any], Iterable[dict[str, Any]]], raw: Any, shown: str,
+                where: str) -> list[Any]:
+    """A knowledge-base transform's documents for one record: a dict or an iterable of dicts."""
+    try:
+        out = transform(raw)
+        records = [out] if isinstance(out, dict) else list(out)
+    except Exception as exc:  # a user transform: locate whatever it raised
+        raise DataError(shown, where, None,
+                        f"transform {callable_name(transform)} failed: {type(exc).__name__}: "
+                        f"{exc}") from exc
+    for record in records:
+        if not isinstance(record, dict):
+            raise DataError(shown, where, None,
+                            f"transform {callable_name(transform)} gave {_shown(record)}; "
+                            "expected dicts (one per document)")
+    return records
 
 
 def load_knowledge_base(

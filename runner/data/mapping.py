@@ -14,6 +14,7 @@ from typing import Any
 
 import jmespath
 from jmespath.exceptions import JMESPathError
+from jmespath.functions import Functions
 
 from runner.data.errors import DataError
 
@@ -48,6 +49,11 @@ class FieldMapping:
             except JMESPathError as exc:
                 raise DataError(self.origin, None, key,
                                 f"invalid JMESPath expression {expr!r}: {exc}") from None
+            unknown = sorted(_function_names(compiled[key].parsed) - set(_FUNCTIONS))
+            if unknown:
+                raise DataError(self.origin, None, key,
+                                f"unknown JMESPath function {unknown[0]}() in {expr!r}; the "
+                                f"functions are {', '.join(_FUNCTIONS)}")
         object.__setattr__(self, "_compiled", compiled)
 
     @property
@@ -73,10 +79,30 @@ class FieldMapping:
             if "response" in record and "citations" not in compiled and "answer" not in compiled:
                 out["response"] = record["response"]
         for key, expr in compiled.items():
-            value = expr.search(record)
+            try:
+                value = expr.search(record)
+            except JMESPathError as exc:  # a type error, or a wrong number of arguments
+                raise DataError(path, where, f"mapping.{key}",
+                                f"expression {self.expressions[key]!r} failed: {exc}") from None
             _check_shape(key, value, self.expressions[key], path, where)
             out[key] = value
         return out
+
+
+_FUNCTIONS: tuple[str, ...] = tuple(sorted(Functions.FUNCTION_TABLE))
+"""JMESPath's built-in functions (ragcite registers none of its own)."""
+
+
+def _function_names(node: dict[str, Any]) -> set[str]:
+    """The names of the functions a parsed JMESPath expression calls."""
+    names = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if item.get("type") == "function_expression":
+            names.add(str(item["value"]))
+        stack.extend(child for child in item.get("children", ()) if isinstance(child, dict))
+    return names
 
 
 def _is_str(value: Any) -> bool:

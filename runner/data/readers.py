@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from runner.data.errors import DataError
+from runner.data.limits import HINT_TEXTS, HINTS, check_value, deep_line, deep_problem, parse_json
+from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": "yaml",
@@ -62,12 +64,15 @@ def iter_records(path: str | Path, format: str | None = None, *,
             instead of being rejected.
 
     Raises:
-        DataError: The file is missing or a record cannot be parsed.
+        DataError: The file is missing, is a directory, is not UTF-8 text (a byte-order mark
+            is fine), or a record cannot be parsed or breaks a bound of
+            :mod:`runner.data.limits`.
     """
-    fmt = infer_format(path, format)
     p = Path(path)
-    if not p.is_file():
-        raise DataError(str(path), None, None, "file not found")
+    check_file(p)
+    fmt = infer_format(path, format)
+    if fmt in ("jsonl", "csv"):
+        check_stream(p, fmt)
     if fmt == "jsonl":
         yield from _iter_jsonl(p)
     elif fmt == "csv":
@@ -76,9 +81,30 @@ def iter_records(path: str | Path, format: str | None = None, *,
         yield from _iter_document(p, fmt, whole_object)
 
 
+def check_stream(path: Path, fmt: str) -> None:
+    """Check a streamed file (JSON Lines, CSV) when it is opened, before its first batch is
+    answered: UTF-8 throughout, and when its text hints at a value no record may hold (a
+    surrogate escape, NaN, Infinity: :data:`runner.data.limits.HINTS`), those records, so a bad
+    one further down is refused before any model call. The rest (fields, nesting) is checked
+    batch by batch.
+
+    Raises:
+        DataError: The first bad line.
+    """
+    if not check_utf8(path, HINT_TEXTS):
+        return
+    if fmt == "csv":
+        for _ in _iter_csv(path):
+            pass
+        return
+    for lineno, line in iter_jsonl_lines(path):
+        if HINTS.search(line):
+            parse_jsonl_line(path, lineno, line)
+
+
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) of each non-blank line of a JSONL file."""
-    with path.open("r", encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
             if line.strip():
                 yield lineno, line
@@ -88,10 +114,11 @@ def parse_jsonl_line(path: Path, lineno: int, line: str) -> Any:
     """One JSONL line as JSON data.
 
     Raises:
-        DataError: The line is not valid JSON (the message names the line and column).
+        DataError: The line is not valid JSON (the message names the line and column), or its
+            value breaks a bound of :mod:`runner.data.limits`.
     """
     try:
-        return json.loads(line)
+        return parse_json(line, str(path), f"line {lineno}")
     except json.JSONDecodeError as exc:
         raise DataError(str(path), f"line {lineno}", None,
                         f"malformed JSON ({exc.msg} at column {exc.colno})") from None
@@ -103,16 +130,7 @@ def _iter_jsonl(path: Path) -> Iterator[Record]:
 
 
 def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:
-    with path.open("r", encoding="utf-8") as fh:
-        try:
-            data = json.load(fh) if fmt == "json" else yaml.safe_load(fh)
-        except json.JSONDecodeError as exc:
-            raise DataError(str(path), f"line {exc.lineno}", None,
-                            f"malformed JSON ({exc.msg} at column {exc.colno})") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else None
-            raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
+    data = _parse_document(path, fmt)
     if isinstance(data, dict):
         # Accept {"cases": [...]} as well as a bare list.
         for key in ("cases", "data", "records"):
@@ -121,6 +139,7 @@ def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator
                 break
         else:
             if whole_object:
+                check_value(data, str(path), "record 1")
                 yield "record 1", data
                 return
     if not isinstance(data, list):
@@ -128,11 +147,30 @@ def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator
                         f"expected a list of records (or an object with a 'cases' list), "
                         f"got {type(data).__name__}")
     for index, record in enumerate(data, start=1):
+        check_value(record, str(path), f"record {index}")
         yield f"record {index}", record
 
 
+def _parse_document(path: Path, fmt: str) -> Any:
+    """A whole JSON or YAML file as data (its records are checked as they are yielded)."""
+    text = read_text(path)
+    try:
+        if fmt == "json":
+            return parse_json(text, str(path), None, check=False)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), f"line {exc.lineno}", None,
+                        f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else None
+        raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
+    except RecursionError:
+        raise DataError(str(path), deep_line(text), None, deep_problem()) from None
+
+
 def _iter_csv(path: Path) -> Iterator[Record]:
-    with path.open("r", encoding="utf-8", newline="") as fh:
+    with open_text(path, newline="") as fh:
         reader = csv.DictReader(fh)
         for row in reader:
             # reader.line_num is the physical line of the end of this row (header is line 1).
@@ -146,7 +184,7 @@ def _iter_csv(path: Path) -> Iterator[Record]:
                     if value is None or value.strip() == "":
                         continue
                     try:
-                        record[key] = json.loads(value)
+                        record[key] = parse_json(value, str(path), where, key)
                     except json.JSONDecodeError as exc:
                         raise DataError(str(path), where, key,
                                         f"expected a JSON-encoded value ({exc.msg})") from None
