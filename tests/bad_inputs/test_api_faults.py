@@ -58,7 +58,7 @@ NOT_NUMBERS = "the embeddings server returned a vector with NaN or infinite valu
 RETRY = ("{error}: Retry-After {after} s exceeds the ceiling of {ceiling} s "
          "({where}.max_retry_after); not retried")
 SCORED = ("threshold {t}: context R/P/F1 {c}  source R/P/F1 1.000/1.000/1.000  "
-          "(2 scored, 0 errors)")
+          "(means over 2 scored cases, 0 failed; {m} of 2 ground-truth passages matched)")
 NAN_REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
              "choices": [{"index": 0, "finish_reason": "stop", "message": {
                  "role": "assistant", "content": "Yes"}, "logprobs": {"content": [{
@@ -204,7 +204,7 @@ ROWS = [
     # --- and when nothing is wrong ------------------------------------------------------------
     row("embeddings: a good server scores every case", EMBED, 0,
         # c1: its citation is its reference (cosine 1); c2: orthogonal vectors (cosine 0).
-        SCORED.format(t=0.8, c="0.500/0.500/0.500"), vectors(
+        SCORED.format(t=0.8, c="0.500/0.500/0.500", m=1), vectors(
             alpha_fact=[1.0, 0.0, 0.0], beta_fact=[0.0, 1.0, 0.0], poison_text=[0.0, 0.0, 1.0])),
 ]
 
@@ -259,6 +259,6 @@ def test_a_nan_vector_is_never_cached_and_a_rerun_after_the_fix_calls_again(
 
     server.vectors["poison text"] = [0.0, 0.0, 1.0]  # the server is fixed
     second = row("the server fixed", (*args, "output_root={tmp}/out2"), 0,
-                 SCORED.format(t=0.8, c="0.500/0.500/0.500"))
+                 SCORED.format(t=0.8, c="0.500/0.500/0.500", m=1))
     run_fault_row(second, server, tmp_path)
     assert [b["input"] for _, b in server.bodies] == [list(TEXTS), ["poison text"]]

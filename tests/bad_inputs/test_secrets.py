@@ -114,7 +114,8 @@ ROWS = [
     SecretRow(Row("a service echoing its token in its answers: scored, token in no file",
                   HTTP, 0,
                   "threshold 0.5: context R/P/F1 0.000/0.000/0.000  source R/P/F1 "
-                  "0.000/0.000/0.000  (3 scored, 0 errors)", env={"RAG_TOKEN": TOKEN}),
+                  "0.000/0.000/0.000  (means over 3 scored cases, 0 failed; 0 of 5 ground-truth "
+                  "passages matched)", env={"RAG_TOKEN": TOKEN}),
               (TOKEN,), serve=echo_token),
     SecretRow(Row("a python model's error holding OPENAI_API_KEY shows ***",
                   ["model=python", "model.function=leaky.answer"], 3,
