@@ -17,7 +17,10 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
+from runner.config_errors import describe, hydra_errors
+from runner.constraints import check_config
 from runner.data.errors import DataError
 from runner.errors import (
     EXIT_GATE_FAILED,
@@ -131,11 +134,16 @@ def _app(cfg: DictConfig) -> None:
              if v is not None and not k.startswith("hydra")}
     finished = False  # a finished job's files were scrubbed as they were written
     try:
-        outcomes = run(plain_config(cfg), out, names)
+        plain = plain_config(cfg)
+        check_config(cfg)  # what each key allows, before any work
+        outcomes = run(plain, out, names)
         finished = True
         _Status.value = max(_Status.value, _report(outcomes, out))
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
+        _Status.value = max(_Status.value, EXIT_INPUT)
+    except OmegaConfBaseException as exc:  # a value missing or unresolvable in the config
+        log.error("ragcite: error: %s", describe(exc))
         _Status.value = max(_Status.value, EXIT_INPUT)
     except Exception:
         if hc.mode is None or hc.mode.name != "MULTIRUN":
@@ -159,10 +167,19 @@ def canonical_args(argv: list[str]) -> list[str]:
         bare = key.lstrip("+~")
         if eq and bare in ALIASES:
             arg = f"{key[:len(key) - len(bare)]}{ALIASES[bare]}={value}"
-        elif eq and bare == "threshold" and value[:1] in "0123456789.-[":
+        elif eq and bare == "threshold" and (value[:1] in "0123456789.-[" or _number(value)):
             arg = f"scoring.threshold={value}"
         out.append(arg)
     return out
+
+
+def _number(text: str) -> bool:
+    """Whether `text` reads as a number, ``nan`` and ``inf`` included."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _register_sweeper() -> None:
@@ -187,7 +204,8 @@ def main() -> None:
     sys.argv[1:] = canonical_args(sys.argv[1:])
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open
     try:
-        _app()
+        with hydra_errors():
+            _app()
     except KeyboardInterrupt:
         # What was written stays; an unfinished job has no job.json, a sweep no sweep.json
         # listing it as complete, and open tracked runs end KILLED.
@@ -198,6 +216,13 @@ def main() -> None:
         if exc.code not in (0, None):
             finish_sweep(failed=True)
         raise
+    except Exception as exc:
+        line = describe(exc)  # Hydra's composition errors: one located line, not its block
+        if line is None:
+            raise
+        finish_sweep(failed=True)
+        print(f"ragcite: error: {line}", file=sys.stderr)
+        sys.exit(EXIT_INPUT)
     summary = SWEEPS.last
     if summary is not None and summary["failed"]:
         sys.exit(max(_Status.value, EXIT_GATE_FAILED))

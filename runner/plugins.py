@@ -17,10 +17,18 @@ def build(section: Mapping[str, Any], key: str, **kwargs: Any) -> Any:
     Raises:
         RagciteError: The class cannot be built: one line with the key, the class and its
             reason (``matcher: cannot build runner.matchers.ngram.NgramMatcher:
-            NgramMatcher.n must be an integer >= 1, got 0``).
+            NgramMatcher.n must be an integer >= 1, got 0``); a class that cannot be imported
+            as ``model._target_: cannot import nope.Nope: No module named 'nope'``.
     """
+    target = section.get("_target_")
     try:
         return instantiate(dict(section), _convert_="all", **kwargs)
     except InstantiationException as exc:
+        if str(exc).startswith("Error locating target"):
+            # Hydra's message only points at its own traceback hint: name the real reason.
+            root: BaseException = exc
+            while root.__cause__ is not None or root.__context__ is not None:
+                root = root.__cause__ or root.__context__  # type: ignore[assignment]
+            raise RagciteError(f"{key}._target_: cannot import {target}: {root}") from None
         reason = " ".join(str(exc.__cause__ or exc).split())
-        raise RagciteError(f"{key}: cannot build {section.get('_target_')}: {reason}") from None
+        raise RagciteError(f"{key}: cannot build {target}: {reason}") from None

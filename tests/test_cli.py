@@ -187,6 +187,5 @@ def test_a_setting_its_class_refuses_is_one_line_and_exit_2(tmp_path: Path) -> N
     proc = run_cli([*BASE, "matcher.n=0", f"output_root={tmp_path}"], cwd=tmp_path, env=ENV)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.rstrip().splitlines()[-1].endswith(
-        "ragcite: error: matcher: cannot build runner.matchers.ngram.NgramMatcher: "
-        "NgramMatcher.n must be an integer >= 1, got 0")
+        "ragcite: error: matcher.n: must be an integer >= 1, got 0")
     assert "Traceback" not in proc.stderr and "HYDRA_FULL_ERROR" not in proc.stderr
