@@ -41,6 +41,7 @@ log = logging.getLogger("ragcite")
 CONFIG_PATH = "pkg://runner.conf"
 ALIASES = {"matcher.threshold": "scoring.threshold"}
 """Other spellings of a key a user may type, and the canonical key they mean."""
+MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
 class _Status:
@@ -160,9 +161,10 @@ def _app(cfg: DictConfig) -> None:
 def canonical_args(argv: list[str]) -> list[str]:
     """The command line with alias keys spelled canonically (``matcher.threshold=0.4`` →
     ``scoring.threshold=0.4``) and a number given to the ``threshold`` group read as a value
-    (``threshold=0.4`` → ``scoring.threshold=0.4``; levels stay group choices)."""
-    out = []
-    for arg in argv:
+    (``threshold=0.4`` → ``scoring.threshold=0.4``; levels stay group choices); ``-m`` moved
+    first, so that it may come anywhere (Hydra's parser refuses it after an override)."""
+    out = [arg for arg in argv if arg in MULTIRUN_FLAGS]
+    for arg in (a for a in argv if a not in MULTIRUN_FLAGS):
         key, eq, value = arg.partition("=")
         bare = key.lstrip("+~")
         if eq and bare in ALIASES:
