@@ -17,7 +17,6 @@ from typing import Any
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
-from omegaconf.errors import OmegaConfBaseException
 
 from runner.config_errors import describe, hydra_errors
 from runner.constraints import check_config
@@ -143,10 +142,12 @@ def _app(cfg: DictConfig) -> None:
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_INPUT)
-    except OmegaConfBaseException as exc:  # a value missing or unresolvable in the config
-        log.error("ragcite: error: %s", describe(exc))
-        _Status.value = max(_Status.value, EXIT_INPUT)
-    except Exception:
+    except Exception as exc:
+        line = describe(exc)  # a value missing or unresolvable, a _target_ that fails...
+        if line is not None:
+            log.error("ragcite: error: %s", line)
+            _Status.value = max(_Status.value, EXIT_INPUT)
+            return
         if hc.mode is None or hc.mode.name != "MULTIRUN":
             raise
         # A sweep carries on with its other jobs; this one left no job.json (incomplete).
@@ -223,7 +224,8 @@ def main() -> None:
         if line is None:
             raise
         finish_sweep(failed=True)
-        print(f"ragcite: error: {line}", file=sys.stderr)
+        secrets = secret_values({"overrides": sys.argv[1:]}) | env_secrets()
+        print(f"ragcite: error: {scrub_text(line, secrets)}", file=sys.stderr)
         sys.exit(EXIT_INPUT)
     summary = SWEEPS.last
     if summary is not None and summary["failed"]:

@@ -29,6 +29,8 @@ from omegaconf.errors import (
     ValidationError,
 )
 
+from runner.redact import redact_override
+
 FULL_ERROR = "HYDRA_FULL_ERROR"
 GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 NUMBER_GROUPS = {"threshold"}
@@ -42,6 +44,10 @@ _ENUM = re.compile(r"Invalid value '(?P<value>.*)', expected one of \[(?P<choice
 _BOOL = re.compile(r"Value '(?P<value>.*)' is not a valid bool")
 _NOT_OPTIONAL = re.compile(r"field '.*' is not Optional")
 _NOT_LIST = re.compile(r"Invalid value assigned: (?P<type>\w+) is not a ListConfig")
+_LOCATING = re.compile(r"Error locating target '(?P<target>[^']*)'")
+_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(?P<arg>.*)'")
+_APPEND = re.compile(r"Could not append to config\. An item is already at '(?P<key>.*)'")
+_DELETE = re.compile(r"Could not delete from config\. '(?P<key>.*)' does not exist")
 
 
 @contextmanager
@@ -67,23 +73,54 @@ def describe(exc: BaseException) -> str | None:
         The line without the ``ragcite: error:`` prefix, or None.
     """
     if isinstance(exc, OverrideParseException):
+        if redact_override(exc.override) != exc.override:  # a secret: Hydra's detail quotes it
+            return f"{redact_override(exc.override)}: not a valid override; see {GRAMMAR_URL}"
         return (f"{exc.override}: not a valid override ({_first(exc.message)}); "
                 f"write key=value, see {GRAMMAR_URL}")
     if isinstance(exc, MissingConfigException):
         return _missing_option(exc)
     if isinstance(exc, InstantiationException):
-        return _first(str(exc))
+        return instantiation_reason(exc)
     if isinstance(exc, ConfigCompositionException):
         cause = exc.__cause__
         if isinstance(cause, OmegaConfBaseException):
             return describe(cause)
-        return _first(str(exc))
+        return _composition(_first(str(exc)))
     if isinstance(exc, OmegaConfBaseException):
         return _omegaconf(exc)
     if isinstance(exc, ValueError) and str(exc).startswith("Config group override must be"):
         return ("a config group's option must be a name (group=option), got a number; "
                 "see `ragcite --help` for the groups and their options")
     return None
+
+
+def instantiation_reason(exc: InstantiationException, target: str | None = None) -> str:
+    """Why Hydra could not build a ``_target_``: for a target that cannot be imported, the
+    import error itself (Hydra's own message only points at its traceback hint).
+
+    Args:
+        exc: Hydra's exception.
+        target: The ``_target_``, when the caller knows it.
+    """
+    located = _LOCATING.match(str(exc))
+    if not located:
+        return " ".join(str(exc.__cause__ or exc).split())
+    root: BaseException = exc
+    while (nxt := root.__cause__ or root.__context__) is not None:
+        root = nxt
+    return f"cannot import {target or located['target']}: {root}"
+
+
+def _composition(line: str) -> str:
+    """Hydra's composition messages that name an override, reworded with what to do."""
+    if m := _AMBIGUOUS.match(line):
+        return (f"{m['arg']}: several values; sweep them with -m, or write a list as [a,b] or "
+                f"a string as 'a,b'")
+    if m := _APPEND.match(line):
+        return f"{m['key']}: already set; override it without '+' ({m['key']}=...)"
+    if m := _DELETE.match(line):
+        return f"{m['key']}: no such key to delete"
+    return line
 
 
 def _first(text: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
+from runner.config_errors import instantiation_reason
 from runner.errors import RagciteError
 
 
@@ -24,11 +25,7 @@ def build(section: Mapping[str, Any], key: str, **kwargs: Any) -> Any:
     try:
         return instantiate(dict(section), _convert_="all", **kwargs)
     except InstantiationException as exc:
-        if str(exc).startswith("Error locating target"):
-            # Hydra's message only points at its own traceback hint: name the real reason.
-            root: BaseException = exc
-            while root.__cause__ is not None or root.__context__ is not None:
-                root = root.__cause__ or root.__context__  # type: ignore[assignment]
-            raise RagciteError(f"{key}._target_: cannot import {target}: {root}") from None
-        reason = " ".join(str(exc.__cause__ or exc).split())
+        reason = instantiation_reason(exc, str(target))
+        if reason.startswith("cannot import"):
+            raise RagciteError(f"{key}._target_: {reason}") from None
         raise RagciteError(f"{key}: cannot build {target}: {reason}") from None

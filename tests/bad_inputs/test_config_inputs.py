@@ -93,6 +93,15 @@ ROWS = [
     Row("bad override syntax", ["matcher.n=["], 2,
         f"{E}matcher.n=[: not a valid override (no viable alternative at input '['); write "
         f"key=value, see {GRAMMAR}"),
+    Row("adding a key that is already set", ["+matcher.n=2"], 2,
+        f"{E}matcher.n: already set; override it without '+' (matcher.n=...)"),
+    Row("deleting a key that does not exist", ["~matcher.foo"], 2,
+        f"{E}matcher.foo: no such key to delete"),
+    Row("several values without -m", ["matcher=substring,ngram"], 2,
+        f"{E}matcher=substring,ngram: several values; sweep them with -m, or write a list as "
+        "[a,b] or a string as 'a,b'"),
+    Row("bad override syntax with a secret value", ["model=openai", "model.api_key=[sk-abc123"],
+        2, f"{E}model.api_key=***: not a valid override; see {GRAMMAR}"),
     # --- in a sweep --------------------------------------------------------------------------
     Row("sweep: typo'd key", ["-m", "matcher.nn=1,2"], 2,
         f"{E}matcher.nn: no such key; NgramMatcher takes: {NGRAM_KEYS}"),
@@ -164,6 +173,12 @@ def test_some_failed_names_stray_responses_and_counts_in_the_last_line(tmp_path:
     assert lines[-1] == row.line
     assert ("ragcite: warning: model.responses half.jsonl: 1 of 2 responses match no case: "
             "'zz'") in lines
+
+
+def test_a_secret_in_a_bad_override_is_never_echoed(tmp_path: Path) -> None:
+    row = next(r for r in ROWS if r.name == "bad override syntax with a secret value")
+    proc = run_row(row, tmp_path)
+    assert "sk-abc123" not in proc.stderr + proc.stdout
 
 
 def test_a_sweep_whose_job_scored_nothing_exits_3(tmp_path: Path) -> None:
