@@ -18,8 +18,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from runner.config_check import check_config
 from runner.config_errors import describe, hydra_errors
-from runner.constraints import check_config
 from runner.data.errors import DataError
 from runner.errors import (
     EXIT_GATE_FAILED,

@@ -5,22 +5,18 @@ adapter's: :func:`runner.schema.conf_for` copies it) carries its constraint in i
 
     batch_size: int = field(default=1000, metadata=allows(Range(low=1, integer=True)))
 
-and :func:`check_config` checks the composed config against every schema before any work:
-keys the schema does not have (``+gate.context_recal=0.9``), values out of range, and the
-checks across keys a schema class declares in a ``config_problem`` classmethod.
+and :func:`runner.config_check.check_config` checks the composed config against every schema
+before any work: keys the schema does not have (``+gate.context_recal=0.9``), values out of
+range, and the checks across keys a schema class declares in a ``config_problem`` classmethod.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-
-from runner.config_errors import unknown_key
-from runner.errors import RagciteError
+from omegaconf import ListConfig
 
 CHECK = "check"
 """The field-metadata key holding a constraint."""
@@ -93,38 +89,3 @@ class OneOf:
 def allows(constraint: Range | OneOf, **metadata: Any) -> dict[str, Any]:
     """Field metadata declaring what the key allows (other metadata kept)."""
     return {**metadata, CHECK: constraint}
-
-
-def check_config(cfg: DictConfig) -> None:
-    """Check a composed config against its schemas, before any work.
-
-    Raises:
-        RagciteError: The first problem, located: ``scoring.batch_size: must be an integer
-            >= 1, got 0``; ``gate.context_recal: no such gate; the gates: ...``.
-    """
-    _check_node(cfg, "")
-
-
-def _check_node(node: DictConfig, prefix: str) -> None:
-    schema = OmegaConf.get_type(node)
-    if isinstance(schema, type) and dataclasses.is_dataclass(schema):
-        fields = {f.name: f for f in dataclasses.fields(schema)}
-        for key in map(str, node):
-            if key not in fields:
-                raise RagciteError(unknown_key(f"{prefix}{key}", schema))
-        for name, f in fields.items():
-            constraint = f.metadata.get(CHECK)
-            if constraint is not None and name in node:
-                problem = constraint.problem(node[name])
-                if problem:
-                    raise RagciteError(f"{prefix}{name}: {problem}")
-        across = getattr(schema, "config_problem", None)
-        if callable(across):
-            problem = across(node)
-            if problem:
-                raise RagciteError(f"{prefix.rstrip('.') or 'config'}: {problem}")
-    for key in map(str, node):
-        child = node._get_node(key)
-        if isinstance(child, DictConfig) and not child._is_none():
-            _check_node(child, f"{prefix}{key}.")
-

@@ -82,7 +82,7 @@ def test_max_error_rate_gate(tmp_path: Path) -> None:
     assert (metrics["n_scored"], metrics["n_errors"]) == (2, 1)
     # The failed case is recorded as an error, never as a score of 0.
     failed = read_jsonl(run / "cases.jsonl")[2]
-    assert failed["error"] == "no stored response for case 'seed-3' in the stored responses"
+    assert failed["error"] == f"no stored response for case 'seed-3' in model.responses {side}"
     assert set(failed["metrics"].values()) == {None}
     # Macro context recall over the 2 scored cases: (1 + 0) / 2.
     assert metrics["metrics"]["context_recall"] == 0.5
