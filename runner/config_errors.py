@@ -182,4 +182,6 @@ def unknown_key(key: str, schema: Any) -> str:
         return f"{key}: no such gate; the gates: {', '.join(names)}"
     name = schema.__name__.removesuffix("Conf")
     owner = "the config" if name == "Ragcite" else name
+    if not names:
+        return f"{key}: no such key; {owner} takes no keys"
     return f"{key}: no such key; {owner} takes: {', '.join(names)}"

@@ -148,6 +148,11 @@ ROWS = [
         f"{E}gate.context_recall: must be a number in [0, 1], got 1.5"),
     Row("empty cases file", ["dataset=file", "dataset.path=empty.jsonl", "model=precomputed"], 2,
         f"{E}dataset.path: empty.jsonl holds no cases; nothing to score", FILES),
+    Row("a key of another option", ["report=none", "report.page_size=10"], 2,
+        f"{E}report.page_size: no such key; Report takes no keys"),
+    Row("out of range with a live model: refused before any call",
+        ["model=http", "model.url=http://127.0.0.1:9/never", "scoring.batch_size=0"], 2,
+        f"{E}scoring.batch_size: must be an integer >= 1, got 0"),
     # --- nothing scored (3), some failed (0) ---------------------------------------------------
     Row("no stored responses", ON_FILE, 3,
         f"{E}no case could be scored: all 2 failed; the first: a: no stored response for case "
