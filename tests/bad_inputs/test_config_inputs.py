@@ -107,6 +107,8 @@ ROWS = [
         f"{E}matcher.nn: no such key; NgramMatcher takes: {NGRAM_KEYS}"),
     Row("sweep: unknown option", ["-m", "matcher=nope,ngram"], 2,
         f"{E}matcher=nope: no such option; choose one of: {MATCHERS}"),
+    Row("sweep: a key one of its options lacks", ["-m", "matcher=ngram,substring", "matcher.n=2"],
+        2, f"{E}matcher.n: no such key; SubstringMatcher takes: normalize"),
     Row("sweep: setting out of range", ["-m", "scoring.batch_size=0"], 2,
         f"{E}scoring.batch_size: must be an integer >= 1, got 0"),
     # --- settings out of range, refused before any work --------------------------------------
