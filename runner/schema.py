@@ -46,7 +46,10 @@ def conf_for(cls: type, name: str | None = None) -> type:
         else:
             default = field(default=MISSING, metadata=f.metadata)
         fields.append((f.name, hints[f.name], default))
-    return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields)
+    # A check across keys (runner.config_check) is the class's own, like its defaults.
+    across = getattr(cls, "config_problem", None)
+    namespace = {"config_problem": across} if across is not None else None
+    return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
 
 
 def _resolved_hints(cls: type) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.constraints import OneOf, Range, allows
@@ -78,6 +79,15 @@ class ExtractiveModel(BaseAdapter):
     chunk_overlap: int = field(default=0, metadata=allows(Range(low=0, integer=True)))
     stopwords: str | None = "en"
     min_score: float = 0.0
+
+    @classmethod
+    def config_problem(cls, node: Any) -> str | None:
+        """Consecutive passages share fewer units than a passage has (checked with the
+        config, before any work)."""
+        if node.chunk_overlap >= node.chunk_size:
+            return (f"chunk_overlap ({node.chunk_overlap}) must be < chunk_size "
+                    f"({node.chunk_size})")
+        return None
 
     def bind(self, context: AdapterContext) -> None:
         """Chunk and index the knowledge base."""

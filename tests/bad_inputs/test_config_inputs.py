@@ -142,6 +142,8 @@ ROWS = [
     Row("unknown chunk unit", ["model.chunk_unit=line"], 2,
         f"{E}model.chunk_unit: unknown unit 'line'; choose from: sentence, paragraph, word, "
         "document"),
+    Row("chunks overlapping a whole chunk", ["model.chunk_overlap=2"], 2,
+        f"{E}model: chunk_overlap (2) must be < chunk_size (2)"),
     Row("report page size 0", ["report=html", "report.page_size=0"], 2,
         f"{E}report.page_size: must be an integer >= 1, got 0"),
     Row("unknown source-normalisation step", ["scoring.source_normalization=[nfc,lower]"], 2,
