@@ -18,6 +18,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from runner.config_check import check_config
+from runner.config_errors import describe, hydra_errors
 from runner.data.errors import DataError
 from runner.errors import (
     EXIT_GATE_FAILED,
@@ -38,6 +40,7 @@ log = logging.getLogger("ragcite")
 CONFIG_PATH = "pkg://runner.conf"
 ALIASES = {"matcher.threshold": "scoring.threshold"}
 """Other spellings of a key a user may type, and the canonical key they mean."""
+MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
 class _Status:
@@ -131,7 +134,9 @@ def _app(cfg: DictConfig) -> None:
              if v is not None and not k.startswith("hydra")}
     finished = False  # a finished job's files were scrubbed as they were written
     try:
-        outcomes = run(plain_config(cfg), out, names)
+        plain = plain_config(cfg)
+        check_config(cfg)  # what each key allows, before any work
+        outcomes = run(plain, out, names)
         finished = True
         _Status.value = max(_Status.value, _report(outcomes, out))
     except (RagciteError, DataError) as exc:
@@ -139,7 +144,12 @@ def _app(cfg: DictConfig) -> None:
         _Status.value = max(_Status.value, EXIT_INPUT)
         if isinstance(exc, TrackingLost) and hc.mode is not None and hc.mode.name == "MULTIRUN":
             raise SystemExit(EXIT_INPUT) from None  # the sweep stops: its server is gone
-    except Exception:
+    except Exception as exc:
+        line = describe(exc)  # a value missing or unresolvable, a _target_ that fails...
+        if line is not None:
+            log.error("ragcite: error: %s", line)
+            _Status.value = max(_Status.value, EXIT_INPUT)
+            return
         if hc.mode is None or hc.mode.name != "MULTIRUN":
             raise
         # A sweep carries on with its other jobs; this one left no job.json (incomplete).
@@ -154,17 +164,27 @@ def _app(cfg: DictConfig) -> None:
 def canonical_args(argv: list[str]) -> list[str]:
     """The command line with alias keys spelled canonically (``matcher.threshold=0.4`` →
     ``scoring.threshold=0.4``) and a number given to the ``threshold`` group read as a value
-    (``threshold=0.4`` → ``scoring.threshold=0.4``; levels stay group choices)."""
-    out = []
-    for arg in argv:
+    (``threshold=0.4`` → ``scoring.threshold=0.4``; levels stay group choices); ``-m`` moved
+    first, so that it may come anywhere (Hydra's parser refuses it after an override)."""
+    out = [arg for arg in argv if arg in MULTIRUN_FLAGS]
+    for arg in (a for a in argv if a not in MULTIRUN_FLAGS):
         key, eq, value = arg.partition("=")
         bare = key.lstrip("+~")
         if eq and bare in ALIASES:
             arg = f"{key[:len(key) - len(bare)]}{ALIASES[bare]}={value}"
-        elif eq and bare == "threshold" and value[:1] in "0123456789.-[":
+        elif eq and bare == "threshold" and (value[:1] in "0123456789.-[" or _number(value)):
             arg = f"scoring.threshold={value}"
         out.append(arg)
     return out
+
+
+def _number(text: str) -> bool:
+    """Whether `text` reads as a number, ``nan`` and ``inf`` included."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _register_sweeper() -> None:
@@ -190,7 +210,8 @@ def main() -> None:
     sys.argv[1:] = canonical_args(sys.argv[1:])
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open
     try:
-        _app()
+        with hydra_errors():
+            _app()
     except KeyboardInterrupt:
         # What was written stays; an unfinished job has no job.json, a sweep no sweep.json
         # listing it as complete, and open tracked runs end KILLED.
@@ -201,6 +222,14 @@ def main() -> None:
         if exc.code not in (0, None):
             finish_sweep(failed=True)
         raise
+    except Exception as exc:
+        line = describe(exc)  # Hydra's composition errors: one located line, not its block
+        if line is None:
+            raise
+        finish_sweep(failed=True)
+        secrets = secret_values({"overrides": sys.argv[1:]}) | env_secrets()
+        print(f"ragcite: error: {scrub_text(line, secrets)}", file=sys.stderr)
+        sys.exit(EXIT_INPUT)
     summary = SWEEPS.last
     if summary is not None and summary["failed"]:
         sys.exit(max(_Status.value, EXIT_GATE_FAILED))

@@ -24,6 +24,7 @@ from runner.adapters.base import AdapterContext, ModelAdapter
 from runner.cache import CacheStats, DiskCache
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
+from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.folders import check_folder
 from runner.matchers.base import Matcher
@@ -199,6 +200,10 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
     finally:
         writer.close()
         bar.close()
+    if run.n_cases == 0:  # found before any model call: the first batch was empty
+        limit = " within dataset.limit=0" if dataset.limit == 0 else ""
+        raise RagciteError(f"dataset.path: {dataset.path} holds no cases{limit}; nothing to "
+                           f"score")
     return [agg.result() for agg in aggs]
 
 
@@ -216,6 +221,8 @@ def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher
         result.extra = describe(run, dataset, adapter, matcher, threshold, len(thresholds),
                                 folder) | {"usage": usage, "gates": _gates(run.cfg, failures)}
         outcomes.append(Outcome(threshold, folder, result, failures))
+    for note in getattr(adapter, "notes", list)():
+        log.warning("ragcite: warning: %s", note)
     writer.finish(results, redact(run.cfg))
     scrub_files(run.out, secret_values(run.cfg) | env_secrets())
     log.info("wrote %s", run.out)

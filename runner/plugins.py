@@ -8,6 +8,7 @@ from typing import Any
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
+from runner.config_errors import instantiation_reason
 from runner.errors import RagciteError
 
 
@@ -17,10 +18,14 @@ def build(section: Mapping[str, Any], key: str, **kwargs: Any) -> Any:
     Raises:
         RagciteError: The class cannot be built: one line with the key, the class and its
             reason (``matcher: cannot build runner.matchers.ngram.NgramMatcher:
-            NgramMatcher.n must be an integer >= 1, got 0``).
+            NgramMatcher.n must be an integer >= 1, got 0``); a class that cannot be imported
+            as ``model._target_: cannot import nope.Nope: No module named 'nope'``.
     """
+    target = section.get("_target_")
     try:
         return instantiate(dict(section), _convert_="all", **kwargs)
     except InstantiationException as exc:
-        reason = " ".join(str(exc.__cause__ or exc).split())
-        raise RagciteError(f"{key}: cannot build {section.get('_target_')}: {reason}") from None
+        reason = instantiation_reason(exc, str(target))
+        if reason.startswith("cannot import"):
+            raise RagciteError(f"{key}._target_: {reason}") from None
+        raise RagciteError(f"{key}: cannot build {target}: {reason}") from None

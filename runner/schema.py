@@ -17,10 +17,11 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from runner.constraints import OneOf, Range, allows
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
-from runner.scoring.sources import DEFAULT_STEPS
+from runner.scoring.sources import DEFAULT_STEPS, STEPS
 from runner.tracking.table import DEFAULT_TABLE_ROWS
 
 
@@ -37,14 +38,18 @@ def conf_for(cls: type, name: str | None = None) -> type:
         if not f.init or not f.metadata.get("config", True):
             continue
         default: Any
+        # The metadata carries what the key allows (runner.constraints), checked before work.
         if f.default is not dataclasses.MISSING:
-            default = field(default=f.default)
+            default = field(default=f.default, metadata=f.metadata)
         elif f.default_factory is not dataclasses.MISSING:
-            default = field(default_factory=f.default_factory)
+            default = field(default_factory=f.default_factory, metadata=f.metadata)
         else:
-            default = field(default=MISSING)
+            default = field(default=MISSING, metadata=f.metadata)
         fields.append((f.name, hints[f.name], default))
-    return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields)
+    # A check across keys (runner.config_check) is the class's own, like its defaults.
+    across = getattr(cls, "config_problem", None)
+    namespace = {"config_problem": across} if across is not None else None
+    return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
 
 
 def _resolved_hints(cls: type) -> dict[str, Any]:
@@ -113,10 +118,14 @@ class DatasetConf:
     format: Optional[str] = None
     mapping: CaseMappingConf = field(default_factory=CaseMappingConf)
     transform: Any = None
-    limit: Optional[int] = None
+    limit: Optional[int] = field(default=None, metadata=allows(Range(low=1, integer=True)))
     knowledge_base: Optional[KnowledgeBaseConf] = None
     systems: dict[str, ResponsesConf] = field(default_factory=dict)
     default_system: Optional[str] = None
+
+
+UNIT = Range(0, 1)
+"""A share or a score: a number in [0, 1]."""
 
 
 # --- threshold, scoring, gates, cache ----------------------------------------------------------
@@ -126,16 +135,25 @@ class DatasetConf:
 class BandsConf:
     """Lower bounds of the metric bands: green ≥ green, medium ≥ medium, red below."""
 
-    green: float = DEFAULT_BANDS["green"]
-    medium: float = DEFAULT_BANDS["medium"]
+    green: float = field(default=DEFAULT_BANDS["green"], metadata=allows(UNIT))
+    medium: float = field(default=DEFAULT_BANDS["medium"], metadata=allows(UNIT))
+
+    @classmethod
+    def config_problem(cls, node: Any) -> str | None:
+        """Bands in order: green's lower bound is not below medium's."""
+        if node.green < node.medium:
+            return f"green ({node.green:g}) must be >= medium ({node.medium:g})"
+        return None
 
 
 @dataclass
 class BootstrapConf:
     """Percentile bootstrap of the macro means."""
 
-    resamples: int = DEFAULT_RESAMPLES
-    confidence: float = DEFAULT_CONFIDENCE
+    resamples: int = field(default=DEFAULT_RESAMPLES,
+                           metadata=allows(Range(low=0, integer=True)))
+    confidence: float = field(default=DEFAULT_CONFIDENCE,
+                              metadata=allows(Range(0, 1, open_low=True, open_high=True)))
 
 
 class ZeroDivision(str, Enum):
@@ -158,10 +176,12 @@ class ScoringConf:
     threshold: Any = "default"
     zero_division: ZeroDivision = ZeroDivision.auto
     require_same_source: bool = False
-    source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS))
+    source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS),
+                                            metadata=allows(OneOf(tuple(STEPS), "step")))
     bands: BandsConf = field(default_factory=BandsConf)
     bootstrap: BootstrapConf = field(default_factory=BootstrapConf)
-    batch_size: int = DEFAULT_BATCH_SIZE
+    batch_size: int = field(default=DEFAULT_BATCH_SIZE,
+                            metadata=allows(Range(low=1, integer=True)))
     workers: Optional[int] = None
 
 
@@ -169,13 +189,13 @@ class ScoringConf:
 class GateConf:
     """Quality gates: the run exits non-zero when one fails. ``null`` = no gate."""
 
-    context_recall: Optional[float] = None
-    context_precision: Optional[float] = None
-    context_f1: Optional[float] = None
-    source_recall: Optional[float] = None
-    source_precision: Optional[float] = None
-    source_f1: Optional[float] = None
-    max_error_rate: Optional[float] = None
+    context_recall: Optional[float] = field(default=None, metadata=allows(UNIT))
+    context_precision: Optional[float] = field(default=None, metadata=allows(UNIT))
+    context_f1: Optional[float] = field(default=None, metadata=allows(UNIT))
+    source_recall: Optional[float] = field(default=None, metadata=allows(UNIT))
+    source_precision: Optional[float] = field(default=None, metadata=allows(UNIT))
+    source_f1: Optional[float] = field(default=None, metadata=allows(UNIT))
+    max_error_rate: Optional[float] = field(default=None, metadata=allows(UNIT))
 
 
 @dataclass
@@ -233,7 +253,7 @@ class HtmlReportConf(ReportConf):
     """
 
     _target_: str = "runner.reports.html.HtmlReports"
-    page_size: int = 50
+    page_size: int = field(default=50, metadata=allows(Range(low=1, integer=True)))
     max_cases: Optional[int] = 20000
     max_text_chars: int = 10000
     embed: str = "auto"

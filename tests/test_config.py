@@ -109,6 +109,10 @@ def test_the_old_spelling_of_the_threshold_is_read_as_the_canonical_key() -> Non
                            "threshold=[0.2,0.4]", "matcher=ngram"]) == [
         "-m", "scoring.threshold=0.3,0.5", "scoring.threshold=0.4", "threshold=strict",
         "scoring.threshold=[0.2,0.4]", "matcher=ngram"]
+    # NaN and infinities are numbers too (refused later as a threshold, with the key); -m may
+    # come after an override (Hydra's parser wants it first).
+    assert canonical_args(["threshold=nan", "-m", "threshold=-inf", "--multirun"]) == [
+        "-m", "--multirun", "scoring.threshold=nan", "scoring.threshold=-inf"]
 
 
 def test_typo_key_is_rejected_with_full_key(compose_cfg) -> None:

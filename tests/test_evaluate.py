@@ -104,8 +104,8 @@ def test_several_thresholds_from_one_pass_equal_single_runs() -> None:
 
 @pytest.mark.parametrize(("threshold", "message"), [
     (1.5, "scoring.threshold: 1.5 is outside [0, 1], the similarities this matcher gives"),
-    (float("nan"), "scoring.threshold: nan is outside [0, 1], the similarities this matcher "
-                   "gives"),
+    (float("nan"), "scoring.threshold: nan is not a number; give one in [0, 1], the "
+                   "similarities this matcher gives"),
     ("loose", "scoring.threshold: 'loose' is neither a number nor a level (strict, default, "
               "lenient)"),
 ])

@@ -105,6 +105,12 @@ class BaseAdapter:
     def check(self) -> None:
         """Nothing to check by default."""
 
+    def notes(self) -> list[str]:
+        """Warnings for the user once every case was answered (none by default), e.g. stored
+        responses that no case asked for. Optional for adapters that do not derive from
+        this class."""
+        return []
+
     def usage(self) -> dict[str, Any] | None:
         """No API usage by default."""
         return None

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from runner.adapters.base import AdapterContext, BaseAdapter
+from runner.constraints import OneOf, Range, allows
 from runner.data.models import Case, Citation, Document, Response
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -71,12 +73,21 @@ class ExtractiveModel(BaseAdapter):
         min_score: Passages scoring at or below this BM25 score are not cited.
     """
 
-    top_k: int = 3
-    chunk_unit: str = "sentence"
-    chunk_size: int = 2
-    chunk_overlap: int = 0
+    top_k: int = field(default=3, metadata=allows(Range(low=1, integer=True)))
+    chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
+    chunk_size: int = field(default=2, metadata=allows(Range(low=1, integer=True)))
+    chunk_overlap: int = field(default=0, metadata=allows(Range(low=0, integer=True)))
     stopwords: str | None = "en"
     min_score: float = 0.0
+
+    @classmethod
+    def config_problem(cls, node: Any) -> str | None:
+        """Consecutive passages share fewer units than a passage has (checked with the
+        config, before any work)."""
+        if node.chunk_overlap >= node.chunk_size:
+            return (f"chunk_overlap ({node.chunk_overlap}) must be < chunk_size "
+                    f"({node.chunk_size})")
+        return None
 
     def bind(self, context: AdapterContext) -> None:
         """Chunk and index the knowledge base."""

@@ -31,6 +31,7 @@ class PrecomputedModel(BaseAdapter):
     def bind(self, context: AdapterContext) -> None:
         """Load the stored responses of the chosen system or side file."""
         super().bind(context)
+        self._answered: set[str] = set()
         self._stored: dict[str, Response] | None
         if self.responses:
             self._stored = {}
@@ -46,7 +47,26 @@ class PrecomputedModel(BaseAdapter):
         for case in cases:
             resp = self._stored.get(case.id) if self._stored is not None else case.response
             if resp is None:
-                where = f"system {self.system!r}" if self.system else "the stored responses"
-                resp = Response(error=f"no stored response for case {case.id!r} in {where}")
+                resp = Response(error=f"no stored response for case {case.id!r} in "
+                                      f"{self._where()}")
+            else:
+                self._answered.add(case.id)
             out.append(resp)
         return out
+
+    def notes(self) -> list[str]:
+        """Stored responses whose ids match no case (when some match: none matching fails the
+        run on its own), unless ``dataset.limit`` left cases out on purpose."""
+        if not self._stored or not self._answered or self.context.dataset.limit is not None:
+            return []
+        unused = [i for i in self._stored if i not in self._answered]
+        if not unused:
+            return []
+        shown = ", ".join(repr(i) for i in unused[:5]) + (", ..." if len(unused) > 5 else "")
+        return [f"{self._where()}: {len(unused)} of {len(self._stored)} responses match no "
+                f"case: {shown}"]
+
+    def _where(self) -> str:
+        if self.responses:
+            return f"model.responses {self.responses}"
+        return f"system {self.system!r}" if self.system else "the stored responses"

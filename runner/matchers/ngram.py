@@ -36,6 +36,7 @@ from typing import ClassVar, TypeVar
 import numpy as np
 
 from runner._gc import gc_paused
+from runner.constraints import OneOf, Range, allows
 from runner.matchers import ngram_numba
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
 from runner.matchers.text import token_ids, token_stream, token_stretches
@@ -156,9 +157,10 @@ class NgramMatcher(BaseMatcher):
     # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
     cacheable: ClassVar[bool] = False
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
-    n: int = 3
-    threads: int = field(default=0, metadata={"identity": False})
-    kernel: str = field(default="auto", metadata={"identity": False})
+    n: int = field(default=3, metadata=allows(Range(low=1, integer=True)))
+    threads: int = field(default=0, metadata=allows(Range(low=0, integer=True), identity=False))
+    kernel: str = field(default="auto", metadata=allows(OneOf(KERNELS, "kernel"),
+                                                        identity=False))
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:

@@ -56,7 +56,10 @@ def _one(spec: Any, levels: Mapping[str, float], bounds: tuple[float, float],
         raise RagciteError(f"scoring.threshold: {spec!r} is neither a number nor a level "
                            f"({allowed})") from None
     low, high = bounds
-    if math.isnan(value) or not low <= value <= high:
+    if math.isnan(value):
+        raise RagciteError(f"scoring.threshold: {spec!r} is not a number; give one in "
+                           f"[{low:g}, {high:g}], the similarities this matcher gives")
+    if not low <= value <= high:
         raise RagciteError(f"scoring.threshold: {spec!r} is outside [{low:g}, {high:g}], the "
                            f"similarities this matcher gives")
     return Threshold(value, None, index)

@@ -70,7 +70,8 @@ def test_a_tracker_of_the_users_own_class_by_target(tmp_path: Path) -> None:
     ({"backend": "mlflow"}, "tracking: the tracking config names no class (_target_)"),
     ({"_target_": "tests.tracking.custom_tracker.NoSettings"},
      "tracking: cannot build tests.tracking.custom_tracker.NoSettings: "),
-    ({"_target_": "no.such.Tracker"}, "tracking: cannot build no.such.Tracker: "),
+    ({"_target_": "no.such.Tracker"},
+     "tracking._target_: cannot import no.such.Tracker: No module named 'no'"),
 ])
 def test_a_tracker_that_cannot_be_built_is_one_line(section: dict[str, Any],
                                                     message: str) -> None:

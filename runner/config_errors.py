@@ -1,0 +1,187 @@
+"""Hydra's and OmegaConf's config errors as one located line each.
+
+Hydra reports a composition error as a block ending with a ``HYDRA_FULL_ERROR`` hint and exits
+1. :func:`hydra_errors` asks Hydra for the raw exception instead (``HYDRA_FULL_ERROR=1`` while
+the app runs) and :func:`describe` turns each kind into one line naming the key and what is
+allowed: ``matcher.foo: no such key; NgramMatcher takes: n, threads, kernel``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from hydra.errors import (
+    ConfigCompositionException,
+    InstantiationException,
+    MissingConfigException,
+    OverrideParseException,
+)
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    MissingMandatoryValue,
+    OmegaConfBaseException,
+    ValidationError,
+)
+
+from runner.redact import redact_override
+
+FULL_ERROR = "HYDRA_FULL_ERROR"
+GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+NUMBER_GROUPS = {"threshold"}
+"""Config groups whose value may also be a number (read as ``scoring.threshold``)."""
+
+_CONVERT = re.compile(r"Value '(?P<value>.*)' of type '\w+' could not be converted to "
+                      r"(?P<kind>\w+)", re.S)
+_KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false",
+          "String": "a string"}
+_ENUM = re.compile(r"Invalid value '(?P<value>.*)', expected one of \[(?P<choices>.*)\]")
+_BOOL = re.compile(r"Value '(?P<value>.*)' is not a valid bool")
+_NOT_OPTIONAL = re.compile(r"field '.*' is not Optional")
+_NOT_LIST = re.compile(r"Invalid value assigned: (?P<type>\w+) is not a ListConfig")
+_LOCATING = re.compile(r"Error locating target '(?P<target>[^']*)'")
+_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(?P<arg>.*)'")
+_APPEND = re.compile(r"Could not append to config\. An item is already at '(?P<key>.*)'")
+_DELETE = re.compile(r"Could not delete from config\. '(?P<key>.*)' does not exist")
+
+
+@contextmanager
+def hydra_errors() -> Iterator[None]:
+    """Let Hydra raise its composition errors instead of printing them (its own report is
+    a block with a traceback hint). A user who set ``HYDRA_FULL_ERROR`` keeps it."""
+    before = os.environ.get(FULL_ERROR)
+    os.environ[FULL_ERROR] = before or "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(FULL_ERROR, None)
+
+
+def describe(exc: BaseException) -> str | None:
+    """The one line the user sees for a config error, or None when `exc` is not one.
+
+    Args:
+        exc: An exception raised while Hydra composed the config or ragcite read it.
+
+    Returns:
+        The line without the ``ragcite: error:`` prefix, or None.
+    """
+    if isinstance(exc, OverrideParseException):
+        if redact_override(exc.override) != exc.override:  # a secret: Hydra's detail quotes it
+            return f"{redact_override(exc.override)}: not a valid override; see {GRAMMAR_URL}"
+        return (f"{exc.override}: not a valid override ({_first(exc.message)}); "
+                f"write key=value, see {GRAMMAR_URL}")
+    if isinstance(exc, MissingConfigException):
+        return _missing_option(exc)
+    if isinstance(exc, InstantiationException):
+        return instantiation_reason(exc)
+    if isinstance(exc, ConfigCompositionException):
+        cause = exc.__cause__
+        if isinstance(cause, OmegaConfBaseException):
+            return describe(cause)
+        return _composition(_first(str(exc)))
+    if isinstance(exc, OmegaConfBaseException):
+        return _omegaconf(exc)
+    if isinstance(exc, ValueError) and str(exc).startswith("Config group override must be"):
+        return ("a config group's option must be a name (group=option), got a number; "
+                "see `ragcite --help` for the groups and their options")
+    return None
+
+
+def instantiation_reason(exc: InstantiationException, target: str | None = None) -> str:
+    """Why Hydra could not build a ``_target_``: for a target that cannot be imported, the
+    import error itself (Hydra's own message only points at its traceback hint).
+
+    Args:
+        exc: Hydra's exception.
+        target: The ``_target_``, when the caller knows it.
+    """
+    located = _LOCATING.match(str(exc))
+    if not located:
+        return " ".join(str(exc.__cause__ or exc).split())
+    root: BaseException = exc
+    while (nxt := root.__cause__ or root.__context__) is not None:
+        root = nxt
+    return f"cannot import {target or located['target']}: {root}"
+
+
+def _composition(line: str) -> str:
+    """Hydra's composition messages that name an override, reworded with what to do."""
+    if m := _AMBIGUOUS.match(line):
+        return (f"{m['arg']}: several values; sweep them with -m, or write a list as [a,b] or "
+                f"a string as 'a,b'")
+    if m := _APPEND.match(line):
+        return f"{m['key']}: already set; override it without '+' ({m['key']}=...)"
+    if m := _DELETE.match(line):
+        return f"{m['key']}: no such key to delete"
+    return line
+
+
+def _first(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else str(text)
+
+
+def _missing_option(exc: MissingConfigException) -> str:
+    missing = exc.missing_cfg_file or ""
+    group, _, option = missing.rpartition("/")
+    if not group or exc.options is None:
+        return _first(str(exc))
+    choices = ", ".join(sorted(o for o in exc.options if o != "schema"))
+    numbers = " or a number" if group in NUMBER_GROUPS else ""
+    return f"{group}={option}: no such option; choose one of: {choices}{numbers}"
+
+
+def _omegaconf(exc: OmegaConfBaseException) -> str:
+    key = str(getattr(exc, "full_key", "") or "")
+    msg = _first(getattr(exc, "msg", None) or str(exc))
+    if isinstance(exc, (ConfigKeyError, ConfigAttributeError)):
+        bad = key or str(getattr(exc, "key", "") or "")
+        return unknown_key(bad, getattr(exc, "object_type", None))
+    if isinstance(exc, MissingMandatoryValue):
+        return f"{key}: required and not set; give it as {key}=..."
+    if isinstance(exc, ValidationError):
+        msg = _validation(msg)
+    return f"{key}: {msg}" if key else msg
+
+
+def _validation(msg: str) -> str:
+    """OmegaConf's type error as what the key takes."""
+    if m := _CONVERT.match(msg):
+        kind = _KINDS.get(m["kind"], m["kind"])
+        return f"must be {kind}, got {m['value']!r}"
+    if m := _ENUM.match(msg):
+        return f"must be one of: {m['choices']}; got {m['value']!r}"
+    if m := _BOOL.match(msg):
+        return f"must be true or false, got {m['value']!r}"
+    if _NOT_OPTIONAL.match(msg):
+        return "must be set, not null"
+    if m := _NOT_LIST.match(msg):
+        return f"must be a list ([a,b]), got {m['type']}"
+    return msg
+
+
+def unknown_key(key: str, schema: Any) -> str:
+    """The line for a key the schema does not have, with the keys it does have.
+
+    Args:
+        key: The full key (``matcher.foo``).
+        schema: The structured-config class of the node that lacks it, if known.
+    """
+    if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
+        return f"{key}: no such key"
+    names = [f.name for f in dataclasses.fields(schema) if not f.name.startswith("_")]
+    parent = key.rpartition(".")[0]
+    if parent == "gate":
+        return f"{key}: no such gate; the gates: {', '.join(names)}"
+    name = schema.__name__.removesuffix("Conf")
+    owner = "the config" if name == "Ragcite" else name
+    if not names:
+        return f"{key}: no such key; {owner} takes no keys"
+    return f"{key}: no such key; {owner} takes: {', '.join(names)}"
