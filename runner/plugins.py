@@ -12,8 +12,15 @@ from runner.config_errors import instantiation_reason
 from runner.errors import RagciteError
 
 
-def build(section: Mapping[str, Any], key: str, **kwargs: Any) -> Any:
+def build(section: Mapping[str, Any], key: str, target_key: str | None = None,
+          **kwargs: Any) -> Any:
     """Instantiate a config section by its ``_target_``, with `kwargs` added.
+
+    Args:
+        section: The config section, with its ``_target_``.
+        key: Where the section is in the config (``matcher``), for the error line.
+        target_key: Where the user wrote the class (default ``<key>._target_``).
+        **kwargs: Added to the section's arguments.
 
     Raises:
         RagciteError: The class cannot be built: one line with the key, the class and its
@@ -27,5 +34,5 @@ def build(section: Mapping[str, Any], key: str, **kwargs: Any) -> Any:
     except InstantiationException as exc:
         reason = instantiation_reason(exc, str(target))
         if reason.startswith("cannot import"):
-            raise RagciteError(f"{key}._target_: {reason}") from None
+            raise RagciteError(f"{target_key or key + '._target_'}: {reason}") from None
         raise RagciteError(f"{key}: cannot build {target}: {reason}") from None

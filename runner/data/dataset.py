@@ -38,9 +38,10 @@ def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | No
         return None
     from runner.plugins import build
 
+    written = key if isinstance(spec, str) else None  # `dataset.transform=pkg.fn`
     if isinstance(spec, str):
         spec = {"_target_": spec}
-    fn: Callable[..., Any] = build(spec, key, _partial_=True)
+    fn: Callable[..., Any] = build(spec, key, target_key=written, _partial_=True)
     return fn
 
 
