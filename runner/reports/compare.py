@@ -42,6 +42,7 @@ from runner.reports.common import (
     write_html,
 )
 from runner.reports.compare_load import CompareError, RunData, load_run, tracking_uri_from
+from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
 from runner.scoring.aggregate import bootstrap_ci
 
@@ -129,6 +130,8 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
         "bootstrap": {"resamples": resamples, "confidence": confidence, "seed": seed,
                       "method": "paired percentile bootstrap over cases"},
         "metrics": metrics,
+        "labels": {"shares": share_shifts(a.metrics.get("labels"), b.metrics.get("labels")),
+                   "transitions": label_transitions(a.cases, b.cases, paired)},
         "changed": changed_cases(a, b, common, statuses, top),
     }
 
@@ -243,6 +246,7 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
              "gated": key in gates["metrics"],
              "failed": any(f.startswith(key + ":") for f in gates["failures"])}
             for key in METRIC_KEYS]
+    anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
     sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
     for side in sides.values():
         side["href"] = safe_href(side.get("link"))
@@ -253,7 +257,7 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
         "report_compare.html.j2",
         title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
         A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
-        forest=_forest(comparison, max_drop)))
+        forest=_forest(comparison, max_drop), anchors=anchors))
 
 
 # --- the command --------------------------------------------------------------------------------

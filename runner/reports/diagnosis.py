@@ -112,7 +112,9 @@ def share_shifts(labels_a: Mapping[str, Any] | None,
         for name in names:
             sa = 100.0 * ca[name] / ta if ta else None
             sb = 100.0 * cb[name] / tb if tb else None
+            pp = None if sa is None or sb is None else sb - sa
+            text = ("n/a" if pp is None else "0.0 pp" if abs(pp) < 0.05 else f"{pp:+.1f} pp")
             rows.append({"kind": kind, "label": name, "key": prefix + name,
-                         "a": share_text(ca[name], ta), "b": share_text(cb[name], tb),
-                         "pp": None if sa is None or sb is None else sb - sa})
+                         "a": share_text(ca[name], ta, kind), "b": share_text(cb[name], tb, kind),
+                         "pp": pp, "pp_text": text})
     return rows
