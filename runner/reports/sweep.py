@@ -21,6 +21,7 @@ from typing import Any
 
 from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, rel_link, render, write_html
 from runner.reports.diagnosis import stacked_bars
+from runner.results import iter_decisions
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"
@@ -84,6 +85,7 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
         "n_scored": m.get("n_scored"), "n_errors": m.get("n_errors"),
         "gates": (m.get("gates") or {}).get("passed"),
         "diagnosis": stacked_bars(m.get("labels")) if m else [],
+        "coverage": m.get("coverage") or None,
     }
 
 
@@ -216,6 +218,26 @@ def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [_matcher_charts(matcher, members) for matcher, members in groups.items()]
 
 
+def common_cases(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> dict[str, Any] | None:
+    """Whether the complete results scored the same cases (their ``cases.jsonl``, read with
+    :func:`runner.results.iter_decisions`): the number common to all of them, and the fewest
+    and most each scored. None when fewer than two results can be read."""
+    sets = []
+    for row in rows:
+        if not row["complete"]:
+            continue
+        try:
+            sets.append({str(d["id"]) for d in iter_decisions(sweep_dir / row["dir"])
+                         if d.get("error") is None})
+        except (OSError, ValueError):
+            continue
+    if len(sets) < 2:
+        return None
+    sizes = [len(s) for s in sets]
+    return {"same": all(s == sets[0] for s in sets), "n_common": len(set.intersection(*sets)),
+            "n_results": len(sets), "fewest": min(sizes), "most": max(sizes)}
+
+
 def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]:
     """Everything the sweep template shows, from ``sweep.json``."""
     entries = list(summary.get("jobs") or [])
@@ -240,6 +262,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
         "rows": rows,
         "best": _best(summary, rows),
         "matcher_charts": _charts(rows),
+        "cases": common_cases(rows, sweep_dir),
     }
 
 

@@ -124,3 +124,29 @@ def test_label_shift_in_chromium(threshold_pair: tuple[Path, Path], tmp_path: Pa
     screenshot(page, "compare-label-shift")
     assert page.evaluate("window.__xss") is None
     watch.assert_clean()
+
+
+def test_figures_on_the_common_cases(tmp_path: Path) -> None:
+    """A scores c0-c29 (c1, c2 cite a wrong clause: context recall 0 there, else 1); B only
+    c0-c19, with c1, c2 and c10-c14 wrong. By hand: A's own mean context recall 28/30; on the
+    20 common cases A 18/20 = 0.9 and B 13/20 = 0.65."""
+    a = build_run(tmp_path / "a", _cases(30, wrong={1, 2}), name="a")
+    b = build_run(tmp_path / "b", _cases(20, wrong={1, 2, *range(10, 15)}), name="b")
+    out = tmp_path / "c.html"
+    main([str(a), str(b), "--out", str(out)])
+    summary = load_json(out.with_suffix(".json"))
+    assert summary["pairing"]["same_cases"] is False
+    recall = summary["metrics"]["context_recall"]
+    assert recall["a"] == pytest.approx(28 / 30)
+    assert (recall["a_common"], recall["b_common"]) == (pytest.approx(0.9), pytest.approx(0.65))
+    page = parse(out)
+    assert page.text(data_common="a|context_recall") == "0.900"
+    assert page.text(data_common="b|context_recall") == "0.650"
+    assert page.text(data_field="case-sets").startswith(
+        "The two runs were not scored on the same cases: 20 cases were scored in both.")
+    # The same cases: no note, no extra columns.
+    same = tmp_path / "same.html"
+    main([str(a), str(a), "--out", str(same)])
+    assert load_json(same.with_suffix(".json"))["pairing"]["same_cases"] is True
+    assert "data-common=" not in same.read_text() and 'data-field="case-sets"' not in \
+        same.read_text()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runner.reports.sweep import SWEEP_FILE, render_sweep_report
-from runner.results import read_result, result_dirs
+from runner.results import read_result, result_dirs, write_metrics
 from tests.reports.conftest import (
     IMG,
     SCRIPT,
@@ -135,3 +135,27 @@ def test_systems_sweep_in_chromium(tmp_path: Path, open_page: Any) -> None:
     screenshot(page, "sweep-systems")
     assert page.evaluate("window.__xss") is None
     watch.assert_clean()
+
+
+def test_results_on_different_cases_are_named(tmp_path: Path) -> None:
+    """A scores plain_cases (5 scored: seed-1, seed-2, seed-3, empty-ref, no-cits; broken
+    fails), B seed-1, seed-2 and fuzzy-1 (3 scored): 2 cases are common to both."""
+    sweep = tmp_path / "sweep"
+    build_run(sweep / "0_precomputed", plain_cases(), name="a")
+    build_run(sweep / "1_precomputed", plain_cases()[:2] + fuzzy_cases()[:1], name="b")
+    for folder, answered in (("0_precomputed", 5), ("1_precomputed", 3)):
+        metrics = read_result(sweep / folder)
+        metrics["coverage"] = {"answered": answered, "dataset_cases": 8}
+        write_metrics(sweep / folder / "metrics.json", metrics)
+    _write_sweep(sweep, [(sweep / "0_precomputed", ["model.system=a"]),
+                         (sweep / "1_precomputed", ["model.system=b"])])
+    page = parse(render_sweep_report(sweep))
+    assert page.text(data_field="common-cases") == (
+        "These results were not scored on the same cases: each scored between 3 and 5, and 2 "
+        "cases are common to all 2. Their figures are each over its own cases; "
+        "ragcite-compare A B gives two of them on the cases both scored.")
+    assert page.text(data_answered="0_precomputed") == "5 of 8"
+    assert page.text(data_answered="1_precomputed") == "3 of 8"
+    # The same cases: no note.
+    same = parse(render_sweep_report(fuzzy_sweep(tmp_path / "other")))
+    assert same.texts(data_field="common-cases") == []
