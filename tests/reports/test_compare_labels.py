@@ -150,3 +150,17 @@ def test_figures_on_the_common_cases(tmp_path: Path) -> None:
     assert load_json(same.with_suffix(".json"))["pairing"]["same_cases"] is True
     assert "data-common=" not in same.read_text() and 'data-field="case-sets"' not in \
         same.read_text()
+
+
+@pytest.mark.slow
+def test_common_case_figures_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    a = build_run(tmp_path / "a", _cases(30, wrong={1, 2}), name="a")
+    b = build_run(tmp_path / "b", _cases(20, wrong={1, 2, *range(10, 15)}), name="b")
+    out = tmp_path / "c.html"
+    main([str(a), str(b), "--out", str(out)])
+    page, watch = open_page(out)
+    assert page.locator('[data-field="case-sets"]').is_visible()
+    assert page.locator('[data-common="a|context_recall"]').inner_text() == "0.900"
+    assert page.locator('[data-common="b|context_recall"]').inner_text() == "0.650"
+    screenshot(page, "compare-common-cases")
+    watch.assert_clean()

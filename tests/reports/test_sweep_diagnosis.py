@@ -152,7 +152,7 @@ def test_results_on_different_cases_are_named(tmp_path: Path) -> None:
     page = parse(render_sweep_report(sweep))
     assert page.text(data_field="common-cases") == (
         "These results were not scored on the same cases: each scored between 3 and 5, and 2 "
-        "cases are common to all 2. Their figures are each over its own cases; "
+        "cases are common to both. Their figures are each over its own cases; "
         "ragcite-compare A B gives two of them on the cases both scored.")
     assert page.text(data_answered="0_precomputed") == "5 of 8"
     assert page.text(data_answered="1_precomputed") == "3 of 8"
