@@ -74,6 +74,8 @@ class _Run:
     workers: int = 1
     writer: ResultWriter | None = None
     n_cases: int = 0
+    answered: int = 0
+    dataset_cases: int = 0
 
 
 def run_job(cfg: dict[str, Any], out: Path,
@@ -149,6 +151,7 @@ def _respond(run: _Run, adapter: ModelAdapter, dataset: Dataset, cases: list[Cas
     responses = get_responses(adapter, cases, dataset.digest, cache, run.stats, len(cases),
                               False)
     run.timings["model_s"] = run.timings.get("model_s", 0.0) + time.perf_counter() - t0
+    run.answered += sum(1 for r in responses if r.error is None)
     return responses
 
 
@@ -216,6 +219,7 @@ def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher
     usage = usage_section({"model": adapter.usage(), "matcher": matcher.usage()},
                           run.cfg.get("prices"))
     outcomes = []
+    run.dataset_cases = dataset_cases(dataset, run.n_cases)
     for threshold, result, folder in zip(thresholds, results, writer.dirs):
         failures = check_gates(result, run.cfg.get("gate") or {})
         result.extra = describe(run, dataset, adapter, matcher, threshold, len(thresholds),
@@ -245,6 +249,19 @@ def run_name(cfg: dict[str, Any], names: dict[str, str], threshold: Threshold,
     return f"{base}_{threshold.folder}"
 
 
+def dataset_cases(dataset: Dataset, n_read: int) -> int:
+    """How many cases the dataset holds for coverage: the records of its case file when a
+    transform may skip some (ExpertQA keeps one system's lines), else the cases read; never
+    more than ``dataset.limit``."""
+    n = n_read
+    if dataset.cfg.get("transform"):
+        from runner.data.loading import resolve_path
+        from runner.data.readers import iter_records
+
+        n = sum(1 for _ in iter_records(resolve_path(dataset.path), dataset.cfg.get("format")))
+    return n if dataset.limit is None else min(n, dataset.limit)
+
+
 def describe(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
              threshold: Threshold, n_thresholds: int, folder: Path) -> dict[str, Any]:
     """The sections of a result's ``metrics.json`` that say what was run."""
@@ -259,6 +276,8 @@ def describe(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matche
                 "output_dir": str(folder.resolve()), "job_dir": str(run.out.resolve())},
         "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
                     "n_cases": run.n_cases},
+        "coverage": {"answered": run.answered,
+                     "dataset_cases": run.dataset_cases},
         "model": {"name": names.get("model", type(adapter).__name__),
                   "identity": redact(adapter.identity())},
         "matcher": {"name": names.get("matcher", type(matcher).__name__),
@@ -279,8 +298,9 @@ def summary_line(result: RunResult) -> str:
     """A one-line human summary of the headline figures, true of them.
 
     ``context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  (means over 30
-    scored cases, 0 failed; 25 of 34 ground-truth passages matched)``: the six figures are
-    macro means over the scored cases; the passage count is pooled over them.
+    scored cases, 0 failed; 25 of 34 ground-truth passages matched; the system answered 30 of
+    the dataset's 30 cases)``: the six figures are macro means over the scored cases; the
+    passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``.
     """
     def f(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.3f}"
@@ -290,6 +310,11 @@ def summary_line(result: RunResult) -> str:
     refs, hit = result.counts.get("references"), result.counts.get("references_matched")
     pooled = (f"; {hit} of {refs} ground-truth passage{'' if refs == 1 else 's'} matched"
               if n and refs is not None and hit is not None else "")
+    cover = result.extra.get("coverage") or {}
+    if cover.get("dataset_cases") is not None:
+        total = int(cover["dataset_cases"])
+        pooled += (f"; the system answered {cover['answered']} of the dataset's {total} "
+                   f"case{'' if total == 1 else 's'}")
     return (f"context R/P/F1 {f(m['context_recall'])}/{f(m['context_precision'])}/"
             f"{f(m['context_f1'])}  source R/P/F1 {f(m['source_recall'])}/"
             f"{f(m['source_precision'])}/{f(m['source_f1'])}  "

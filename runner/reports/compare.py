@@ -42,6 +42,7 @@ from runner.reports.common import (
     write_html,
 )
 from runner.reports.compare_load import CompareError, RunData, load_run, tracking_uri_from
+from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
 from runner.scoring.aggregate import bootstrap_ci
 
@@ -79,6 +80,7 @@ def _side_summary(run: RunData) -> dict[str, Any]:
         "matcher": section["matcher"].get("name"), "threshold": section["threshold"].get("value"),
         **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
         **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
+        "coverage": m.get("coverage") or None,
     }
 
 
@@ -96,6 +98,7 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
     diffs = np.array([_deltas(a.cases[cid], b.cases[cid]) for cid in paired],
                      dtype=float).reshape(len(paired), len(METRIC_KEYS))  # None → nan
     cis = bootstrap_ci(diffs, resamples, confidence, seed)
+    on_common = _common_means(a, b, paired)
     metrics: dict[str, Any] = {}
     for k, key in enumerate(METRIC_KEYS):
         col = diffs[:, k][~np.isnan(diffs[:, k])]
@@ -109,7 +112,7 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
             "delta": None if mean_a is None or mean_b is None else mean_b - mean_a,
             "n_paired": int(col.size),
             "paired_mean_delta": float(col.mean()) if col.size else None,
-            "ci": ci, "verdict": verdict,
+            "ci": ci, "verdict": verdict, **on_common[key],
         }
     statuses = {cid: _status(a.cases[cid], b.cases[cid]) for cid in common}
     count = list(statuses.values()).count
@@ -121,6 +124,8 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
         "failed_in_both": count("failed in both"),
     }
     side_a, side_b = _side_summary(a), _side_summary(b)
+    scored = [{cid for cid, c in run.cases.items() if c.error is None} for run in (a, b)]
+    pairing["same_cases"] = scored[0] == scored[1]
     return {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "a": side_a, "b": side_b,
@@ -129,8 +134,23 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
         "bootstrap": {"resamples": resamples, "confidence": confidence, "seed": seed,
                       "method": "paired percentile bootstrap over cases"},
         "metrics": metrics,
+        "labels": {"shares": share_shifts(a.metrics.get("labels"), b.metrics.get("labels")),
+                   "transitions": label_transitions(a.cases, b.cases, paired)},
         "changed": changed_cases(a, b, common, statuses, top),
     }
+
+
+def _common_means(a: RunData, b: RunData, paired: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per metric, A's and B's means over the cases scored in both where both define it (the
+    cases of the paired difference): the two runs' figures on the same cases."""
+    out = {}
+    for key in METRIC_KEYS:
+        pairs = [(a.cases[cid].metrics.get(key), b.cases[cid].metrics.get(key))
+                 for cid in paired]
+        both = [(float(va), float(vb)) for va, vb in pairs if va is not None and vb is not None]
+        out[key] = {"a_common": sum(va for va, _ in both) / len(both) if both else None,
+                    "b_common": sum(vb for _, vb in both) / len(both) if both else None}
+    return out
 
 
 def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mapping[str, str],
@@ -243,6 +263,7 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
              "gated": key in gates["metrics"],
              "failed": any(f.startswith(key + ":") for f in gates["failures"])}
             for key in METRIC_KEYS]
+    anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
     sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
     for side in sides.values():
         side["href"] = safe_href(side.get("link"))
@@ -253,7 +274,7 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
         "report_compare.html.j2",
         title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
         A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
-        forest=_forest(comparison, max_drop)))
+        forest=_forest(comparison, max_drop), anchors=anchors))
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -320,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         comparison = compare_runs(run_a, run_b, args.resamples, args.confidence, args.seed,
                                   args.top)
         if comparison["pairing"]["n_common"] == 0:
-            raise CompareError("the two runs have no case id in common")
+            raise CompareError(f"the two runs have no case id in common ({len(run_a.cases)} "
+                               f"cases in A, {len(run_b.cases)} in B), so no figure can be "
+                               "compared on the same cases")
         gates = check_gates(comparison, args.gate, args.max_drop, args.max_new_errors)
         comparison["gates"] = gates
         out = args.out or (Path("outputs") / "compare" /

@@ -152,4 +152,5 @@ def identity(metrics: Mapping[str, Any], result_dir: Path,
         "confidence": boot.get("confidence"),
         "tracking_link": tracking_link,
         "tracking_href": safe_href(tracking_link),
+        "coverage": metrics.get("coverage") or None,
     }

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, rel_link, render, write_html
+from runner.reports.diagnosis import stacked_bars
+from runner.results import iter_decisions
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"
@@ -82,6 +84,8 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
         "ci": {k: (m.get("ci") or {}).get(k) for k in METRIC_KEYS},
         "n_scored": m.get("n_scored"), "n_errors": m.get("n_errors"),
         "gates": (m.get("gates") or {}).get("passed"),
+        "diagnosis": stacked_bars(m.get("labels")) if m else [],
+        "coverage": m.get("coverage") or None,
     }
 
 
@@ -138,6 +142,8 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
         key, label = _series_key(row)
         series.setdefault(key, {"label": label, "rows": []})["rows"].append(row)
     xs = sorted({float(r["threshold"]) for r in members})
+    if len(xs) == 1 and len(series) > 1:  # e.g. a sweep over systems: one bar per series
+        return _bar_charts(matcher, xs[0], list(series.values()))
     lo, hi = xs[0], xs[-1]
     if hi - lo < 1e-9:
         lo, hi = lo - 0.1, hi + 0.1
@@ -164,8 +170,43 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
             "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs],
         })
     legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series.values())]
-    return {"matcher": matcher, "legend": legend, "charts": out, "n_results": len(members),
+    return {"matcher": matcher, "legend": legend, "charts": out, "kind": "lines",
+            "n_results": len(members),
             "thresholds": [f"{x:g}" for x in xs]}
+
+
+def _bar_charts(matcher: str, threshold: float,
+                series: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One threshold, several series (systems, models, settings): per metric, a horizontal bar
+    per series with its mean and interval, instead of points all at one x."""
+    row_h, top, label_w = 22.0, 6.0, 120.0
+
+    def sx(v: float) -> float:
+        return round(label_w + min(max(v, 0.0), 1.0) * (WIDTH - label_w - RIGHT), 2)
+
+    out = []
+    for metric in METRIC_KEYS:
+        bars = []
+        for i, s in enumerate(series):
+            row = s["rows"][0]
+            value, ci = row["vals"][metric], row["ci"][metric]
+            y = top + i * row_h
+            short = " ".join(split_override(p)[1] if "=" in p else p
+                             for p in str(s["label"]).split(" "))
+            bars.append({"index": i % 8, "label": s["label"], "short": short[:22], "y": y,
+                         "value": value,
+                         "w": None if value is None else round(sx(value) - label_w, 2),
+                         "ci": [sx(ci[0]), sx(ci[1])] if ci else None,
+                         "ci_text": f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""})
+        out.append({"metric": metric, "name": METRIC_NAMES[metric],
+                    "title": f"{METRIC_NAMES[metric]} per series at threshold {threshold:g} "
+                             f"({matcher})",
+                    "width": WIDTH, "height": top + len(series) * row_h + 16,
+                    "left": label_w, "right": WIDTH - RIGHT, "row_h": row_h, "bars": bars,
+                    "xticks": [{"x": sx(t), "label": f"{t:g}"} for t in (0.0, 0.5, 1.0)]})
+    legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series)]
+    return {"matcher": matcher, "legend": legend, "charts": out, "kind": "bars",
+            "n_results": sum(len(s["rows"]) for s in series), "thresholds": [f"{threshold:g}"]}
 
 
 def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -175,6 +216,26 @@ def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if row["complete"] and isinstance(row["threshold"], (int, float)):
             groups.setdefault(row["matcher"], []).append(row)
     return [_matcher_charts(matcher, members) for matcher, members in groups.items()]
+
+
+def common_cases(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> dict[str, Any] | None:
+    """Whether the complete results scored the same cases (their ``cases.jsonl``, read with
+    :func:`runner.results.iter_decisions`): the number common to all of them, and the fewest
+    and most each scored. None when fewer than two results can be read."""
+    sets = []
+    for row in rows:
+        if not row["complete"]:
+            continue
+        try:
+            sets.append({str(d["id"]) for d in iter_decisions(sweep_dir / row["dir"])
+                         if d.get("error") is None})
+        except (OSError, ValueError):
+            continue
+    if len(sets) < 2:
+        return None
+    sizes = [len(s) for s in sets]
+    return {"same": all(s == sets[0] for s in sets), "n_common": len(set.intersection(*sets)),
+            "n_results": len(sets), "fewest": min(sizes), "most": max(sizes)}
 
 
 def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]:
@@ -201,6 +262,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
         "rows": rows,
         "best": _best(summary, rows),
         "matcher_charts": _charts(rows),
+        "cases": common_cases(rows, sweep_dir),
     }
 
 

@@ -73,7 +73,8 @@ def test_demo_cards_are_true_of_their_counts(demo_run: Any) -> None:
         "missed although their document is cited and 4 (12%) belong to documents not cited.")
     assert summary_line(demo_run.result) == (
         "context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  (means over 30 "
-        "scored cases, 0 failed; 25 of 34 ground-truth passages matched)")
+        "scored cases, 0 failed; 25 of 34 ground-truth passages matched; the system answered "
+        "30 of the dataset's 30 cases)")
 
 
 def test_edge_sentences() -> None:
