@@ -661,14 +661,23 @@
     this.count(saved ? "" : " Not saved: this browser keeps no local storage for this page.");
   };
 
-  function isCut(d, r, c) {
-    return (d.Rc || []).indexOf(r) >= 0 || (d.Cc || []).indexOf(c) >= 0;
+  /* Why a pair cannot be marked ("" when it can): the labels file needs both passages whole
+     and not blank. */
+  function unmarkable(d, r, c) {
+    if ((d.Rc || []).indexOf(r) >= 0 || (d.Cc || []).indexOf(c) >= 0) {
+      return "a passage is cut in this report (report.max_text_chars): it cannot be exported " +
+        "whole, so the pair cannot be marked";
+    }
+    if (!d.R[r][1].trim() || !d.C[c][1].trim()) {
+      return "a passage is empty: there is nothing to compare, so the pair cannot be marked";
+    }
+    return "";
   }
 
   /* The three mark buttons of reference r × citation c of case i. */
   Review.prototype.controls = function (i, r, c) {
     var self = this, id = this.table.cases[i].id, key = pairKey(id, r, c);
-    var value = this.marks[key] || "", cut = isCut(this.table.details[i], r, c);
+    var value = this.marks[key] || "", why = unmarkable(this.table.details[i], r, c);
     var box = el("span", "marks");
     box.setAttribute("data-pair", key);
     box.setAttribute("data-marked", value);
@@ -678,14 +687,11 @@
       b.setAttribute("data-mark", m);
       b.setAttribute("aria-pressed", m === value ? "true" : "false");
       b.setAttribute("aria-label", MARK_TEXT[m] + ": case " + id + ", R" + (r + 1) + " × C" + (c + 1));
-      b.disabled = cut;
+      b.disabled = !!why;
       b.addEventListener("click", function () { self.set(key, m); });
       box.appendChild(b);
     });
-    if (cut) {
-      box.appendChild(el("span", "small muted", " a passage is cut in this report " +
-        "(report.max_text_chars): it cannot be exported whole, so it cannot be marked"));
-    }
+    if (why) { box.appendChild(el("span", "small muted", " " + why)); }
     return box;
   };
 
@@ -809,14 +815,14 @@
   /* The labels file: the same/different marks of the embedded cases, in case, reference and
      citation order; the texts exactly as in the results files. */
   Review.prototype.labels = function () {
-    var self = this, rows = [], skipped = { unsure: 0, unknown: 0, cut: 0 };
+    var self = this, rows = [], skipped = { unsure: 0, unknown: 0, unmarkable: 0 };
     var annotator = $("review-annotator").value.trim();
     Object.keys(this.marks).forEach(function (key) {
       var m = self.marks[key], k = JSON.parse(key), i = self.index[k[0]];
       if (m === "unsure") { skipped.unsure += 1; return; }
       var d = i === undefined ? null : self.table.details[i];
       if (!d || !d.R[k[1]] || !d.C[k[2]]) { skipped.unknown += 1; return; }
-      if (isCut(d, k[1], k[2])) { skipped.cut += 1; return; }
+      if (unmarkable(d, k[1], k[2])) { skipped.unmarkable += 1; return; }
       rows.push([i, k[1], k[2], m]);
     });
     rows.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1] || a[2] - b[2]; });
@@ -837,7 +843,7 @@
       var out = self.labels(), s = out.skipped, notes = [];
       if (s.unsure) { notes.push(s.unsure + " unsure"); }
       if (s.unknown) { notes.push(s.unknown + " of cases not in this report's table"); }
-      if (s.cut) { notes.push(s.cut + " with a passage cut in the report"); }
+      if (s.unmarkable) { notes.push(s.unmarkable + " with a passage cut in the report or empty"); }
       var left = notes.length ? " Not exported: " + notes.join(", ") + "." : "";
       if (!out.n) { self.count(" Nothing to export: mark pairs same part or different." + left); return; }
       var url = URL.createObjectURL(new Blob([out.text], { type: "application/x-ndjson" }));

@@ -302,18 +302,23 @@ def test_hostile_passages_export_exactly_and_stay_text(tmp_path: Path, open_page
 
 
 @pytest.mark.slow
-def test_pairs_with_a_cut_passage_cannot_be_marked(tmp_path: Path, open_page: Any) -> None:
+def test_pairs_with_a_cut_or_empty_passage_cannot_be_marked(tmp_path: Path,
+                                                            open_page: Any) -> None:
     # seed-1 quotes REQUEST (111 characters) against itself; in a report cutting passages
-    # after 100 characters neither side can be exported whole. seed-3's passages (86 and 53
-    # characters) are whole.
+    # after 110 characters neither side can be exported whole. empty-ref's reference is empty
+    # (a labels file holds no blank passage; its citation has 108 characters). seed-3's
+    # passages (86 and 53 characters) are whole.
     assert len(REQUEST) == 111
-    run = build_run(tmp_path / "run", plain_cases(), report={"max_text_chars": 100})
+    run = build_run(tmp_path / "run", plain_cases(), report={"max_text_chars": 110})
     page, watch = open_page(render_run_report(run))
-    _open_case(page, "seed-1")
-    _open_case(page, "seed-3")
-    for case_id, disabled in (("seed-1", True), ("seed-3", False)):
+    for case_id in ("seed-1", "empty-ref", "seed-3"):
+        _open_case(page, case_id)
+    for case_id, disabled in (("seed-1", True), ("empty-ref", True), ("seed-3", False)):
         for mark in ("same", "different", "unsure"):
             assert _pair(page, case_id, 0, 0, mark).is_disabled() is disabled
-    cut = page.locator("tr.detail [data-pair='[\"seed-1\",0,0]']").inner_text()
-    assert "cannot be marked" in cut
+    why = {case_id: page.locator(f"tr.detail [data-pair='[\"{case_id}\",0,0]']").inner_text()
+           for case_id in ("seed-1", "empty-ref", "seed-3")}
+    assert "a passage is cut in this report" in why["seed-1"]
+    assert "a passage is empty" in why["empty-ref"]
+    assert "cannot be marked" not in why["seed-3"]
     watch.assert_clean()
