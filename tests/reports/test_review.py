@@ -322,3 +322,23 @@ def test_pairs_with_a_cut_or_empty_passage_cannot_be_marked(tmp_path: Path,
     assert "a passage is empty" in why["empty-ref"]
     assert "cannot be marked" not in why["seed-3"]
     watch.assert_clean()
+
+
+@pytest.mark.slow
+def test_the_export_reads_as_labelled_pairs(demo_report: Path, open_page: Any,
+                                            tmp_path: Path) -> None:
+    # The calibration's own reader (runner/calibration/pairs.py, issue 19 items 1 and 2): it
+    # runs once that module is in the tree.
+    pairs = pytest.importorskip("runner.calibration.pairs")
+    page, watch = open_page(demo_report)
+    page.click("#review-closest")
+    items = page.locator("#review-list li.review-item")
+    for n, mark in enumerate(["same", "unsure", "different", "same"]):
+        items.nth(n).locator(f"button[data-mark='{mark}']").click()
+    path = tmp_path / "labels.jsonl"
+    path.write_text(_export(page), encoding="utf-8")
+    read = pairs.load_pairs(path)
+    assert [(p.case_id, p.label, p.annotator) for p in read] == [
+        ("rw-3", False, None), ("rw-4", True, None), ("pto-1", True, None)]
+    assert [p.to_dict() for p in read] == check_labels(path.read_text(encoding="utf-8"))
+    watch.assert_clean()
