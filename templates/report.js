@@ -573,7 +573,7 @@
    * in the case's details or in the list of the pairs closest to the threshold. Marks live in the
    * browser's localStorage under meta.review_key (one key per report: every report opened from
    * disk shares one storage origin): {"v": 1, "marks": {"[case id, r, c]": "same" | "different"
-   * | "unsure"}}. "Export labels.jsonl" downloads the same/different marks as a labels file made
+   * | "unsure"}, "notes": {"[case id, r, c]": "text"}}. "Export labels.jsonl" downloads the same/different marks as a labels file made
    * in the page (Blob + <a download>): no request, nothing the CSP has to admit. Texts reach the
    * page through textContent only.
    * ============================================================================================ */
@@ -587,6 +587,8 @@
     try { return window.localStorage || null; } catch (e) { return null; }
   }
 
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
   function pairKey(id, r, c) { return JSON.stringify([id, r, c]); }
 
   function Review(meta, table) {
@@ -596,6 +598,7 @@
     this.threshold = typeof meta.threshold === "number" ? meta.threshold : null;
     this.store = localStore();
     this.marks = Object.create(null);
+    this.notes = Object.create(null);
     this.index = Object.create(null);  /* case id → its position in the embedded cases */
     this.pairs = null;                 /* every pair with a similarity, closest first */
     this.shown = 0;
@@ -609,10 +612,16 @@
     if (!this.store) { return; }
     try { saved = JSON.parse(this.store.getItem(this.key) || "null"); } catch (e) { saved = null; }
     var marks = saved && typeof saved.marks === "object" ? saved.marks : null;
+    var notes = saved && typeof saved.notes === "object" ? saved.notes : null;
     for (var k in marks) {
       if (Object.prototype.hasOwnProperty.call(marks, k) &&
           Object.prototype.hasOwnProperty.call(MARK_TEXT, marks[k])) {
         this.marks[k] = marks[k];
+      }
+    }
+    for (k in notes) {
+      if (Object.prototype.hasOwnProperty.call(notes, k) && typeof notes[k] === "string") {
+        this.notes[k] = notes[k];
       }
     }
   };
@@ -620,8 +629,8 @@
   Review.prototype.save = function () {
     if (!this.store) { return false; }
     try {
-      if (Object.keys(this.marks).length) {
-        this.store.setItem(this.key, JSON.stringify({ v: 1, marks: this.marks }));
+      if (Object.keys(this.marks).length || Object.keys(this.notes).length) {
+        this.store.setItem(this.key, JSON.stringify({ v: 1, marks: this.marks, notes: this.notes }));
       } else {
         this.store.removeItem(this.key);
       }
@@ -639,9 +648,10 @@
     this.status.setAttribute("data-marked", String(total));
   };
 
-  /* Show the mark of `key` on every control of that pair on the page (or of all pairs). */
+  /* Show the mark and note of `key` on every control of that pair on the page (or of all
+     pairs), but in the note being typed. */
   Review.prototype.sync = function (key) {
-    var marks = this.marks;
+    var marks = this.marks, notes = this.notes;
     Array.prototype.forEach.call(document.querySelectorAll("[data-pair]"), function (box) {
       var k = box.getAttribute("data-pair");
       if (key !== undefined && k !== key) { return; }
@@ -650,7 +660,16 @@
       Array.prototype.forEach.call(box.querySelectorAll("button[data-mark]"), function (b) {
         b.setAttribute("aria-pressed", b.getAttribute("data-mark") === value ? "true" : "false");
       });
+      var note = box.querySelector("input.note");
+      if (note && note !== document.activeElement) { note.value = notes[k] || ""; }
     });
+  };
+
+  Review.prototype.setNote = function (key, text) {
+    if (text.trim()) { this.notes[key] = text; } else { delete this.notes[key]; }
+    var saved = this.save();
+    this.sync(key);
+    if (!saved) { this.count(" Not saved: this browser keeps no local storage for this page."); }
   };
 
   /* Mark a pair (the same mark again unmarks it). */
@@ -691,7 +710,18 @@
       b.addEventListener("click", function () { self.set(key, m); });
       box.appendChild(b);
     });
-    if (why) { box.appendChild(el("span", "small muted", " " + why)); }
+    if (why) {
+      box.appendChild(el("span", "small muted", " " + why));
+      return box;
+    }
+    var note = el("input", "note");
+    note.type = "text";
+    note.maxLength = 2000;
+    note.placeholder = "note (optional)";
+    note.value = this.notes[key] || "";
+    note.setAttribute("aria-label", "Note on case " + id + ", R" + (r + 1) + " × C" + (c + 1));
+    note.addEventListener("input", function () { self.setNote(key, note.value); });
+    box.appendChild(note);
     return box;
   };
 
@@ -832,6 +862,8 @@
                      reference_source: ref[0], citation_source: cit[0],
                      case_id: self.table.cases[x[0]].id };
       if (annotator) { record.annotator = annotator; }
+      var note = (self.notes[pairKey(record.case_id, x[1], x[2])] || "").trim();
+      if (note) { record.note = note; }
       return JSON.stringify(record) + "\n";
     });
     return { text: lines.join(""), n: lines.length, skipped: skipped };
@@ -860,17 +892,19 @@
   };
 
   Review.prototype.clear = function (button) {
-    var n = Object.keys(this.marks).length;
+    var n = Object.keys(this.marks).length, notes = Object.keys(this.notes).length;
     function disarm() { button.removeAttribute("data-armed"); button.textContent = "Clear marks"; }
-    if (!n) { disarm(); this.count(); return; }
+    if (!n && !notes) { disarm(); this.count(); return; }
     if (button.getAttribute("data-armed") !== "1") {  /* a second click confirms */
       button.setAttribute("data-armed", "1");
-      button.textContent = "Click again to clear " + n + " marks";
+      button.textContent = "Click again to clear " + [n ? plural(n, "mark") : "",
+        notes ? plural(notes, "note") : ""].filter(Boolean).join(" and ");
       setTimeout(disarm, 6000);
       return;
     }
     disarm();
     this.marks = Object.create(null);
+    this.notes = Object.create(null);
     var saved = this.save();
     this.sync();
     this.count(saved ? " Marks cleared." : " Not saved: this browser keeps no local storage for this page.");

@@ -162,9 +162,10 @@ def _export(page: Any) -> str:
 
 
 def _expected(folder: Path, pairs: list[tuple[str, int, int, bool]],
-              annotator: str | None = None) -> list[str]:
+              annotator: str | None = None,
+              notes: dict[tuple[str, int, int], str] | None = None) -> list[str]:
     """The exported lines of `pairs`, (case id, reference, citation, label), from the results
-    files: the passages whole, as the run read them."""
+    files: the passages whole, as the run read them; the annotator and notes as typed."""
     cases = {c.id: c for c in read_cases(folder)}
     lines = []
     for case_id, r, c, label in pairs:
@@ -176,6 +177,8 @@ def _expected(folder: Path, pairs: list[tuple[str, int, int, bool]],
                   "case_id": case_id}
         if annotator is not None:
             record["annotator"] = annotator
+        if (case_id, r, c) in (notes or {}):
+            record["note"] = (notes or {})[case_id, r, c]
         lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
     return lines
 
@@ -192,6 +195,7 @@ def test_marks_persist_export_and_clear(demo_report: Path, open_page: Any) -> No
     _pair(page, "rw-1", 0, 0, "same").click()
     _open_case(page, "mix-1")
     _pair(page, "mix-1", 0, 1, "different").click()
+    page.locator("tr.detail [data-pair='[\"mix-1\",0,1]'] input.note").fill("VPN, not encryption")
     # Two in the list closest to the threshold: pto-1 unsure, mix-1's R2 × C2 same part (it
     # shows at once in mix-1's open view).
     page.click("#review-closest")
@@ -211,6 +215,8 @@ def test_marks_persist_export_and_clear(demo_report: Path, open_page: Any) -> No
     assert page.locator("#review-annotator").input_value() == "Ada"
     _open_case(page, "mix-1")
     _open_case(page, "pto-1")
+    assert page.locator("tr.detail input.note").evaluate_all("ns => ns.map(n => n.value)") == [
+        "", "VPN, not encryption"] + [""] * 8
     assert _pressed(page, "tr.detail") == [('["mix-1",0,1]', "different"),
                                            ('["mix-1",1,1]', "same"),
                                            ('["pto-1",0,0]', "unsure")]
@@ -219,7 +225,8 @@ def test_marks_persist_export_and_clear(demo_report: Path, open_page: Any) -> No
     text = _export(page)
     records = check_labels(text)
     assert text.split("\n")[:-1] == _expected(demo_report.parent, [
-        ("rw-1", 0, 0, True), ("mix-1", 0, 1, False), ("mix-1", 1, 1, True)], "Ada")
+        ("rw-1", 0, 0, True), ("mix-1", 0, 1, False), ("mix-1", 1, 1, True)], "Ada",
+        {("mix-1", 0, 1): "VPN, not encryption"})
     assert [r["label"] for r in records] == [True, False, True]
     assert records[0]["reference"].startswith("Employees shall submit")
     expect(status).to_have_text("4 marked: 2 same part, 1 different, 1 unsure. Exported 3 to "
@@ -227,11 +234,13 @@ def test_marks_persist_export_and_clear(demo_report: Path, open_page: Any) -> No
 
     # Clearing takes a second click; then no mark is left, even after a reload.
     page.click("#review-clear")
-    expect(page.locator("#review-clear")).to_have_text("Click again to clear 4 marks")
+    expect(page.locator("#review-clear")).to_have_text("Click again to clear 4 marks and 1 note")
     assert _pressed(page, "tr.detail") != []
     page.click("#review-clear")
     expect(status).to_have_text("No pair marked. Marks cleared.")
     assert _pressed(page, "body") == []
+    assert page.locator("tr.detail input.note").evaluate_all("ns => ns.map(n => n.value)") == [
+        ""] * 10
     page.reload()
     page.locator("html[data-ready='1']").wait_for(state="attached")
     expect(status).to_have_text("No pair marked.")
@@ -289,6 +298,7 @@ def test_hostile_passages_export_exactly_and_stay_text(tmp_path: Path, open_page
     assert _closest(page) == [(y_id, "0:0"), (x_id, "0:0")]
     items = page.locator("#review-list li.review-item")
     items.nth(0).locator("button[data-mark='different']").click()
+    items.nth(0).locator("input.note").fill(f" {CLOSE} ")  # exported trimmed
     items.nth(1).locator("button[data-mark='same']").click()
     texts = items.nth(1).locator(".txt")
     assert [texts.nth(i).inner_text() for i in range(2)] == [f"{VPN} {CLOSE}"] * 2
@@ -296,7 +306,7 @@ def test_hostile_passages_export_exactly_and_stay_text(tmp_path: Path, open_page
     text = _export(page)
     check_labels(text)
     assert text.split("\n")[:-1] == _expected(run, [(x_id, 0, 0, True), (y_id, 0, 0, False)],
-                                              IMG)
+                                              IMG, {(y_id, 0, 0): CLOSE})
     assert page.evaluate("() => window.__xss") is None
     watch.assert_clean()
 
