@@ -177,6 +177,7 @@
     this.body = $("case-body");
     this.status = $("case-status");
     this.pageLabel = $("case-page");
+    this.review = null;  /* pair review, when the report has one */
   }
 
   CaseTable.prototype.loadDetails = function () {
@@ -465,6 +466,7 @@
         table.appendChild(row);
       });
       td.appendChild(table);
+      if (this.review) { td.appendChild(this.review.casePairs(i)); }  /* pair review */
     }
     var explain = el("div", "explain");
     EXPLAIN.forEach(function (group) {
@@ -566,6 +568,365 @@
     });
   };
 
+  /* ==== pair review ============================================================================
+   * Each reference × citation pair of a case can be marked "same part", "different" or "unsure",
+   * in the case's details or in the list of the pairs closest to the threshold. Marks live in the
+   * browser's localStorage under meta.review_key (one key per report: every report opened from
+   * disk shares one storage origin): {"v": 1, "marks": {"[case id, r, c]": "same" | "different"
+   * | "unsure"}, "notes": {"[case id, r, c]": "text"}}. "Export labels.jsonl" downloads the same/different marks as a labels file made
+   * in the page (Blob + <a download>): no request, nothing the CSP has to admit. Texts reach the
+   * page through textContent only.
+   * ============================================================================================ */
+
+  var MARK_TEXT = { same: "same part", different: "different", unsure: "unsure" };
+  var MARK_ORDER = ["same", "different", "unsure"];
+  var ANNOTATOR_KEY = "ragcite-review:annotator";
+  var CLOSEST_PAGE = 10;
+
+  function localStore() {
+    try { return window.localStorage || null; } catch (e) { return null; }
+  }
+
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+  function pairKey(id, r, c) { return JSON.stringify([id, r, c]); }
+
+  function Review(meta, table) {
+    var self = this;
+    this.table = table;
+    this.key = meta.review_key;
+    this.threshold = typeof meta.threshold === "number" ? meta.threshold : null;
+    this.store = localStore();
+    this.marks = Object.create(null);
+    this.notes = Object.create(null);
+    this.index = Object.create(null);  /* case id → its position in the embedded cases */
+    this.pairs = null;                 /* every pair with a similarity, closest first */
+    this.shown = 0;
+    this.status = $("review-status");
+    table.cases.forEach(function (c, i) { if (!(c.id in self.index)) { self.index[c.id] = i; } });
+    this.load();
+  }
+
+  Review.prototype.load = function () {
+    var saved = null;
+    if (!this.store) { return; }
+    try { saved = JSON.parse(this.store.getItem(this.key) || "null"); } catch (e) { saved = null; }
+    var marks = saved && typeof saved.marks === "object" ? saved.marks : null;
+    var notes = saved && typeof saved.notes === "object" ? saved.notes : null;
+    for (var k in marks) {
+      if (Object.prototype.hasOwnProperty.call(marks, k) &&
+          Object.prototype.hasOwnProperty.call(MARK_TEXT, marks[k])) {
+        this.marks[k] = marks[k];
+      }
+    }
+    for (k in notes) {
+      if (Object.prototype.hasOwnProperty.call(notes, k) && typeof notes[k] === "string") {
+        this.notes[k] = notes[k];
+      }
+    }
+  };
+
+  Review.prototype.save = function () {
+    if (!this.store) { return false; }
+    try {
+      if (Object.keys(this.marks).length || Object.keys(this.notes).length) {
+        this.store.setItem(this.key, JSON.stringify({ v: 1, marks: this.marks, notes: this.notes }));
+      } else {
+        this.store.removeItem(this.key);
+      }
+      return true;
+    } catch (e) {
+      return false;
+    }
+  };
+
+  Review.prototype.count = function (extra) {
+    var n = { same: 0, different: 0, unsure: 0 }, total = 0;
+    for (var k in this.marks) { n[this.marks[k]] += 1; total += 1; }
+    this.status.textContent = (total ? total + " marked: " + n.same + " same part, " +
+      n.different + " different, " + n.unsure + " unsure." : "No pair marked.") + (extra || "");
+    this.status.setAttribute("data-marked", String(total));
+  };
+
+  /* Show the mark and note of `key` on every control of that pair on the page (or of all
+     pairs), but in the note being typed. */
+  Review.prototype.sync = function (key) {
+    var marks = this.marks, notes = this.notes;
+    Array.prototype.forEach.call(document.querySelectorAll("[data-pair]"), function (box) {
+      var k = box.getAttribute("data-pair");
+      if (key !== undefined && k !== key) { return; }
+      var value = marks[k] || "";
+      box.setAttribute("data-marked", value);
+      Array.prototype.forEach.call(box.querySelectorAll("button[data-mark]"), function (b) {
+        b.setAttribute("aria-pressed", b.getAttribute("data-mark") === value ? "true" : "false");
+      });
+      var note = box.querySelector("input.note");
+      if (note && note !== document.activeElement) { note.value = notes[k] || ""; }
+    });
+  };
+
+  Review.prototype.setNote = function (key, text) {
+    if (text.trim()) { this.notes[key] = text; } else { delete this.notes[key]; }
+    var saved = this.save();
+    this.sync(key);
+    if (!saved) { this.count(" Not saved: this browser keeps no local storage for this page."); }
+  };
+
+  /* Mark a pair (the same mark again unmarks it). */
+  Review.prototype.set = function (key, value) {
+    if (this.marks[key] === value) { delete this.marks[key]; } else { this.marks[key] = value; }
+    var saved = this.save();
+    this.sync(key);
+    this.count(saved ? "" : " Not saved: this browser keeps no local storage for this page.");
+  };
+
+  /* Why a pair cannot be marked ("" when it can): the labels file needs both passages whole
+     and not blank. */
+  function unmarkable(d, r, c) {
+    if ((d.Rc || []).indexOf(r) >= 0 || (d.Cc || []).indexOf(c) >= 0) {
+      return "a passage is cut in this report (report.max_text_chars): it cannot be exported " +
+        "whole, so the pair cannot be marked";
+    }
+    if (!d.R[r][1].trim() || !d.C[c][1].trim()) {
+      return "a passage is empty: there is nothing to compare, so the pair cannot be marked";
+    }
+    return "";
+  }
+
+  /* The three mark buttons of reference r × citation c of case i. */
+  Review.prototype.controls = function (i, r, c) {
+    var self = this, id = this.table.cases[i].id, key = pairKey(id, r, c);
+    var value = this.marks[key] || "", why = unmarkable(this.table.details[i], r, c);
+    var box = el("span", "marks");
+    box.setAttribute("data-pair", key);
+    box.setAttribute("data-marked", value);
+    MARK_ORDER.forEach(function (m) {
+      var b = el("button", "btn mark mark-" + m, MARK_TEXT[m]);
+      b.type = "button";
+      b.setAttribute("data-mark", m);
+      b.setAttribute("aria-pressed", m === value ? "true" : "false");
+      b.setAttribute("aria-label", MARK_TEXT[m] + ": case " + id + ", R" + (r + 1) + " × C" + (c + 1));
+      b.disabled = !!why;
+      b.addEventListener("click", function () { self.set(key, m); });
+      box.appendChild(b);
+    });
+    if (why) {
+      box.appendChild(el("span", "small muted", " " + why));
+      return box;
+    }
+    var note = el("input", "note");
+    note.type = "text";
+    note.maxLength = 2000;
+    note.placeholder = "note (optional)";
+    note.value = this.notes[key] || "";
+    note.setAttribute("aria-label", "Note on case " + id + ", R" + (r + 1) + " × C" + (c + 1));
+    note.addEventListener("input", function () { self.setNote(key, note.value); });
+    box.appendChild(note);
+    return box;
+  };
+
+  function similarityOf(d, r, c) {
+    return d.S[r] && d.S[r][c] !== undefined ? d.S[r][c] : null;
+  }
+
+  /* The case view's block: one row per pair, with its similarity, decision and marks. */
+  Review.prototype.casePairs = function (i) {
+    var self = this, d = this.table.details[i];
+    var wrap = el("div", "review-pairs");
+    wrap.appendChild(el("h4", null, "Review: does the citation refer to the same part of the " +
+      "document as the reference?"));
+    var table = el("table", "pairs"), head = el("tr");
+    ["Pair", "Similarity", "Decision", "Your mark"].forEach(function (t) { head.appendChild(el("th", null, t)); });
+    table.appendChild(head);
+    d.R.forEach(function (_, r) {
+      d.C.forEach(function (_, c) {
+        var v = similarityOf(d, r, c), tr = el("tr");
+        tr.setAttribute("data-review-pair", r + ":" + c);
+        tr.appendChild(el("td", "mono", "R" + (r + 1) + " × C" + (c + 1)));
+        tr.appendChild(el("td", "num", v === null ? "—" : fmt(v, 4)));
+        tr.appendChild(el("td", null, d.M[r] && d.M[r][c] ? "match" : "no match"));
+        var td = el("td");
+        td.appendChild(self.controls(i, r, c));
+        tr.appendChild(td);
+        table.appendChild(tr);
+      });
+    });
+    wrap.appendChild(table);
+    return wrap;
+  };
+
+  /* Every pair with a similarity, by |similarity − threshold| (to 1e-6), then in the order of
+     the embedded cases, references and citations. */
+  Review.prototype.closest = function () {
+    if (this.pairs) { return this.pairs; }
+    var t = this.threshold, out = [];
+    this.table.details.forEach(function (d, i) {
+      d.R.forEach(function (_, r) {
+        d.C.forEach(function (_, c) {
+          var v = similarityOf(d, r, c);
+          if (v !== null) { out.push([Math.round(Math.abs(v - t) * 1e6), i, r, c]); }
+        });
+      });
+    });
+    out.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1] || a[2] - b[2] || a[3] - b[3]; });
+    this.pairs = out;
+    return out;
+  };
+
+  function passageBox(tag, item) {
+    var box = el("div", "item");
+    var head = el("div");
+    head.appendChild(el("span", "tag", tag));
+    head.appendChild(el("span", "src", item[0]));
+    box.appendChild(head);
+    box.appendChild(passage(item[1], "(empty passage)"));
+    return box;
+  }
+
+  Review.prototype.item = function (pair) {
+    var i = pair[1], r = pair[2], c = pair[3], t = this.threshold;
+    var d = this.table.details[i], id = this.table.cases[i].id, v = similarityOf(d, r, c);
+    var li = el("li", "review-item");
+    li.setAttribute("data-case-id", id);
+    li.setAttribute("data-pair-at", r + ":" + c);
+    var head = el("div", "review-head");
+    head.appendChild(el("span", "id", id));
+    head.appendChild(el("span", "tag", " R" + (r + 1) + " × C" + (c + 1) + " "));
+    head.appendChild(el("span", "small", "similarity " + fmt(v, 4) + ", " +
+      fmt(Math.abs(v - t), 4) + " from the threshold " + t + " (" +
+      (d.M[r] && d.M[r][c] ? "match" : "no match") + ") "));
+    head.appendChild(this.controls(i, r, c));
+    li.appendChild(head);
+    var sides = el("div", "sides");
+    sides.appendChild(passageBox("R" + (r + 1), d.R[r]));
+    sides.appendChild(passageBox("C" + (c + 1), d.C[c]));
+    li.appendChild(sides);
+    return li;
+  };
+
+  /* List the next page of the pairs closest to the threshold. */
+  Review.prototype.more = function () {
+    var list = $("review-list"), pairs = this.closest(), self = this;
+    var ol = list.querySelector("ol") || list.appendChild(el("ol", "review-closest"));
+    var old = list.querySelector("button.more");
+    if (old) { list.removeChild(old); }
+    pairs.slice(this.shown, this.shown + CLOSEST_PAGE).forEach(function (p) { ol.appendChild(self.item(p)); });
+    this.shown = Math.min(pairs.length, this.shown + CLOSEST_PAGE);
+    if (!pairs.length) { list.appendChild(el("p", "muted", "No pair of the table has a similarity.")); }
+    if (this.shown < pairs.length) {
+      var more = el("button", "btn more", "Show " + Math.min(CLOSEST_PAGE, pairs.length - this.shown) +
+        " more (" + (pairs.length - this.shown) + " left)");
+      more.type = "button";
+      more.addEventListener("click", function () { self.more(); });
+      list.appendChild(more);
+    }
+  };
+
+  Review.prototype.toggleClosest = function (button) {
+    var list = $("review-list"), self = this;
+    if (!list.hidden) {
+      list.hidden = true;
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    if (this.threshold === null) {
+      this.count(" This result has no threshold: no pair is closest to it.");
+      return;
+    }
+    this.table.loadDetails().then(function () {
+      list.textContent = "";
+      self.shown = 0;
+      self.more();
+      list.hidden = false;
+      button.setAttribute("aria-expanded", "true");
+    });
+  };
+
+  /* The labels file: the same/different marks of the embedded cases, in case, reference and
+     citation order; the texts exactly as in the results files. */
+  Review.prototype.labels = function () {
+    var self = this, rows = [], skipped = { unsure: 0, unknown: 0, unmarkable: 0 };
+    var annotator = $("review-annotator").value.trim();
+    Object.keys(this.marks).forEach(function (key) {
+      var m = self.marks[key], k = JSON.parse(key), i = self.index[k[0]];
+      if (m === "unsure") { skipped.unsure += 1; return; }
+      var d = i === undefined ? null : self.table.details[i];
+      if (!d || !d.R[k[1]] || !d.C[k[2]]) { skipped.unknown += 1; return; }
+      if (unmarkable(d, k[1], k[2])) { skipped.unmarkable += 1; return; }
+      rows.push([i, k[1], k[2], m]);
+    });
+    rows.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1] || a[2] - b[2]; });
+    var lines = rows.map(function (x) {
+      var d = self.table.details[x[0]], ref = d.R[x[1]], cit = d.C[x[2]];
+      var record = { reference: ref[1], citation: cit[1], label: x[3] === "same",
+                     reference_source: ref[0], citation_source: cit[0],
+                     case_id: self.table.cases[x[0]].id };
+      if (annotator) { record.annotator = annotator; }
+      var note = (self.notes[pairKey(record.case_id, x[1], x[2])] || "").trim();
+      if (note) { record.note = note; }
+      return JSON.stringify(record) + "\n";
+    });
+    return { text: lines.join(""), n: lines.length, skipped: skipped };
+  };
+
+  Review.prototype.exportLabels = function () {
+    var self = this;
+    this.table.loadDetails().then(function () {
+      var out = self.labels(), s = out.skipped, notes = [];
+      if (s.unsure) { notes.push(s.unsure + " unsure"); }
+      if (s.unknown) { notes.push(s.unknown + " of cases not in this report's table"); }
+      if (s.unmarkable) { notes.push(s.unmarkable + " with a passage cut in the report or empty"); }
+      var left = notes.length ? " Not exported: " + notes.join(", ") + "." : "";
+      if (!out.n) { self.count(" Nothing to export: mark pairs same part or different." + left); return; }
+      var url = URL.createObjectURL(new Blob([out.text], { type: "application/x-ndjson" }));
+      var a = el("a");
+      a.href = url;
+      a.download = "labels.jsonl";
+      a.hidden = true;
+      document.body.appendChild(a);
+      a.click();
+      document.body.removeChild(a);
+      setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+      self.count(" Exported " + out.n + " to labels.jsonl." + left);
+    });
+  };
+
+  Review.prototype.clear = function (button) {
+    var n = Object.keys(this.marks).length, notes = Object.keys(this.notes).length;
+    function disarm() { button.removeAttribute("data-armed"); button.textContent = "Clear marks"; }
+    if (!n && !notes) { disarm(); this.count(); return; }
+    if (button.getAttribute("data-armed") !== "1") {  /* a second click confirms */
+      button.setAttribute("data-armed", "1");
+      button.textContent = "Click again to clear " + [n ? plural(n, "mark") : "",
+        notes ? plural(notes, "note") : ""].filter(Boolean).join(" and ");
+      setTimeout(disarm, 6000);
+      return;
+    }
+    disarm();
+    this.marks = Object.create(null);
+    this.notes = Object.create(null);
+    var saved = this.save();
+    this.sync();
+    this.count(saved ? " Marks cleared." : " Not saved: this browser keeps no local storage for this page.");
+  };
+
+  Review.prototype.bind = function () {
+    var self = this, name = $("review-annotator");
+    try { name.value = (this.store && this.store.getItem(ANNOTATOR_KEY)) || ""; } catch (e) { name.value = ""; }
+    name.addEventListener("input", function () {
+      if (!self.store) { return; }
+      try {
+        if (name.value.trim()) { self.store.setItem(ANNOTATOR_KEY, name.value); } else { self.store.removeItem(ANNOTATOR_KEY); }
+      } catch (e) { /* kept for this visit only */ }
+    });
+    $("review-closest").addEventListener("click", function () { self.toggleClosest(this); });
+    $("review-export").addEventListener("click", function () { self.exportLabels(); });
+    $("review-clear").addEventListener("click", function () { self.clear(this); });
+    this.count(this.store ? "" : " This browser keeps no local storage for this page: marks last until it is closed.");
+  };
+
+  /* ==== end of pair review ==================================================================== */
+
   function initCases() {
     var meta = readJSON("ragcite-meta");
     var block = readJSON("ragcite-cases");
@@ -575,6 +936,10 @@
       var table = new CaseTable(meta, cases, function () {
         return [readJSON("ragcite-details"), readJSON("ragcite-texts")];
       });
+      if (meta.review_key && $("review-status")) {  /* pair review */
+        table.review = new Review(meta, table);
+        table.review.bind();
+      }
       table.bind();
       table.render();
       window.__ragcite = table;

@@ -9,7 +9,9 @@ A report embeds three blocks per case (short keys keep big reports small):
   [ref][cit]; ``M`` match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order;
 * the **passages** (``ragcite-texts``), read with the scores: ``R`` and ``C`` references and
   citations as ``[source, content]``; ``E`` expected sources; ``a`` answer; ``md`` metadata as
-  JSON text (the last two when present).
+  JSON text; ``Rc`` / ``Cc`` the positions of the references and citations whose content is
+  cut in the report (``max_text_chars``), which the pair review does not export (the last four
+  when present).
 
 Only the first ``max_cases`` cases are read (:func:`read_embedded`). The passages come from the
 job's ``passages.jsonl``, which the result folders of a job that decides several thresholds
@@ -80,16 +82,29 @@ def scores_record(similarity: list[list[Any]], matched: list[list[Any]],
     }
 
 
+def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]], list[int]]:
+    """Passages as ``[source, content]`` (clipped), and the positions of those clipped."""
+    out, cut = [], []
+    for i, item in enumerate(items):
+        content = item.get("content")
+        text = "" if content is None else str(content)
+        if len(text) > limit:
+            cut.append(i)
+        out.append([str(item.get("source", "")), clip(text, limit)])
+    return out, cut
+
+
 def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
     """The passages, expected sources, answer and metadata of one ``passages.jsonl`` record."""
     response = shared.get("response") or {}
-    record: dict[str, Any] = {
-        "R": [[str(r.get("source", "")), clip(r.get("content", ""), limit)]
-              for r in shared.get("references") or []],
-        "C": [[str(c.get("source", "")), clip(c.get("content", ""), limit)]
-              for c in response.get("citations") or []],
-        "E": [str(s) for s in shared.get("expected_sources") or []],
-    }
+    refs, refs_cut = _passages(shared.get("references") or [], limit)
+    cits, cits_cut = _passages(response.get("citations") or [], limit)
+    record: dict[str, Any] = {"R": refs, "C": cits,
+                              "E": [str(s) for s in shared.get("expected_sources") or []]}
+    if refs_cut:
+        record["Rc"] = refs_cut
+    if cits_cut:
+        record["Cc"] = cits_cut
     if response.get("answer"):
         record["a"] = clip(response["answer"], limit)
     if shared.get("metadata"):

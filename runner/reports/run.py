@@ -122,6 +122,19 @@ def threshold_line(run: Mapping[str, Any]) -> str:
     return f"{text} (level {level})" if level else text
 
 
+def review_key(result_dir: Path, run: Mapping[str, Any]) -> str:
+    """The key of the report's pair review marks in the browser's local storage.
+
+    Every report opened from disk shares one storage origin, so the key names the result: its
+    folder's name, its start time (``metrics.json``'s ``run.started_at``) and its threshold.
+    Re-rendering a result keeps its marks; another run, or another threshold, has its own.
+    """
+    threshold = run.get("threshold")
+    return "ragcite-review:" + "|".join([
+        result_dir.resolve().name, str(run.get("started_at") or ""),
+        "" if threshold is None else str(threshold)])
+
+
 def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOptions,
                   result_dir: Path, tracking_link: str | None = None) -> dict[str, Any]:
     """Everything the run template shows: figures from `metrics` (``metrics.json``), the
@@ -136,6 +149,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "label_text": LABEL_TEXT, "page_size": opts.page_size,
         "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": n_embedded,
         "threshold": run["threshold"],
+        "review_key": review_key(result_dir, run),
     }
     return {
         "title": f"ragcite run report — {run['name']} — {threshold_line(run)}",
