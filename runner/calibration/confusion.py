@@ -33,11 +33,11 @@ def confusion(values: np.ndarray, pos: np.ndarray, neg: np.ndarray,
 def kappa(tp: np.ndarray, fp: np.ndarray, tn: np.ndarray, fn: np.ndarray) -> np.ndarray:
     """Cohen's kappa of two yes/no raters from their 2×2 table (see the module)."""
     tp, fp, tn, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, tn, fn))
-    n = tp + fp + tn + fn
+    # The same ratio multiplied out, one division of whole numbers (exact to the last bit):
+    # κ = 2 (tp·tn − fn·fp) / ((tp + fp)(fp + tn) + (tp + fn)(fn + tn)); 0/0 when p_e = 1.
     with np.errstate(invalid="ignore", divide="ignore"):
-        p_o = (tp + tn) / n
-        p_e = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
-        return np.where(p_e < 1, (p_o - p_e) / (1 - p_e), np.nan)
+        return np.asarray(2 * (tp * tn - fn * fp)
+                          / ((tp + fp) * (fp + tn) + (tp + fn) * (fn + tn)), dtype=np.float64)
 
 
 def rates(tp: np.ndarray, fp: np.ndarray, tn: np.ndarray,
