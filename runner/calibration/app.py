@@ -47,17 +47,22 @@ class _Status:
 def calibrate_into(cfg: dict[str, Any], out: Path, name: str,
                    overrides: list[str]) -> dict[str, Any]:
     """A whole calibration: the store checked, the figures, the files, the tracked run."""
+    from runner.calibration.html import HTML_FILE, render_calibration
+
     tracker = CalibrationTracker(cfg)
     tracker.check()  # an unusable store stops here, before any API call
     data = run_calibration(cfg, out, name, overrides)
+    render_calibration(out)
     secrets = secret_values(cfg) | env_secrets()
     scrub_files(out, secrets)
     run_name = str(cfg.get("run_name") or f"calibrate_{name}")
-    tracker.log(cfg, data, [out / JSON_FILE], run_name)
+    tracker.log(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
     return data
 
 
 def _summary(data: dict[str, Any], out: Path) -> None:
+    from runner.calibration.html import HTML_FILE
+
     for name, m in data["matchers"].items():
         def f(key: str, m: dict[str, Any] = m) -> str:
             return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
@@ -67,7 +72,7 @@ def _summary(data: dict[str, Any], out: Path) -> None:
                  f("best_balanced_accuracy"))
         if m.get("ready"):
             log.info("use it: %s", m["ready"]["command"])
-    log.info("results: %s", out / JSON_FILE)
+    log.info("results: %s", out / HTML_FILE)
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="calibrate")

@@ -15,7 +15,7 @@ import numpy as np
 from runner.cache import CacheStats, DiskCache
 from runner.calibration.agreement import annotator_agreement
 from runner.calibration.figures import calibrate
-from runner.calibration.pairs import LabelledPair, annotators, load_pairs
+from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
 from runner.data.loading import file_digest
 from runner.errors import RagciteError
 from runner.matchers.base import Matcher, PairError
@@ -75,8 +75,8 @@ def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
     labels = np.array([p.label for p in pairs])
     wrong = np.flatnonzero(labels != (sims >= threshold))
     order = wrong[np.argsort(-np.abs(sims[wrong] - threshold), kind="stable")][:max(limit, 0)]
-    return [{**pairs[i].to_dict(), "similarity": float(sims[i]), "where": pairs[i].where}
-            for i in order]
+    return [{**{k: getattr(pairs[i], k) for k in PAIR_KEYS}, "similarity": float(sims[i]),
+             "where": pairs[i].where} for i in order]
 
 
 def ready_line(name: str, value: float | None, overrides: Sequence[str]) -> dict[str, str] | None:

@@ -65,6 +65,9 @@ def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = summarize(sweep_dir)
     (sweep_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2, ensure_ascii=False)
                                           + "\n", encoding="utf-8")
+    from runner.calibration.html import render_summary
+
+    render_summary(sweep_dir, summary)
     return summary
 
 

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.reports.conftest import browser, open_page  # noqa: F401  (Chromium, as the reports)
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "hand.jsonl"
 SIMILARITIES = [1.0, 1.0, 0.75, 0.75, 0.5, 0.5, 0.5, 0.25, 0.0, 0.0]
 LABELS = [True, True, True, False, True, False, False, True, False, False]

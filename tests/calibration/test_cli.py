@@ -107,7 +107,7 @@ def test_a_tracked_calibration_is_an_mlflow_run_with_the_figures_and_both_files(
     assert (metrics["auc"], metrics["best_threshold"], metrics["count_tp"]) == (0.78, 0.75, 4)
     assert runs[0].data.params["matcher.n"] == "1"
     names = {a.path for a in client.list_artifacts(runs[0].info.run_id)}
-    assert {"calibration.json"} <= names
+    assert {"calibration.json", "calibration.html"} <= names
     assert only(root).is_dir()
 
 
@@ -126,3 +126,4 @@ def test_matchers_compared_on_the_same_labels(tmp_path: Path) -> None:
     assert (sub["best_threshold"], sub["best_balanced_accuracy"]) == (0.5, 0.6)
     assert rows["ngram"]["threshold"] == 0.5  # ngram with n=3: every 4-word text differs
     assert summary["same_labels"] and summary["incomplete_jobs"] == []
+    assert (sweep / "calibration_summary.html").is_file()
