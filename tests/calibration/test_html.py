@@ -91,3 +91,21 @@ def test_the_summary_page_lists_each_matcher(tmp_path: Path, open_page: Any) -> 
     assert page.locator("[data-matcher='substring'] [data-figure='auc']").inner_text() == "0.600"
     link = page.locator("[data-matcher='ngram'] a").get_attribute("href")
     assert (sweep / link).is_file()
+
+
+def test_the_annotators_agreement_is_shown_as_the_ceiling(tmp_path: Path) -> None:
+    # Cohen's kappa of ana and bo, worked out in test_metrics: 1/3.
+    a = [True, True, True, False, False, False]
+    b = [True, True, False, False, False, True]
+    rows = [{"reference": f"alpha beta r{i}", "citation": f"alpha gamma c{i}", "label": x,
+             "annotator": who} for who, labels in (("ana", a), ("bo", b))
+            for i, x in enumerate(labels)]
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    data = run_calibration(_cfg(tmp_path, path), tmp_path / "cal", "ngram")
+    assert data["agreement"]["method"] == "cohen" and data["agreement"]["n_items"] == 6
+    assert data["labels"]["n_records"] == 12  # kept per annotator
+    render_calibration(tmp_path / "cal")
+    html = (tmp_path / "cal" / HTML_FILE).read_text(encoding="utf-8")
+    assert '<strong data-agreement="kappa">0.333</strong>' in html
+    assert "Cohen&#39;s kappa of ana, bo" in html
