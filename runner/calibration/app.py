@@ -50,8 +50,8 @@ def calibrate_into(cfg: dict[str, Any], out: Path, name: str,
     from runner.calibration.html import HTML_FILE, render_calibration
 
     tracker = CalibrationTracker(cfg)
-    tracker.check()  # an unusable store stops here, before any API call
-    data = run_calibration(cfg, out, name, overrides)
+    # Bad config or labels stop first; then an unusable store, still before any API call.
+    data = run_calibration(cfg, out, name, overrides, before_calls=tracker.check)
     render_calibration(out)
     secrets = secret_values(cfg) | env_secrets()
     scrub_files(out, secrets)

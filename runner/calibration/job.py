@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,13 +91,30 @@ def ready_line(name: str, value: float | None, overrides: Sequence[str]) -> dict
                                  *map(redact_override, settings), paste])}
 
 
+def _scored(pairs: Sequence[LabelledPair], found: Sequence[float | PairError],
+            ) -> tuple[list[LabelledPair], np.ndarray, int]:
+    """The pairs that were scored, their similarities, and how many failed (said in a
+    warning; NothingScored when all did)."""
+    failed = [(p, s) for p, s in zip(pairs, found) if isinstance(s, PairError)]
+    kept = [p for p, s in zip(pairs, found) if not isinstance(s, PairError)]
+    if not kept:
+        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
+                            f"first ({failed[0][0].where}): {failed[0][1].message}")
+    if failed:
+        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
+                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
+                    failed[0][1].message)
+    sims = np.array([s for s in found if not isinstance(s, PairError)], dtype=np.float64)
+    return kept, sims, len(failed)
+
+
 def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
     return {"path": path, "digest": file_digest(path), "n_records": len(pairs),
             "n_positive": sum(p.label for p in pairs), "annotators": annotators(list(pairs))}
 
 
-def run_calibration(cfg: dict[str, Any], out: Path, name: str,
-                    overrides: Sequence[str] = ()) -> dict[str, Any]:
+def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence[str] = (),
+                    before_calls: Callable[[], None] | None = None) -> dict[str, Any]:
     """Calibrate the configured matcher on the labelled pairs and write ``calibration.json``.
 
     Args:
@@ -105,6 +122,8 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str,
         out: The output folder.
         name: The matcher's option name (``ngram``).
         overrides: The command line's overrides (for the ready ``ragcite`` command).
+        before_calls: Called once the config and labels are read, before any similarity is
+            computed (the tracking store is checked there).
 
     Returns:
         The content of ``calibration.json``.
@@ -120,18 +139,11 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str,
     threshold = _threshold(cfg, matcher)
     mapping = {k: v for k, v in (cfg.get("mapping") or {}).items() if v is not None}
     pairs = load_pairs(labels_path, mapping, cfg.get("format"))
+    if before_calls is not None:
+        before_calls()
     stats = CacheStats()
     found = _similarities(cfg, matcher, pairs, stats)
-    failed = [(p, s) for p, s in zip(pairs, found) if isinstance(s, PairError)]
-    kept = [p for p, s in zip(pairs, found) if not isinstance(s, PairError)]
-    if not kept:
-        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
-                            f"first ({failed[0][0].where}): {failed[0][1].message}")
-    if failed:
-        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
-                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
-                    failed[0][1].message)
-    sims = np.array([s for s in found if not isinstance(s, PairError)], dtype=np.float64)
+    kept, sims, n_failed = _scored(pairs, found)
     boot = cfg["scoring"]["bootstrap"]
     figures = calibrate(sims, np.array([p.label for p in kept]), threshold.value,
                         matcher.similarity_range, int(boot["resamples"]),
@@ -140,7 +152,7 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str,
              "threshold_level": threshold.level, **figures,
              "ready": ready_line(name, figures["paste"], overrides),
              "similarity_range": list(matcher.similarity_range),
-             "failed_pairs": len(failed), "usage": matcher.usage(),
+             "failed_pairs": n_failed, "usage": matcher.usage(),
              "cache": stats.to_dict(),
              "similarities": [round(float(s), 6) for s in sims],
              "labels": [p.label for p in kept],

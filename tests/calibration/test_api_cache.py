@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,34 @@ def test_a_second_calibration_makes_no_request(tmp_path: Path, server: FakeOpenA
     assert second["cache"] == {"hits": {"similarities": 10}, "computed": {"similarities": 0}}
     assert second["similarities"] == first["similarities"]
     assert second["auc"] == first["auc"] and first["auc"] is not None
+
+
+def _run(tmp_path: Path, server: FakeOpenAI) -> subprocess.CompletedProcess[str]:
+    return run_cli([f"labels={FIXTURE}", "matcher=embeddings", f"matcher.base_url={server.v1}",
+                    "matcher.max_retries=0", "tracking=none", f"output_root={tmp_path}"],
+                   cwd=tmp_path, module="runner.calibration.app", env={"OPENAI_API_KEY": KEY})
+
+
+def test_a_pair_that_fails_is_left_out_with_a_warning(tmp_path: Path,
+                                                      server: FakeOpenAI) -> None:
+    server.reject_inputs.add("fox gnu hen ibex")  # pair 10's citation (line 10)
+    proc = _run(tmp_path, server)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr.splitlines()[0].startswith(
+        "ragcite-calibrate: 1 of 10 labelled pairs could not be scored and are left out; the "
+        "first (line 10): ")
+    (folder,) = (tmp_path / "calibrations").iterdir()
+    m = json.loads((folder / "calibration.json").read_text(encoding="utf-8"))["matchers"]
+    assert m["embeddings"]["failed_pairs"] == 1 and m["embeddings"]["n_pairs"] == 9
+
+
+def test_when_no_pair_can_be_scored_the_exit_status_is_3(tmp_path: Path,
+                                                         server: FakeOpenAI) -> None:
+    pairs = load_pairs(FIXTURE)
+    server.reject_inputs.update(p.citation for p in pairs)
+    proc = _run(tmp_path, server)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "ragcite-calibrate: error: no labelled pair could be scored: all 10 failed; the first "
+        "(line 1): ")
