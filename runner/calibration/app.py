@@ -1,0 +1,121 @@
+"""The ``ragcite-calibrate`` console script: a Hydra app around
+:func:`~runner.calibration.job.run_calibration` (config: ``conf/calibrate.yaml``).
+
+It shares ragcite's ``matcher``, ``scoring``, ``threshold`` and ``tracking`` groups, its cache and
+its exit statuses (runner/errors.py): 0 done, 2 bad input or config (one line), 3 no pair could
+be scored, 130 interrupted. ``-m matcher=a,b`` calibrates each matcher on the same labels and
+writes a summary across them (:mod:`runner.calibration.summary`).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from runner.calibration.job import JSON_FILE, NothingScored, run_calibration
+from runner.calibration.schema import register_calibrate_configs
+from runner.calibration.tracking import CalibrationTracker
+from runner.cli import CONFIG_PATH, canonical_args
+from runner.data.errors import DataError
+from runner.errors import (
+    EXIT_GATE_FAILED,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_SCORED,
+    RagciteError,
+)
+from runner.redact import env_secrets, scrub_files, secret_values
+from runner.schema import plain_config
+
+log = logging.getLogger("ragcite")
+PROG = "ragcite-calibrate"
+
+
+class _Status:
+    """The exit status of the calibrations this process ran (the worst)."""
+
+    value = 0
+
+
+def calibrate_into(cfg: dict[str, Any], out: Path, name: str,
+                   overrides: list[str]) -> dict[str, Any]:
+    """A whole calibration: the store checked, the figures, the files, the tracked run."""
+    from runner.calibration.html import HTML_FILE, render_calibration
+
+    tracker = CalibrationTracker(cfg)
+    # Bad config or labels stop first; then an unusable store, still before any API call.
+    data = run_calibration(cfg, out, name, overrides, before_calls=tracker.check)
+    render_calibration(out)
+    secrets = secret_values(cfg) | env_secrets()
+    scrub_files(out, secrets)
+    run_name = str(cfg.get("run_name") or f"calibrate_{name}")
+    tracker.log(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
+    return data
+
+
+def _summary(data: dict[str, Any], out: Path) -> None:
+    from runner.calibration.html import HTML_FILE
+
+    for name, m in data["matchers"].items():
+        def f(key: str, m: dict[str, Any] = m) -> str:
+            return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
+        log.info("%s: AUC %s; at threshold %g: balanced accuracy %s, kappa %s; best threshold "
+                 "%s (balanced accuracy %s)", name, f("auc"), m["threshold"],
+                 f("balanced_accuracy"), f("kappa"), f("best_threshold"),
+                 f("best_balanced_accuracy"))
+        if m.get("ready"):
+            log.info("use it: %s", m["ready"]["command"])
+    log.info("results: %s", out / HTML_FILE)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="calibrate")
+def _app(cfg: DictConfig) -> None:
+    hc = HydraConfig.get()
+    out = Path(hc.runtime.output_dir)
+    overrides = list(hc.overrides.task)
+    secrets = secret_values({"overrides": overrides}) | env_secrets()
+    name = str(hc.runtime.choices.get("matcher") or "matcher")
+    try:
+        data = calibrate_into(plain_config(cfg), out, name, overrides)
+        _summary(data, out)
+    except NothingScored as exc:
+        log.error("%s: error: %s", PROG, exc)
+        _Status.value = max(_Status.value, EXIT_NOTHING_SCORED)
+    except (RagciteError, DataError) as exc:
+        log.error("%s: error: %s", PROG, exc)
+        _Status.value = max(_Status.value, EXIT_INPUT)
+    except Exception:
+        if hc.mode is None or hc.mode.name != "MULTIRUN":
+            raise
+        log.exception("%s: job %s failed", PROG, out.name)
+        _Status.value = max(_Status.value, EXIT_GATE_FAILED)
+    finally:
+        scrub_files(out / ".hydra", secrets)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    """Entry point of the ``ragcite-calibrate`` console script."""
+    register_calibrate_configs()
+    sys.argv[1:] = canonical_args(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _app()
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(_Status.value)
+
+
+if __name__ == "__main__":
+    main()

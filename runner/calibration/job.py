@@ -1,0 +1,171 @@
+"""One calibration, top to bottom: the labels, the matcher's similarities (cached like a run's),
+the figures, ``calibration.json``. Knows nothing of Hydra (plain config data and a folder)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runner.cache import CacheStats, DiskCache
+from runner.calibration.agreement import annotator_agreement
+from runner.calibration.figures import calibrate
+from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
+from runner.data.loading import file_digest
+from runner.errors import RagciteError
+from runner.matchers.base import Matcher, PairError
+from runner.matching import CachedMatcher
+from runner.plugins import build
+from runner.redact import redact, redact_override
+from runner.scoring.thresholds import Threshold, resolve_thresholds
+
+log = logging.getLogger("ragcite")
+JSON_FILE = "calibration.json"
+SCHEMA_VERSION = 1
+
+
+class NothingScored(RagciteError):
+    """No labelled pair could be scored (every similarity failed): exit status 3."""
+
+
+def _threshold(cfg: dict[str, Any], matcher: Matcher) -> Threshold:
+    found = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
+                               matcher.similarity_range)
+    if len(found) > 1:
+        raise RagciteError(f"scoring.threshold: a calibration takes one threshold, got "
+                           f"{len(found)}; the best one is found for you (best_threshold)")
+    return found[0]
+
+
+def _labels(cfg: dict[str, Any]) -> str:
+    labels = cfg.get("labels")
+    if not labels or not str(labels).strip():
+        raise RagciteError("labels: give the labelled pairs, e.g. labels=labels.jsonl "
+                           "(docs/calibration.md)")
+    return str(labels)
+
+
+def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair],
+                  stats: CacheStats) -> list[float | PairError]:
+    """Each record's similarity; each distinct pair is computed once (and, for the API
+    matchers, cached on disk like a run's: paid once across runs and calibrations)."""
+    distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
+    settings = cfg.get("cache") or {}
+    cache = DiskCache(settings["dir"]) if settings.get("enabled", True) else None
+    try:
+        if cache is not None and settings.get("clear"):
+            cache.clear()
+        matcher.bind_cache(cache.dir if cache else None)
+        scorer = CachedMatcher(matcher, cache, stats).for_workload(len(distinct), 1)
+        found = dict(zip(distinct, scorer.similarities(distinct)))
+    finally:
+        if cache is not None:
+            cache.close()
+    return [found[(p.reference, p.citation)] for p in pairs]
+
+
+def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
+           limit: int) -> list[dict[str, Any]]:
+    """The wrongly decided pairs, the farthest from the threshold first."""
+    labels = np.array([p.label for p in pairs])
+    wrong = np.flatnonzero(labels != (sims >= threshold))
+    order = wrong[np.argsort(-np.abs(sims[wrong] - threshold), kind="stable")][:max(limit, 0)]
+    return [{**{k: getattr(pairs[i], k) for k in PAIR_KEYS}, "similarity": float(sims[i]),
+             "where": pairs[i].where} for i in order]
+
+
+def ready_line(name: str, value: float | None, overrides: Sequence[str]) -> dict[str, str] | None:
+    """What to paste: ``threshold=0.62``, and the whole ``ragcite`` command with the matcher's
+    settings of this calibration."""
+    if value is None:
+        return None
+    paste = f"threshold={value:g}"
+    settings = [o for o in overrides if o.split("=", 1)[0].lstrip("+~").startswith("matcher.")]
+    return {"paste": paste,
+            "command": " ".join(["ragcite", f"matcher={name}",
+                                 *map(redact_override, settings), paste])}
+
+
+def _scored(pairs: Sequence[LabelledPair], found: Sequence[float | PairError],
+            ) -> tuple[list[LabelledPair], np.ndarray, int]:
+    """The pairs that were scored, their similarities, and how many failed (said in a
+    warning; NothingScored when all did)."""
+    failed = [(p, s) for p, s in zip(pairs, found) if isinstance(s, PairError)]
+    kept = [p for p, s in zip(pairs, found) if not isinstance(s, PairError)]
+    if not kept:
+        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
+                            f"first ({failed[0][0].where}): {failed[0][1].message}")
+    if failed:
+        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
+                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
+                    failed[0][1].message)
+    sims = np.array([s for s in found if not isinstance(s, PairError)], dtype=np.float64)
+    return kept, sims, len(failed)
+
+
+def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
+    return {"path": path, "digest": file_digest(path), "n_records": len(pairs),
+            "n_positive": sum(p.label for p in pairs), "annotators": annotators(list(pairs))}
+
+
+def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence[str] = (),
+                    before_calls: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Calibrate the configured matcher on the labelled pairs and write ``calibration.json``.
+
+    Args:
+        cfg: The composed config as plain data.
+        out: The output folder.
+        name: The matcher's option name (``ngram``).
+        overrides: The command line's overrides (for the ready ``ragcite`` command).
+        before_calls: Called once the config and labels are read, before any similarity is
+            computed (the tracking store is checked there).
+
+    Returns:
+        The content of ``calibration.json``.
+
+    Raises:
+        RagciteError: Bad config or labels (before any API call); NothingScored when every
+            similarity failed.
+    """
+    started = dt.datetime.now(dt.timezone.utc)
+    labels_path = _labels(cfg)
+    matcher: Matcher = build(cfg["matcher"], "matcher")
+    matcher.check()
+    threshold = _threshold(cfg, matcher)
+    mapping = {k: v for k, v in (cfg.get("mapping") or {}).items() if v is not None}
+    pairs = load_pairs(labels_path, mapping, cfg.get("format"))
+    if before_calls is not None:
+        before_calls()
+    stats = CacheStats()
+    found = _similarities(cfg, matcher, pairs, stats)
+    kept, sims, n_failed = _scored(pairs, found)
+    boot = cfg["scoring"]["bootstrap"]
+    figures = calibrate(sims, np.array([p.label for p in kept]), threshold.value,
+                        matcher.similarity_range, int(boot["resamples"]),
+                        float(boot["confidence"]), int(cfg.get("seed", 0)))
+    entry = {"name": name, "identity": redact(matcher.identity()),
+             "threshold_level": threshold.level, **figures,
+             "ready": ready_line(name, figures["paste"], overrides),
+             "similarity_range": list(matcher.similarity_range),
+             "failed_pairs": n_failed, "usage": matcher.usage(),
+             "cache": stats.to_dict(),
+             "similarities": [round(float(s), 6) for s in sims],
+             "labels": [p.label for p in kept],
+             "worst": _worst(kept, sims, threshold.value, int(cfg.get("worst", 25)))}
+    data = {"schema_version": SCHEMA_VERSION,
+            "labels": _labels_section(labels_path, pairs),
+            "agreement": annotator_agreement(pairs),
+            "matchers": {name: entry},
+            "started_at": started.isoformat(),
+            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "output_dir": str(out.resolve())}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / JSON_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+                                 encoding="utf-8")
+    return data
+
