@@ -58,7 +58,8 @@ NOT_NUMBERS = "the embeddings server returned a vector with NaN or infinite valu
 RETRY = ("{error}: Retry-After {after} s exceeds the ceiling of {ceiling} s "
          "({where}.max_retry_after); not retried")
 SCORED = ("threshold {t}: context R/P/F1 {c}  source R/P/F1 1.000/1.000/1.000  "
-          "(means over 2 scored cases, 0 failed; {m} of 2 ground-truth passages matched)")
+          "(means over 2 scored cases, 0 failed; {m} of 2 ground-truth passages matched; the "
+          "system answered 2 of the dataset's 2 cases)")
 NAN_REPLY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
              "choices": [{"index": 0, "finish_reason": "stop", "message": {
                  "role": "assistant", "content": "Yes"}, "logprobs": {"content": [{

@@ -18,7 +18,7 @@ from tests.data.test_bad_data import bomb
 FILE = ["dataset=file", "model=precomputed"]  # the stored responses in the cases
 BOM = b"\xef\xbb\xbf"
 GOOD = ("  source R/P/F1 0.500/0.500/0.500  (means over 2 scored cases, 0 failed; 1 of 2 "
-        "ground-truth passages matched)")
+        "ground-truth passages matched; the system answered 2 of the dataset's 2 cases)")
 # Two cases: the first cites its reference exactly (every metric 1), the second cites another
 # document with other words (every metric 0): each macro mean is 0.5.
 ONE = {"id": "1", "query": "q1", "references": [{"source": "a", "content": "the cat sat"}],
@@ -55,7 +55,8 @@ KB_CASE = json.dumps({"id": "1", "query": "Where did the cat sit?",
                       "references": [{"source": "a", "content": "The cat sat on the mat."}]})
 KB_LINE = json.dumps({"source": "a", "text": "The cat sat on the mat."})
 KB_GOOD = ("threshold 0.5: context R/P/F1 1.000/1.000/1.000  source R/P/F1 1.000/1.000/1.000  "
-           "(means over 1 scored case, 0 failed; 1 of 1 ground-truth passage matched)")
+           "(means over 1 scored case, 0 failed; 1 of 1 ground-truth passage matched; the "
+           "system answered 1 of the dataset's 1 case)")
 KB = ["dataset=file", "dataset.path=c.jsonl"]  # the default model retrieves from the KB
 # A folder's documents are named by their file name.
 KB_CASE_TXT = KB_CASE.replace('"source": "a"', '"source": "a.txt"')
