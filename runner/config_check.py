@@ -74,7 +74,7 @@ def _check_node(node: DictConfig, prefix: str) -> None:
         if callable(across):
             problem = across(node)
             if problem:
-                raise RagciteError(f"{prefix.rstrip('.') or 'config'}: {problem}")
+                raise RagciteError(f"{prefix.rstrip('.')}: {problem}" if prefix else problem)
     for key in map(str, node):
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none():

@@ -286,7 +286,22 @@ class RagciteConf:
     progress: bool = True
     experiment: str = "ragcite"
     run_name: Optional[str] = None
-    prices: dict[str, PriceConf] = field(default_factory=dict)
+    # Model name → {input, output} (PriceConf's keys); a plain dict so that `+prices.m.input=0.3`
+    # adds a model (OmegaConf cannot add a new key to a dict of structured configs).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def config_problem(cls, node: Any) -> str | None:
+        """Each price names only PriceConf's keys (``input``, ``output``), each >= 0."""
+        allowed = [f.name for f in dataclasses.fields(PriceConf)]
+        for model, price in (node.get("prices") or {}).items():
+            for key, value in price.items():
+                if key not in allowed:
+                    return (f"prices.{model}.{key}: no such key; a price takes: "
+                            f"{', '.join(allowed)}")
+                if value < 0:
+                    return f"prices.{model}.{key}: must be >= 0, got {value:g}"
+        return None
 
 
 def plain_config(cfg: DictConfig) -> dict[str, Any]:

@@ -9,14 +9,20 @@ import pytest
 
 from tests.bad_inputs.table import Row, ids, run_row
 
+DEMO = ("threshold 0.5: context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  "
+        "(means over 30 scored cases, 0 failed; 25 of 34 ground-truth passages matched; the "
+        "system answered 30 of the dataset's 30 cases)")
+
 ROWS = [
     Row("threshold above the matcher's range", ["threshold=7"], 2,
         "ragcite: error: scoring.threshold: 7 is outside [0, 1], the similarities this "
         "matcher gives"),
-    Row("the demo runs", [], 0,
-        "threshold 0.5: context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  "
-        "(means over 30 scored cases, 0 failed; 25 of 34 ground-truth passages matched; the "
-        "system answered 30 of the dataset's 30 cases)"),
+    Row("the demo runs", [], 0, DEMO),
+    Row("a new model's price", ["+prices.my-model.input=0.3"], 0, DEMO),
+    Row("a price with an unknown key", ["+prices.my-model.inptu=0.3"], 2,
+        "ragcite: error: prices.my-model.inptu: no such key; a price takes: input, output"),
+    Row("a negative price", ["+prices.my-model.input=-1"], 2,
+        "ragcite: error: prices.my-model.input: must be >= 0, got -1"),
     Row("a gate that fails", ["gate.context_recall=0.9"], 1,
         "ragcite: gate failed: context_recall 0.8056 < gate 0.9"),
 ]
