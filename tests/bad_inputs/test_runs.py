@@ -17,6 +17,8 @@ UNREACHABLE = (f"ragcite: error: tracking: cannot reach the MLflow tracking serv
 ROWS = [
     Row("a tracking server that does not answer", ["tracking=mlflow",
         f"tracking.tracking_uri={DEAD}"], 2, UNREACHABLE),
+    Row("sweep: a tracking server that does not answer", ["-m", "matcher=substring,ngram",
+        "tracking=mlflow", f"tracking.tracking_uri={DEAD}"], 2, UNREACHABLE),
     Row("the default store, created on first use", ["tracking=mlflow"], 0,
         "threshold 0.5: context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  "
         "(means over 30 scored cases, 0 failed; 25 of 34 ground-truth passages matched; the "
