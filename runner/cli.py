@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,39 +203,55 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> None:
-    """Entry point of the `ragcite` console script."""
+def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = None) -> None:
+    """Run a Hydra app as ragcite runs one: secrets kept off the output, the command line in
+    canonical form, SIGTERM taken as Ctrl-C, and Hydra's composition errors as one located
+    ``ragcite: error:`` line with exit status 2 (``ragcite`` and ``ragcite-calibrate`` share it).
+
+    Args:
+        app: The ``@hydra.main`` function.
+        on_failure: Called before the process stops on an error or an interrupt (with
+            ``failed=True`` and, on an interrupt, ``status="KILLED"``).
+
+    Raises:
+        SystemExit: On an interrupt (130), a config error (2) or Hydra's own exit.
+    """
+    failed = on_failure or (lambda **_: None)
     guard_output(sys.argv[1:])  # no secret on stdout, stderr or in a log: Hydra's lines too
-    register_configs()
-    _register_sweeper()
     sys.argv[1:] = canonical_args(sys.argv[1:])
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open
     try:
         with hydra_errors():
-            _app()
+            app()
     except KeyboardInterrupt:
         # What was written stays; an unfinished job has no job.json, a sweep no sweep.json
         # listing it as complete, and open tracked runs end KILLED.
-        finish_sweep(failed=True, status="KILLED")
+        failed(failed=True, status="KILLED")
         print("ragcite: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     except SystemExit as exc:
         if exc.code not in (0, None):
-            finish_sweep(failed=True)
+            failed(failed=True)
         raise
     except Exception as exc:
         line = describe(exc)  # Hydra's composition errors: one located line, not its block
         if line is None:
             raise
-        finish_sweep(failed=True)
+        failed(failed=True)
         secrets = secret_values({"overrides": sys.argv[1:]}) | env_secrets()
         print(f"ragcite: error: {scrub_text(line, secrets)}", file=sys.stderr)
         sys.exit(EXIT_INPUT)
+
+
+def main() -> None:
+    """Entry point of the `ragcite` console script."""
+    register_configs()
+    _register_sweeper()
+    front_door(_app, finish_sweep)
     summary = SWEEPS.last
     if summary is not None and summary["failed"]:
         sys.exit(max(_Status.value, EXIT_GATE_FAILED))
     sys.exit(_Status.value)
-
 
 if __name__ == "__main__":
     main()

@@ -48,6 +48,7 @@ _LOCATING = re.compile(r"Error locating target '(?P<target>[^']*)'")
 _AMBIGUOUS = re.compile(r"Ambiguous value for argument '(?P<arg>.*)'")
 _APPEND = re.compile(r"Could not append to config\. An item is already at '(?P<key>.*)'")
 _DELETE = re.compile(r"Could not delete from config\. '(?P<key>.*)' does not exist")
+_NO_GROUP = re.compile(r"Could not override '(?P<group>.*)'\. No match in the defaults list")
 
 
 @contextmanager
@@ -120,6 +121,8 @@ def _composition(line: str) -> str:
         return f"{m['key']}: already set; override it without '+' ({m['key']}=...)"
     if m := _DELETE.match(line):
         return f"{m['key']}: no such key to delete"
+    if m := _NO_GROUP.match(line):  # a group of the shared folder this command does not use
+        return f"{m['group']}: not a config group of this command; --help lists its groups"
     return line
 
 
@@ -181,7 +184,7 @@ def unknown_key(key: str, schema: Any) -> str:
     if parent == "gate":
         return f"{key}: no such gate; the gates: {', '.join(names)}"
     name = schema.__name__.removesuffix("Conf")
-    owner = "the config" if name == "Ragcite" else name
+    owner = "the config" if name in ("Ragcite", "Calibrate") else name
     if not names:
         return f"{key}: no such key; {owner} takes no keys"
     return f"{key}: no such key; {owner} takes: {', '.join(names)}"

@@ -10,7 +10,6 @@ writes a summary across them (:mod:`runner.calibration.summary`).
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,17 @@ from omegaconf import DictConfig
 from runner.calibration.job import JSON_FILE, NothingScored, run_calibration
 from runner.calibration.schema import register_calibrate_configs
 from runner.calibration.tracking import CalibrationTracker
-from runner.cli import CONFIG_PATH, canonical_args
+from runner.cli import CONFIG_PATH, front_door
+from runner.config_check import check_config
+from runner.config_errors import describe
 from runner.data.errors import DataError
 from runner.errors import (
     EXIT_GATE_FAILED,
     EXIT_INPUT,
-    EXIT_INTERRUPTED,
     EXIT_NOTHING_SCORED,
     RagciteError,
 )
-from runner.redact import env_secrets, scrub_files, secret_values
+from runner.redact import env_secrets, guard_output, scrub_files, secret_values
 from runner.schema import plain_config
 
 log = logging.getLogger("ragcite")
@@ -80,18 +80,24 @@ def _app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     overrides = list(hc.overrides.task)
-    secrets = secret_values({"overrides": overrides}) | env_secrets()
+    secrets = guard_output(overrides) | secret_values({"overrides": overrides}) | env_secrets()
     name = str(hc.runtime.choices.get("matcher") or "matcher")
     try:
+        check_config(cfg)  # what each key allows, before any work
         data = calibrate_into(plain_config(cfg), out, name, overrides)
         _summary(data, out)
     except NothingScored as exc:
-        log.error("%s: error: %s", PROG, exc)
+        log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_NOTHING_SCORED)
     except (RagciteError, DataError) as exc:
-        log.error("%s: error: %s", PROG, exc)
+        log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_INPUT)
-    except Exception:
+    except Exception as exc:
+        line = describe(exc)  # a value missing or unresolvable, a _target_ that fails...
+        if line is not None:
+            log.error("ragcite: error: %s", line)
+            _Status.value = max(_Status.value, EXIT_INPUT)
+            return
         if hc.mode is None or hc.mode.name != "MULTIRUN":
             raise
         log.exception("%s: job %s failed", PROG, out.name)
@@ -100,22 +106,12 @@ def _app(cfg: DictConfig) -> None:
         scrub_files(out / ".hydra", secrets)
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main() -> None:
-    """Entry point of the ``ragcite-calibrate`` console script."""
+    """Entry point of the ``ragcite-calibrate`` console script: ``ragcite``'s front door
+    (:func:`runner.cli.front_door`), so a config error is one ``ragcite: error:`` line, exit 2."""
     register_calibrate_configs()
-    sys.argv[1:] = canonical_args(sys.argv[1:])
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        _app()
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+    front_door(_app)
     sys.exit(_Status.value)
-
 
 if __name__ == "__main__":
     main()

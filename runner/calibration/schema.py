@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
+from runner.constraints import Range, allows
 from runner.schema import CacheConf, ScoringConf, register_configs
 
 
@@ -37,7 +38,7 @@ class CalibrateConf:
     labels: Optional[str] = None
     mapping: PairMappingConf = field(default_factory=PairMappingConf)
     format: Optional[str] = None
-    worst: int = 25
+    worst: int = field(default=25, metadata=allows(Range(low=0, integer=True)))
     cache: CacheConf = field(default_factory=CacheConf)
     output_root: str = "outputs"
     seed: int = 0
@@ -46,7 +47,28 @@ class CalibrateConf:
     run_name: Optional[str] = None
 
 
+GROUPS_RESOLVER = "ragcite.groups"
+"""``${ragcite.groups:matcher,scoring}`` in a help template: those groups and their options."""
+
+
+def group_options(*groups: str) -> str:
+    """The named config groups and their options, one ``group: a, b`` line each, as Hydra's
+    ``$APP_CONFIG_GROUPS`` lists them (which lists every group of the shared config folder).
+
+    Args:
+        groups: The groups' names.
+    """
+    from hydra.core.global_hydra import GlobalHydra
+
+    loader = GlobalHydra.instance().config_loader()
+    return "\n".join(f"{g}: {', '.join(sorted(loader.get_group_options(g)))}"
+                     for g in sorted(groups))
+
+
 def register_calibrate_configs() -> None:
-    """Register ragcite's schemas and ``schema/calibrate`` in Hydra's ConfigStore."""
+    """Register ragcite's schemas and ``schema/calibrate`` in Hydra's ConfigStore, and the
+    help template's resolver."""
     register_configs()
+    if not OmegaConf.has_resolver(GROUPS_RESOLVER):
+        OmegaConf.register_new_resolver(GROUPS_RESOLVER, group_options)
     ConfigStore.instance().store(name="calibrate", node=CalibrateConf, group="schema")

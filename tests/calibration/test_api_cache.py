@@ -80,5 +80,5 @@ def test_when_no_pair_can_be_scored_the_exit_status_is_3(tmp_path: Path,
     assert proc.returncode == 3, proc.stderr[-2000:]
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        "ragcite-calibrate: error: no labelled pair could be scored: all 10 failed; the first "
+        "ragcite: error: no labelled pair could be scored: all 10 failed; the first "
         "(line 1): ")

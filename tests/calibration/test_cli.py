@@ -68,21 +68,21 @@ def test_the_ready_line_is_a_threshold_ragcite_accepts(compose_cfg: Any) -> None
 
 
 @pytest.mark.parametrize(("args", "files", "line"), [
-    (["labels=null"], {}, "ragcite-calibrate: error: labels: give the labelled pairs, e.g. "
+    (["labels=null"], {}, "ragcite: error: labels: give the labelled pairs, e.g. "
                           "labels=labels.jsonl (docs/calibration.md)"),
     (["labels=l.jsonl"], {"l.jsonl": '{"reference": "a", "citation": "b", "label": true}\n'
                                      '{"reference": "a", "citation": "b", "label": "yes"}\n'},
-     "ragcite-calibrate: error: l.jsonl, line 2, field 'label': must be true or false, "
+     "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, "
      "got \"yes\""),
-    (["labels=missing.jsonl"], {}, "ragcite-calibrate: error: missing.jsonl: file not found"),
+    (["labels=missing.jsonl"], {}, "ragcite: error: missing.jsonl: file not found"),
     (["labels=l.csv"], {"l.csv": "reference,citation,label\na,b,maybe\n"},
-     "ragcite-calibrate: error: l.csv, line 2, field 'label': must be true or false, "
+     "ragcite: error: l.csv, line 2, field 'label': must be true or false, "
      "got \"maybe\""),
     ([f"labels={FIXTURE}", "scoring.threshold=[0.3,0.5]"], {},
-     "ragcite-calibrate: error: scoring.threshold: a calibration takes one threshold, got 2; "
+     "ragcite: error: scoring.threshold: a calibration takes one threshold, got 2; "
      "the best one is found for you (best_threshold)"),
     ([f"labels={FIXTURE}", "threshold=1.5"], {},
-     "ragcite-calibrate: error: scoring.threshold: 1.5 is outside [0, 1], the similarities "
+     "ragcite: error: scoring.threshold: 1.5 is outside [0, 1], the similarities "
      "this matcher gives"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str],

@@ -282,9 +282,18 @@ class Watch:
         assert self.dialogs == [], self.dialogs
 
 
+_SHARED_BROWSER: list[Any] = []
+"""The one Chromium of this test process: other folders' conftests import :func:`browser`
+(tests/calibration/), which makes another session fixture, and Playwright's sync API starts
+once per thread."""
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    """Headless Chromium (Debian's package) driven by Playwright."""
+    """Headless Chromium (Debian's package) driven by Playwright, shared by every folder."""
+    if _SHARED_BROWSER:  # started by the same fixture imported into another folder's conftest
+        yield _SHARED_BROWSER[0]
+        return
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` "
                     "(.ci/run does); the report tests need a real browser")
@@ -292,8 +301,12 @@ def browser() -> Iterator[Any]:
 
     with sync_playwright() as pw:
         instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
+        _SHARED_BROWSER.append(instance)
+        try:
+            yield instance
+        finally:
+            _SHARED_BROWSER.clear()
+            instance.close()
 
 
 @pytest.fixture

@@ -1,0 +1,118 @@
+"""Rows for ``ragcite-calibrate``: it has ``ragcite``'s front door (runner/cli.py::front_door),
+so a config error, whether Hydra's composition or the schema check, is one ``ragcite: error:``
+line with exit status 2. Each row runs ``python -m runner.calibration.app`` with tracking off."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.errors import EXIT_INTERRUPTED
+from tests.bad_inputs.table import Row, check, ids, write_files
+from tests.calibration.conftest import FIXTURE
+from tests.conftest import run_cli
+from tests.openai_server import FakeOpenAI, Scripted
+
+MODULE = "runner.calibration.app"
+BASE = ("tracking=none", "progress=false")
+SECRET = "sk-calib0123456789abcdef"
+LABELS = ('{"reference": "a b c", "citation": "a b c", "label": true}\n'
+          '{"reference": "a", "citation": "b", "label": "yes"}\n')
+GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+ROWS = [
+    Row("no such matcher", ["matcher=nope"], 2,
+        "ragcite: error: matcher=nope: no such option; choose one of: embeddings, llm, "
+        "local_embeddings, ngram, substring"),
+    Row("no such matcher in a sweep", ["-m", "matcher=ngram,nope"], 2,
+        "ragcite: error: matcher=nope: no such option; choose one of: embeddings, llm, "
+        "local_embeddings, ngram, substring"),
+    Row("a matcher key that does not exist", ["matcher.foo=1"], 2,
+        "ragcite: error: matcher.foo: no such key; NgramMatcher takes: n, threads, kernel"),
+    Row("a root key that does not exist", ["nokey=1"], 2,
+        "ragcite: error: nokey: no such key; the config takes: matcher, scoring, tracking, "
+        "labels, mapping, format, worst, cache, output_root, seed, progress, experiment, "
+        "run_name"),
+    Row("a group of ragcite that calibrate does not use", ["dataset=demo"], 2,
+        "ragcite: error: dataset: not a config group of this command; --help lists its groups"),
+    Row("labels given empty", ["labels="], 2,
+        "ragcite: error: labels: give the labelled pairs, e.g. labels=labels.jsonl "
+        "(docs/calibration.md)"),
+    Row("worst is not a number", ["worst=abc"], 2,
+        "ragcite: error: worst: must be an integer, got 'abc'"),
+    Row("worst below zero", ["worst=-1"], 2,
+        "ragcite: error: worst: must be an integer >= 0, got -1"),
+    Row("a matcher's integer below its range", ["matcher.n=0"], 2,
+        "ragcite: error: matcher.n: must be an integer >= 1, got 0"),
+    Row("bootstrap resamples below zero", ["scoring.bootstrap.resamples=-1"], 2,
+        "ragcite: error: scoring.bootstrap.resamples: must be an integer >= 0, got -1"),
+    Row("no such threshold level", ["threshold=nope"], 2,
+        "ragcite: error: threshold=nope: no such option; choose one of: default, lenient, "
+        "strict or a number"),
+    Row("a threshold number outside the matcher's range", ["threshold=1.5"], 2,
+        "ragcite: error: scoring.threshold: 1.5 is outside [0, 1], the similarities this "
+        "matcher gives"),
+    Row("a key added that is already set", ["+matcher.n=2"], 2,
+        "ragcite: error: matcher.n: already set; override it without '+' (matcher.n=...)"),
+    Row("a bad label in the labels file", ["labels=l.jsonl"], 2,
+        "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, got \"yes\"",
+        files={"l.jsonl": LABELS}),
+    Row("a secret in an override that does not parse",
+        ["matcher=embeddings", f"matcher.api_key=[{SECRET}"], 2,
+        f"ragcite: error: matcher.api_key=***: not a valid override; {GRAMMAR}"),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
+def test_row(row: Row, tmp_path: Path) -> None:
+    write_files(tmp_path, row.files)
+    proc = run_cli([*BASE, *row.args], tmp_path, env=dict(row.env), module=MODULE,
+                   timeout=120)
+    check(row, proc, tmp_path)
+    assert SECRET not in proc.stdout + proc.stderr
+    assert not list(tmp_path.glob("**/calibration.json"))  # stopped before any work
+
+
+def test_help_lists_only_the_groups_calibrate_uses(tmp_path: Path) -> None:
+    proc = run_cli(["--help"], tmp_path, module=MODULE, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    groups = text[text.index("== Config groups ==\n"):text.index("== Config ==\n")]
+    assert [line for line in groups.splitlines()[1:] if line.strip()] == [
+        "Choose an option with group=option (ragcite's own groups):",
+        "matcher: embeddings, llm, local_embeddings, ngram, substring",
+        "scoring: default",
+        "threshold: default, lenient, strict",
+        "tracking: mlflow, none",
+    ]
+
+
+def test_sigterm_stops_a_calibration_with_one_line(tmp_path: Path) -> None:
+    # The embeddings matcher's first request is held by the suite's server; SIGTERM then
+    # stops the calibration as Ctrl-C does: "ragcite: interrupted", exit 130, no traceback.
+    with FakeOpenAI() as server:
+        server.script("/v1/embeddings", Scripted(delay=20))
+        args = [sys.executable, "-m", MODULE, *BASE, "labels=" + str(FIXTURE),
+                "matcher=embeddings", f"matcher.base_url={server.v1}", "matcher.max_retries=0"]
+        env = {**os.environ, "OPENAI_API_KEY": SECRET, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while server.count("/v1/embeddings") == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.count("/v1/embeddings") == 1
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    assert [line for line in err.splitlines() if line.strip()][-1] == "ragcite: interrupted"
+    assert "Traceback" not in err and SECRET not in err
+    assert not list(tmp_path.glob("**/calibration.json"))
