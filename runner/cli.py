@@ -9,6 +9,7 @@ run, render its report, log it and close it. This is the only module that touche
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from runner.config_check import check_config
 from runner.config_errors import describe, hydra_errors
 from runner.data.errors import DataError
 from runner.errors import (
+    EXIT_BROKEN_PIPE,
     EXIT_GATE_FAILED,
     EXIT_INPUT,
     EXIT_INTERRUPTED,
@@ -223,6 +225,10 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
     try:
         with hydra_errors():
             app()
+    except BrokenPipeError:
+        # The reader went away (`ragcite --help | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_BROKEN_PIPE)
     except KeyboardInterrupt:
         # What was written stays; an unfinished job has no job.json, a sweep no sweep.json
         # listing it as complete, and open tracked runs end KILLED.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from runner.data.errors import DataError
 
-__all__ = ["EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED", "EXIT_NOTHING_SCORED",
-           "DataError", "RagciteError"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED",
+           "EXIT_NOTHING_SCORED", "DataError", "RagciteError"]
 
 EXIT_GATE_FAILED = 1
 """Exit status: a quality gate failed (or a job of a sweep did not finish)."""
@@ -20,6 +20,9 @@ EXIT_NOTHING_SCORED = 3
 """Exit status: no case could be scored (every case failed)."""
 EXIT_INTERRUPTED = 130
 """Exit status: stopped by Ctrl-C or SIGTERM."""
+EXIT_BROKEN_PIPE = 141
+"""Exit status: the reader of the output went away (``ragcite --help | head``), as for a Unix
+tool stopped by SIGPIPE (128 + 13); nothing more is printed."""
 
 
 class RagciteError(Exception):

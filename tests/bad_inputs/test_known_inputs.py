@@ -3,10 +3,13 @@ stay that way. Other files of this folder hold the rows of each area."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from runner.errors import EXIT_BROKEN_PIPE
 from tests.bad_inputs.table import Row, ids, run_row
 
 DEMO = ("threshold 0.5: context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  "
@@ -31,3 +34,15 @@ ROWS = [
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
 def test_row(row: Row, tmp_path: Path) -> None:
     run_row(row, tmp_path)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--cfg", "job"]])
+def test_a_reader_that_goes_away_stops_the_output_quietly(args: list[str], tmp_path: Path) -> None:
+    """``ragcite --help | head``: the pipe's reader is gone before the first write."""
+    proc = subprocess.Popen([sys.executable, "-m", "runner.cli", *args], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == EXIT_BROKEN_PIPE == 141
+    assert err == ""
