@@ -216,11 +216,29 @@ def end_sweep(config: Any, sweep_dir: Path, summary: dict[str, Any]) -> None:
         secrets = env_secrets() | all_secrets(_select(config, "tracking") or {})
         for name in (SWEEP_FILE, SWEEP_REPORT):
             if (sweep_dir / name).is_file():
-                store.log_artifact(mlflow, run_id, sweep_dir / name, secrets)
+                path = sweep_dir / name
+                if name == SWEEP_REPORT:  # its job links pointing to the jobs' runs
+                    path = _report_copy(mlflow, run_id, config, sweep_dir, path)
+                store.log_artifact(mlflow, run_id, path, secrets)
     except Exception as exc:
         log.error("ragcite: tracking: could not log the sweep summary: %s", store.one_line(exc))
     _end_children(mlflow, run_id, "FAILED")
     _terminate(mlflow, run_id, "FAILED" if failed else "FINISHED")
+
+
+def _report_copy(mlflow: Any, run_id: str, config: Any, sweep_dir: Path, page: Path) -> Path:
+    """The sweep report to log: its copy linking each job's MLflow run
+    (runner/tracking/mlflow_links.py), or the page itself when that fails."""
+    from runner.tracking.mlflow_links import artifact_copy, child_runs
+
+    uri = str((store.read_parent_file(sweep_dir) or {}).get("tracking_uri") or "")
+    base = _select(config, "tracking.ui_url") or (uri if store.is_remote(uri) else None)
+    try:
+        return artifact_copy(page, sweep_dir, base, child_runs(mlflow, run_id, sweep_dir))
+    except Exception as exc:
+        log.error("ragcite: tracking: the sweep report's links to the job runs: %s",
+                  store.one_line(exc))
+        return page
 
 
 def close_open_sweep(sweep_dir: Path, status: str = "KILLED") -> None:
