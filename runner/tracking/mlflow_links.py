@@ -16,6 +16,7 @@ import html
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from runner.tracking import mlflow_store as store
 
@@ -53,11 +54,11 @@ def artifact_copy(page: Path, sweep_dir: Path, base: str | None,
     no run to link."""
     if not base or not runs:
         return page
-    from runner.reports.common import rel_link
-
     text = page.read_text(encoding="utf-8")
     for folder, (experiment_id, run_id) in runs.items():
-        href = html.escape(rel_link(*folder.split("/"), REPORT), quote=True)
+        # The relative link as the page writes it (runner/reports/common.py::rel_link).
+        href = html.escape("/".join(quote(p, safe="") for p in (*folder.split("/"), REPORT)),
+                           quote=True)
         url = html.escape(run_report_url(base, experiment_id, run_id), quote=True)
         text = text.replace(f'href="{href}"',
                             f'href="{url}" target="_blank" rel="noopener noreferrer"')

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from runner.scoring.metrics import METRIC_KEYS
 from tests.conftest import REPO, run_cli
 from tests.tracking.conftest import MlflowServer, all_runs
 
@@ -90,5 +91,13 @@ def _in_chromium(uri: str, experiment_id: str, parent_id: str, href: str,
             text = _frame_text(page, "demo_precomputed-loose_quotes_ngram")
             assert "Context recall" in text or "Context Recall" in text
             page.screenshot(path=str(tmp_path / "job_report_in_mlflow.png"))
+            # The job's run page lists the six headline metrics first, its execution last.
+            page.goto(href.split("/artifacts/")[0])
+            page.get_by_text("execution/workers").first.wait_for(timeout=60_000)
+            lines = page.inner_text("body").splitlines()
+            names = lines[lines.index("Value") + 1::2]
+            assert names[:7] == [*METRIC_KEYS, "threshold"]
+            assert names.index("execution/workers") > names.index("counts/references")
+            page.screenshot(path=str(tmp_path / "job_run_page.png"))
         finally:
             browser.close()
