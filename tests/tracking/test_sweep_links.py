@@ -32,9 +32,12 @@ def test_sweep_report_links_open_the_job_runs_reports(tmp_path: Path,
                    cwd=tmp_path, env={"PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (sweep,) = (tmp_path / "outputs" / "sweeps").iterdir()
-    runs = [r for r in all_runs(uri) if r.info.experiment_id != "0"
-            and r.data.tags.get("ragcite.sweep_dir", "") in ("", str(sweep.resolve()))]
-    (parent,) = [r for r in runs if r.data.tags.get("ragcite.kind") == "sweep"]
+    # The session's server holds other tests' runs too: this sweep's are its parent and its
+    # parent's children.
+    (parent,) = [r for r in all_runs(uri) if r.data.tags.get("ragcite.kind") == "sweep"
+                 and r.data.tags.get("ragcite.sweep_dir") == str(sweep.resolve())]
+    runs = [parent, *(r for r in all_runs(uri)
+                      if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id)]
     children = {r.data.tags["ragcite.result_dir"]: r for r in runs if r is not parent}
     assert len(children) == 2
     # The page as MLflow's artifact viewer fetches it.
