@@ -167,7 +167,8 @@ def _app(cfg: DictConfig) -> None:
 def canonical_args(argv: list[str]) -> list[str]:
     """The command line with alias keys spelled canonically (``matcher.threshold=0.4`` →
     ``scoring.threshold=0.4``) and a number given to the ``threshold`` group read as a value
-    (``threshold=0.4`` → ``scoring.threshold=0.4``; levels stay group choices); ``-m`` moved
+    (``threshold=0.4`` → ``scoring.threshold=0.4``; levels stay group choices), the policy
+    ``scoring.zero_division=nan`` kept a word (``'nan'``, not the float); ``-m`` moved
     first, so that it may come anywhere (Hydra's parser refuses it after an override)."""
     out = [arg for arg in argv if arg in MULTIRUN_FLAGS]
     for arg in (a for a in argv if a not in MULTIRUN_FLAGS):
@@ -177,6 +178,9 @@ def canonical_args(argv: list[str]) -> list[str]:
             arg = f"{key[:len(key) - len(bare)]}{ALIASES[bare]}={value}"
         elif eq and bare == "threshold" and (value[:1] in "0123456789.-[" or _number(value)):
             arg = f"scoring.threshold={value}"
+        elif eq and bare == "scoring.zero_division":  # Hydra reads a bare nan as a float
+            arg = f"{key}=" + ",".join("'nan'" if v.strip().lower() == "nan" else v
+                                       for v in value.split(","))
         out.append(arg)
     return out
 

@@ -29,6 +29,7 @@ from runner.evaluate import count_pairs
 from runner.folders import check_folder
 from runner.matchers.base import Matcher
 from runner.matching import CachedMatcher
+from runner.naming import system_label, system_name
 from runner.parallel import resolve_workers, score_parallel
 from runner.plugins import build
 from runner.redact import env_secrets, protect, redact, scrub_files, secret_values
@@ -238,14 +239,21 @@ def _gates(cfg: dict[str, Any], failures: list[str]) -> dict[str, Any]:
             "config": {k: v for k, v in (cfg.get("gate") or {}).items() if v is not None}}
 
 
+def system_of(cfg: dict[str, Any], names: dict[str, str]) -> str:
+    """The system under test of a job's config (runner/naming.py::system_name)."""
+    return system_name(cfg.get("model") or {}, cfg.get("dataset"), names.get("model", "?"))
+
+
 def run_name(cfg: dict[str, Any], names: dict[str, str], threshold: Threshold,
              n_thresholds: int) -> str:
-    """A result's run name: ``run_name``, else dataset, model and matcher; then the threshold
-    (``_t0.5``) unless a given name is one threshold's alone."""
+    """A result's run name: ``run_name``, else dataset, model and its system, matcher
+    (``demo_precomputed-wrong_passages_ngram``); then the threshold (``_t0.5``) unless a given
+    name is one threshold's alone."""
     given = cfg.get("run_name")
     if given and n_thresholds == 1:
         return str(given)
-    base = given or "_".join(names.get(k, "?") for k in ("dataset", "model", "matcher"))
+    model = system_label(names.get("model", "?"), system_of(cfg, names))
+    base = given or "_".join((names.get("dataset", "?"), model, names.get("matcher", "?")))
     return f"{base}_{threshold.folder}"
 
 
@@ -279,6 +287,7 @@ def describe(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matche
         "coverage": {"answered": run.answered,
                      "dataset_cases": run.dataset_cases},
         "model": {"name": names.get("model", type(adapter).__name__),
+                  "system": system_of(cfg, names),
                   "identity": redact(adapter.identity())},
         "matcher": {"name": names.get("matcher", type(matcher).__name__),
                     "identity": redact(matcher.identity())},

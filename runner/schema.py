@@ -341,10 +341,16 @@ def folder_stamp() -> str:
 
 
 def register_resolvers() -> None:
-    """Register ``${ragcite.stamp:}``, cached per config like Hydra's ``${now:}``: a sweep's
-    jobs (copies of the sweep's config, in whatever process) see the sweep's value."""
+    """Register ``${ragcite.system:}`` (runner/naming.py) and ``${ragcite.stamp:}``, cached
+    per config like Hydra's ``${now:}``: a sweep's jobs (copies of the sweep's config, in
+    whatever process) see the sweep's value."""
     if not OmegaConf.has_resolver(STAMP_RESOLVER):
         OmegaConf.register_new_resolver(STAMP_RESOLVER, folder_stamp, use_cache=True)
+    from runner.help import register_help_resolvers
+    from runner.naming import register_system_resolver
+
+    register_system_resolver()  # ${ragcite.system:<model choice>}
+    register_help_resolvers()  # ${ragcite.help_groups:}, ${ragcite.help_exits:} (--help)
 
 
 def register_configs() -> None:

@@ -165,10 +165,11 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
     else:
         end_sweep(config, sweep_dir, summary)
     done = summary["n_results"]
-    log.info("sweep: %d result%s of %d job%s%s: %s", done, "" if done == 1 else "s",
+    report = sweep_dir / "sweep.html"
+    log.info("sweep: %d result%s of %d job%s%s in %s%s", done, "" if done == 1 else "s",
              summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
              f", {len(summary['incomplete_jobs'])} incomplete" if summary["incomplete_jobs"]
-             else "", report if (report := sweep_dir / "sweep.html").is_file() else sweep_dir)
+             else "", sweep_dir, f"; report: {report}" if report.is_file() else "")
     SWEEPS.last = summary
     return summary
 

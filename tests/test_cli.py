@@ -137,6 +137,15 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
         assert f"\n{group}: {', '.join(options(group))}\n" in out
     assert "threshold: default, lenient, strict" in out
     assert "ragcite -m matcher=substring,ngram" in out
+    # Only groups a user chooses from: not Hydra's typed schemas.
+    assert "schema" not in out.split("== Config ==")[0]
+    assert "  ragcite-compare outputs/runs/<A> outputs/runs/<B>" in out
+    assert ("Exit status:\n"
+            "  0   every job finished and every gate passed\n"
+            "  1   a quality gate failed, or a job of a sweep did not finish\n"
+            "  2   bad input or config: one located line `ragcite: error: ...`\n"
+            "  3   no case could be scored (every case failed)\n"
+            "  130 stopped by Ctrl-C or SIGTERM\n") in out
 
 
 def test_cache_can_be_disabled(tmp_path: Path) -> None:

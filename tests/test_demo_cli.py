@@ -18,8 +18,9 @@ def test_demo_systems_sweep_matches_the_hand_computation(tmp_path: Path) -> None
     (sweep,) = (tmp_path / "sweeps").iterdir()
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
     # Three systems, one threshold each: three jobs, each its own result folder.
-    assert [j.name for j in jobs] == ["0_precomputed_ngram", "1_precomputed_ngram",
-                                      "2_precomputed_ngram"]
+    assert [j.name for j in jobs] == ["0_precomputed-wrong_documents_ngram",
+                                      "1_precomputed-wrong_passages_ngram",
+                                      "2_precomputed-mostly_right_ngram"]
     summary = read_json(sweep / "sweep.json")
     assert (summary["n_jobs"], summary["n_results"]) == (3, 3)
     assert [j["dir"] for j in summary["jobs"]] == [j.name for j in jobs]

@@ -45,7 +45,7 @@ ENV = {
 SWEEP = ["matcher=substring,ngram", "scoring.threshold=0.4,0.6", "dataset=demo",
          "model=precomputed", "tracking=mlflow", "report=html", "progress=false",
          "output_root=out"]
-JOBS = ["0_precomputed_substring", "1_precomputed_ngram"]
+JOBS = ["0_precomputed-mostly_right_substring", "1_precomputed-mostly_right_ngram"]
 """The jobs launched: one per matcher, each deciding both thresholds."""
 THRESHOLDS = {"t0.4": 0.4, "t0.6": 0.6}
 """Each job's result folders and their thresholds."""

@@ -40,9 +40,10 @@ def test_a_job_of_three_thresholds_writes_and_tracks_one_result_each(compose_cfg
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["ragcite"], output_format="list")
     by_name = {r.info.run_name: r for r in runs}
-    assert sorted(by_name) == ["demo_precomputed_ngram_default_t0.5",
-                               "demo_precomputed_ngram_strict_t0.75",
-                               "demo_precomputed_ngram_t0.05"]
+    # The system replayed is the demo's default_system (mostly_right).
+    assert sorted(by_name) == ["demo_precomputed-mostly_right_ngram_default_t0.5",
+                               "demo_precomputed-mostly_right_ngram_strict_t0.75",
+                               "demo_precomputed-mostly_right_ngram_t0.05"]
     for outcome in outcomes:
         logged = by_name[read_json(outcome.folder / "metrics.json")["run"]["name"]]
         assert logged.info.status == "FINISHED"

@@ -87,7 +87,7 @@ def test_threshold_levels_sweep_as_one_job_per_matcher(tmp_path: Path) -> None:
         {"value": 0.75, "level": "strict"}, {"value": 0.3, "level": "lenient"}]
     overrides = summary["jobs"][3]["overrides"]
     assert (overrides[0], overrides[-1]) == ("matcher=ngram", "threshold=lenient")
-    assert f"sweep: 4 results of 2 jobs: {_sweep(tmp_path)}\n" in proc.stderr  # no report
+    assert f"sweep: 4 results of 2 jobs in {_sweep(tmp_path)}\n" in proc.stderr  # no report
 
 
 @pytest.mark.slow
@@ -95,5 +95,5 @@ def test_without_reports_the_last_line_names_the_sweep_folder(tmp_path: Path) ->
     proc = run_cli(["-m", "scoring.threshold=0.3,0.5", *QUIET, f"output_root={tmp_path}"],
                    cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stderr.rstrip().endswith(f"sweep: 2 results of 1 job: {_sweep(tmp_path)}")
+    assert proc.stderr.rstrip().endswith(f"sweep: 2 results of 1 job in {_sweep(tmp_path)}")
     assert not (_sweep(tmp_path) / "sweep.html").exists()

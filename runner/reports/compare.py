@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from runner.naming import model_text
 from runner.reports.common import (
     EXPLANATION_KEYS,
     METRIC_KEYS,
@@ -42,6 +42,7 @@ from runner.reports.common import (
     write_html,
 )
 from runner.reports.compare_load import CompareError, RunData, load_run, tracking_uri_from
+from runner.reports.compare_names import COMPARE_HTML, output_folder, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
 from runner.scoring.aggregate import bootstrap_ci
@@ -74,7 +75,7 @@ def _side_summary(run: RunData) -> dict[str, Any]:
         "name": section["run"].get("name") or run.label,
         "started_at": section["run"].get("started_at"),
         "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
-        "model": section["model"].get("name"),
+        "model": model_text(section["model"]),  # the model and its system
         "model_params": params_text(section["model"].get("identity")),
         "matcher_params": params_text(section["matcher"].get("identity")),
         "matcher": section["matcher"].get("name"), "threshold": section["threshold"].get("value"),
@@ -267,9 +268,9 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
     sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
     for side in sides.values():
         side["href"] = safe_href(side.get("link"))
-        # Two runs of one config share a name: the heading then uses the folder or run id.
-        side["title"] = (side["name"] if comparison["a"]["name"] != comparison["b"]["name"]
-                         else side["label"])
+        # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
+        side["title"] = side.get("differs") or (
+            side["name"] if comparison["a"]["name"] != comparison["b"]["name"] else side["label"])
     return write_html(output, render(
         "report_compare.html.j2",
         title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
@@ -278,10 +279,6 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
 
 
 # --- the command --------------------------------------------------------------------------------
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "run"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -297,8 +294,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
     parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
     parser.add_argument("--out", type=Path, default=None,
-                        help="the HTML report (default: outputs/compare/A_vs_B.html); "
-                             "the JSON summary is written beside it")
+                        help="the HTML report (default: compare.html in a new folder "
+                             "outputs/compare/<time>_<A>_vs_<B>, A and B named by what differs "
+                             "between them); the JSON summary is written beside it")
     parser.add_argument("--json", type=Path, default=None, dest="json_out",
                         help="the JSON summary (default: the report's path with .json)")
     parser.add_argument("--gate", action="append", default=[], metavar="METRIC",
@@ -346,8 +344,11 @@ def main(argv: list[str] | None = None) -> int:
                                "compared on the same cases")
         gates = check_gates(comparison, args.gate, args.max_drop, args.max_new_errors)
         comparison["gates"] = gates
-        out = args.out or (Path("outputs") / "compare" /
-                           f"{_slug(run_a.label)}_vs_{_slug(run_b.label)}.html")
+        differs = side_names((run_a.metrics, run_a.config), (run_b.metrics, run_b.config))
+        for side, words in zip(("a", "b"), differs or (None, None)):
+            comparison[side]["differs"] = words
+        out = args.out or output_folder(
+            Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / COMPARE_HTML
         json_out = args.json_out or out.with_suffix(".json")
         render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
         json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -363,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
 def _print_summary(comparison: Mapping[str, Any], gates: Mapping[str, Any], out: Path,
                    json_out: Path) -> None:
     conf = 100 * comparison["bootstrap"]["confidence"]
-    print(f"A: {comparison['a']['name']}   B: {comparison['b']['name']}   "
+    a, b = comparison["a"], comparison["b"]
+    print(f"A: {a.get('differs') or a['name']}   B: {b.get('differs') or b['name']}   "
           f"({comparison['pairing']['n_paired_scored']} paired cases)")
     for key in METRIC_KEYS:
         e = comparison["metrics"][key]

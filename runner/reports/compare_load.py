@@ -11,6 +11,7 @@ from typing import Any
 
 from runner.results import (
     CASES_FILE,
+    CONFIG_FILE,
     METRICS_FILE,
     PASSAGES_FILE,
     CaseResult,
@@ -36,6 +37,8 @@ class RunData:
     metrics: dict[str, Any]
     cases: dict[str, CaseResult] = field(default_factory=dict)
     link: str | None = None
+    config: dict[str, str] = field(default_factory=dict)  # flat: a folder's config.yaml or
+    # an MLflow run's params (what differs between the two sides names them)
 
 
 def _read_folder(folder: Path, label: str, source: str, link: str | None = None) -> RunData:
@@ -62,7 +65,21 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None)
             cases[case.id] = case
     except (ValueError, KeyError, OSError) as exc:
         raise CompareError(f"{folder / CASES_FILE}: unreadable: {exc}") from None
-    return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link)
+    return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link,
+                   config=_flat_config(folder / CONFIG_FILE))
+
+
+def _flat_config(path: Path) -> dict[str, str]:
+    """A result folder's ``config.yaml``, flat ({} when absent or unreadable)."""
+    import yaml
+
+    from runner.reports.compare_names import flat_config
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError, yaml.YAMLError):
+        return {}
+    return flat_config(data) if isinstance(data, dict) else {}
 
 
 def tracking_uri_from(arg: str | None) -> str | None:
@@ -136,8 +153,10 @@ def _download_run(run_id: str, tracking_uri: str | None, workdir: Path) -> RunDa
     if tracking_uri.startswith(("http://", "https://")):
         link = (f"{_mask(tracking_uri).rstrip('/')}/#/experiments/{run.info.experiment_id}"
                 f"/runs/{run_id}")
-    return _read_folder(dst, label=run.info.run_name or run_id[:8],
+    data = _read_folder(dst, label=run.info.run_name or run_id[:8],
                         source=f"mlflow run {run_id}", link=link)
+    data.config = dict(run.data.params or {})
+    return data
 
 
 def load_run(spec: str, tracking_uri: str | None, workdir: Path) -> RunData:

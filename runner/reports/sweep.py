@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from runner.naming import model_text
 from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, rel_link, render, write_html
 from runner.reports.diagnosis import stacked_bars
 from runner.results import iter_decisions
@@ -73,7 +74,7 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
         "link": rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
         "complete": bool(entry.get("complete")) and bool(m),
         "dataset": (m.get("dataset") or {}).get("name") or "?",
-        "model": (m.get("model") or {}).get("name") or "?",
+        "model": model_text(m.get("model") or {}),  # the model and its system
         "matcher": matcher.get("name") or overrides.get("matcher") or "?",
         "matcher_identity": matcher.get("identity") or {},
         "threshold": threshold.get("value"),

@@ -98,7 +98,8 @@ def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
 
     First the six headline metrics under their own names, then ``threshold`` (its value) and
     ``gates/passed`` (1 or 0), then every other numeric leaf under its JSON path joined by ``/``
-    (``n_cases``, ``ci/context_recall/low``, ``execution/timings/score_s``, ...). Undefined
+    (``n_cases``, ``ci/context_recall/low``, ...), the ``execution/`` details last (MLflow's
+    run page lists metrics in logging order). Undefined
     figures (``null``, NaN) and the sections that describe the run (:data:`NOT_FIGURES`) are
     left out.
     """
@@ -114,8 +115,9 @@ def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
     passed = (data.get("gates") or {}).get("passed")
     if isinstance(passed, bool):
         out["gates/passed"] = 1.0 if passed else 0.0
-    for top, node in data.items():
-        if top not in NOT_FIGURES:
-            for parts, value in _figures(node, [top]):
-                out[key(parts, "/")] = value
+    # How the run went (timings, cache, workers) comes last, after every figure of the result.
+    tops = [t for t in data if t not in NOT_FIGURES and t != "execution"]
+    for top in [*tops, *(["execution"] if "execution" in data else [])]:
+        for parts, value in _figures(data[top], [top]):
+            out[key(parts, "/")] = value
     return out

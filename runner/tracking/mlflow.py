@@ -58,12 +58,16 @@ def job_overrides(job_dir: Path) -> list[str] | None:
 
 
 def result_tags(data: dict[str, Any]) -> dict[str, str]:
-    """The tags a result's ``metrics.json`` gives its run (names, digest, threshold, gates)."""
+    """The tags a result's ``metrics.json`` gives its run (names, system, digest, threshold,
+    gates)."""
     tags = {"ragcite.complete": str(bool(data.get("complete"))).lower()}
     for section in ("dataset", "model", "matcher"):
         name = (data.get(section) or {}).get("name")
         if name:
             tags[f"ragcite.{section}"] = str(name)
+    system = (data.get("model") or {}).get("system")
+    if system:
+        tags["ragcite.system"] = str(system)  # the system under test (runner/naming.py)
     digest = (data.get("dataset") or {}).get("digest")
     if digest:
         tags["ragcite.dataset_digest"] = str(digest)

@@ -201,8 +201,16 @@ def client(uri: str) -> Any:
     return MlflowClient(tracking_uri=uri)
 
 
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+"""The experiment's kind for the MLflow UI: runs and metrics ("Machine learning"), not the
+GenAI traces overview. MLflow 3.17's UI opens every experiment on the kind chosen in its
+header switch (remembered by the browser; ``?workflowType=machine_learning`` in the URL)."""
+
+
 def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
-    """The id of experiment `name`, created (with `location` for artifacts) when missing.
+    """The id of experiment `name`, created (with `location` for artifacts) when missing; its
+    kind (:data:`EXPERIMENT_KIND_TAG`) set to :data:`EXPERIMENT_KIND` unless one is set.
 
     Raises:
         TrackingError: The experiment is deleted.
@@ -213,9 +221,13 @@ def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
             if exp.lifecycle_stage == "deleted":
                 raise TrackingError(f"experiment {name!r} is deleted; restore it "
                                     f"(mlflow experiments restore) or choose another name")
+            if EXPERIMENT_KIND_TAG not in (exp.tags or {}):  # a kind set by hand stays
+                mlflow.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG,
+                                          EXPERIMENT_KIND)
             return str(exp.experiment_id)
         try:
-            return str(mlflow.create_experiment(name, artifact_location=location))
+            return str(mlflow.create_experiment(name, artifact_location=location,
+                                                tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}))
         except Exception:  # another process created it first: read it back
             if attempt == 2:
                 raise

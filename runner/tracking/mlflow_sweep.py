@@ -70,13 +70,46 @@ def _parent_params(config: Any, secrets: set[str]) -> dict[str, str]:
     return {k: store.mask_uri(scrub_text(v, secrets)) for k, v in params.items()}
 
 
+def swept_keys(config: Any) -> list[str]:
+    """What a sweep varies: the keys given several values on the command line
+    (``matcher=substring,ngram``, ``range(...)``) or by the sweeper's ``params`` (a preset)."""
+    keys: list[str] = []
+    params = _select(config, "hydra.sweeper.params") or {}
+    for name in params if isinstance(params, dict) else {}:
+        keys.append(str(name))
+    for override in _select(config, "hydra.overrides.task", []) or []:
+        name, _, value = str(override).partition("=")
+        name = name.lstrip("+~")
+        if ("," in value and not value.startswith(("[", "{", "'", '"'))) or \
+                value.startswith(("range(", "choice(", "glob(", "interval(")):
+            keys.append(name)
+    return list(dict.fromkeys(k[len("scoring."):] if k == "scoring.threshold" else k
+                              for k in keys))
+
+
+def sweep_name(config: Any) -> str:
+    """A sweep's parent run name: dataset, model (and its system when one is fixed) and what
+    is swept, e.g. ``demo · precomputed · sweep matcher×threshold``."""
+    from runner.naming import system_name
+
+    swept = swept_keys(config)
+    dataset = str(_select(config, "hydra.runtime.choices.dataset") or "?")
+    model = str(_select(config, "hydra.runtime.choices.model") or "?")
+    if not any(k == "model" or k.startswith("model.") for k in swept):
+        settings = _select(config, "model") or {}
+        system = system_name(settings if isinstance(settings, dict) else {},
+                             _select(config, "dataset") or {}, model)
+        model = model if system == model else f"{model} · {system}"
+    return f"{dataset} · {model} · sweep {'×'.join(swept) or 'of one job'}"
+
+
 def _open_parent(tracker: MlflowTracker, config: Any, sweep_dir: Path) -> str:
     """Create the parent run; returns its id."""
     secrets = tracker.secrets
     tags = {**store.code_tags(), "ragcite.kind": "sweep",
             "ragcite.sweep_dir": str(sweep_dir.resolve()), **tracker.tags}
     run_name = _select(config, "run_name")
-    name = f"{run_name}_sweep" if run_name else f"sweep_{sweep_dir.name}"
+    name = f"{run_name}_sweep" if run_name else sweep_name(config)
     run = tracker.client.create_run(
         tracker.experiment_id, run_name=scrub_text(name, secrets),
         tags={k: scrub_text(v, secrets) for k, v in tags.items()})
@@ -183,11 +216,29 @@ def end_sweep(config: Any, sweep_dir: Path, summary: dict[str, Any]) -> None:
         secrets = env_secrets() | all_secrets(_select(config, "tracking") or {})
         for name in (SWEEP_FILE, SWEEP_REPORT):
             if (sweep_dir / name).is_file():
-                store.log_artifact(mlflow, run_id, sweep_dir / name, secrets)
+                path = sweep_dir / name
+                if name == SWEEP_REPORT:  # its job links pointing to the jobs' runs
+                    path = _report_copy(mlflow, run_id, config, sweep_dir, path)
+                store.log_artifact(mlflow, run_id, path, secrets)
     except Exception as exc:
         log.error("ragcite: tracking: could not log the sweep summary: %s", store.one_line(exc))
     _end_children(mlflow, run_id, "FAILED")
     _terminate(mlflow, run_id, "FAILED" if failed else "FINISHED")
+
+
+def _report_copy(mlflow: Any, run_id: str, config: Any, sweep_dir: Path, page: Path) -> Path:
+    """The sweep report to log: its copy linking each job's MLflow run
+    (runner/tracking/mlflow_links.py), or the page itself when that fails."""
+    from runner.tracking.mlflow_links import artifact_copy, child_runs
+
+    uri = str((store.read_parent_file(sweep_dir) or {}).get("tracking_uri") or "")
+    base = _select(config, "tracking.ui_url") or (uri if store.is_remote(uri) else None)
+    try:
+        return artifact_copy(page, sweep_dir, base, child_runs(mlflow, run_id, sweep_dir))
+    except Exception as exc:
+        log.error("ragcite: tracking: the sweep report's links to the job runs: %s",
+                  store.one_line(exc))
+        return page
 
 
 def close_open_sweep(sweep_dir: Path, status: str = "KILLED") -> None:

@@ -346,5 +346,5 @@ def test_a_stopped_sweep_says_so_in_one_line_and_leaves_nothing_running(
     assert list(folder.glob("*/job.json")) == []
     summary = read_json(folder / "sweep.json")
     assert (summary["failed"], summary["n_results"]) == (True, 0)
-    assert summary["incomplete_jobs"] == ["0_python_ngram"]
+    assert summary["incomplete_jobs"] == ["0_python-held_ngram"]
     no_run_is_running(sqlite_uri(out))

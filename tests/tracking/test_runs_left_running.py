@@ -133,7 +133,7 @@ def test_a_sweep_whose_server_dies_stops_in_one_line_and_keeps_its_results(
     # Every local result stays: both jobs wrote their results before tracking them.
     (sweep,) = (out / "sweeps").iterdir()
     assert sorted(p.parent.name for p in sweep.glob("*/job.json")) == [
-        "0_python_ngram", "1_python_ngram"]
+        "0_python-stored_ngram", "1_python-gated_ngram"]
     assert [read_json(p)["complete"] for p in sorted(sweep.glob("*/metrics.json"))] == [
         True, True]
     # The server, back on the same store, holds the sweep's run RUNNING until the next run.

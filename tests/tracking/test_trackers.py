@@ -130,6 +130,11 @@ def test_metrics_from_results_takes_every_figure_and_only_figures() -> None:
         "execution/timings/score_s": 0.25, "execution/cache/hits/responses": 3.0,
     }
     assert list(got)[:2] == ["context_recall", "source_f1"]  # the headline metrics first
+    # How the run went comes last, even when a section follows it in metrics.json.
+    later = metrics_from_results({**data, "coverage": {"n_answered": 3}})
+    assert list(later)[-5:] == ["coverage/n_answered", "execution/workers",
+                                "execution/timings/model_s", "execution/timings/score_s",
+                                "execution/cache/hits/responses"]
 
 
 def test_flatten_params_redacts_secret_keys_headers_env_values_and_uri_passwords(
