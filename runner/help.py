@@ -36,7 +36,8 @@ def help_exits() -> str:
         (errors.EXIT_GATE_FAILED, "a quality gate failed, or a job of a sweep did not finish"),
         (errors.EXIT_INPUT, "bad input or config: one located line `ragcite: error: ...`"),
         (errors.EXIT_NOTHING_SCORED, "no case could be scored (every case failed)"),
-        (errors.EXIT_INTERRUPTED, "stopped by Ctrl-C or SIGTERM")))
+        (errors.EXIT_INTERRUPTED, "stopped by Ctrl-C or SIGTERM"),
+        (errors.EXIT_BROKEN_PIPE, "the reader of the output went away (ragcite --help | head)")))
 
 
 def register_help_resolvers() -> None:

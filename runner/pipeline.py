@@ -182,7 +182,9 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
     aggs = [empty.empty() for _ in thresholds]
     scorer: Matcher = CachedMatcher(matcher, cache, run.stats)
     writer = run.writer = ResultWriter(run.out, thresholds)
-    bar = tqdm(desc="cases", unit="case", disable=not cfg.get("progress", True), leave=False)
+    # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
+    bar = tqdm(desc="cases", unit="case", leave=False,
+               disable=None if cfg.get("progress", True) else True)
     try:
         for cases, more in _batches(run, dataset.iter_cases(), int(scoring["batch_size"])):
             responses = _respond(run, adapter, dataset, cases, cache)

@@ -77,8 +77,8 @@ def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: 
                 if k in found:
                     out[i] = Response.model_validate(found[k])
         missing = [i for i, r in enumerate(out) if r is None]
-        bar = tqdm(total=len(missing), desc="model", unit="case", disable=not progress,
-                   leave=False)
+        bar = tqdm(total=len(missing), desc="model", unit="case", leave=False,
+                   disable=None if progress else True)  # None: on a terminal only
         for start in range(0, len(missing), batch_size):
             idx = missing[start:start + batch_size]
             answers = _ask(adapter, [cases[i] for i in idx])

@@ -145,7 +145,8 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
             "  1   a quality gate failed, or a job of a sweep did not finish\n"
             "  2   bad input or config: one located line `ragcite: error: ...`\n"
             "  3   no case could be scored (every case failed)\n"
-            "  130 stopped by Ctrl-C or SIGTERM\n") in out
+            "  130 stopped by Ctrl-C or SIGTERM\n"
+            "  141 the reader of the output went away (ragcite --help | head)\n") in out
 
 
 def test_cache_can_be_disabled(tmp_path: Path) -> None:
