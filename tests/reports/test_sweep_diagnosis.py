@@ -11,6 +11,7 @@ import pytest
 
 from runner.reports.sweep import SWEEP_FILE, render_sweep_report
 from runner.results import read_result, result_dirs, write_metrics
+from runner.sweep import best_results
 from tests.reports.conftest import (
     IMG,
     SCRIPT,
@@ -35,7 +36,8 @@ def _write_sweep(sweep: Path, jobs: list[tuple[Path, list[str]]]) -> Path:
                                                       "level": None},
                             "overrides": overrides, "complete": True, "metrics": metrics})
     summary = {"schema_version": 2, "sweep_dir": str(sweep), "failed": False,
-               "n_jobs": len(jobs), "incomplete_jobs": [], "jobs": entries, "best": {}}
+               "n_jobs": len(jobs), "incomplete_jobs": [], "jobs": entries,
+               "best": best_results(entries)}  # as ragcite's own sweep.json has it
     (sweep / SWEEP_FILE).write_text(json.dumps(summary), encoding="utf-8")
     return sweep
 
