@@ -127,6 +127,28 @@ def _report(outcomes: list[Outcome], out: Path) -> int:
     return status
 
 
+def job_failed(exc: Exception, out: Path) -> int:
+    """The status of a job stopped by an error other than ragcite's own (``ragcite`` and
+    ``ragcite-calibrate`` share it).
+
+    A config value missing or unresolvable, or a ``_target_`` that fails, is one located line
+    (2). Anything else is a bug: raised in a single run; in a sweep, logged with its traceback
+    while the other jobs carry on (1; this job left no job.json, so it is incomplete).
+
+    Raises:
+        Exception: `exc`, outside a sweep, when no line describes it.
+    """
+    line = describe(exc)
+    if line is not None:
+        log.error("ragcite: error: %s", line)
+        return EXIT_INPUT
+    mode = HydraConfig.get().mode
+    if mode is None or mode.name != "MULTIRUN":
+        raise exc
+    log.exception("ragcite: job %s failed", out.name)
+    return EXIT_GATE_FAILED
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def _app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
@@ -148,16 +170,7 @@ def _app(cfg: DictConfig) -> None:
         if isinstance(exc, TrackingLost) and hc.mode is not None and hc.mode.name == "MULTIRUN":
             raise SystemExit(EXIT_INPUT) from None  # the sweep stops: its server is gone
     except Exception as exc:
-        line = describe(exc)  # a value missing or unresolvable, a _target_ that fails...
-        if line is not None:
-            log.error("ragcite: error: %s", line)
-            _Status.value = max(_Status.value, EXIT_INPUT)
-            return
-        if hc.mode is None or hc.mode.name != "MULTIRUN":
-            raise
-        # A sweep carries on with its other jobs; this one left no job.json (incomplete).
-        log.exception("ragcite: job %s failed", out.name)
-        _Status.value = max(_Status.value, EXIT_GATE_FAILED)
+        _Status.value = max(_Status.value, job_failed(exc, out))
     finally:
         if not finished:
             scrub_files(out, secrets)  # whatever the job left

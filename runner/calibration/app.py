@@ -21,12 +21,10 @@ from omegaconf import DictConfig
 from runner.calibration.job import JSON_FILE, NothingScored, run_calibration
 from runner.calibration.schema import register_calibrate_configs
 from runner.calibration.tracking import CalibrationTracker
-from runner.cli import CONFIG_PATH, front_door
+from runner.cli import CONFIG_PATH, front_door, job_failed
 from runner.config_check import check_config
-from runner.config_errors import describe
 from runner.data.errors import DataError
 from runner.errors import (
-    EXIT_GATE_FAILED,
     EXIT_INPUT,
     EXIT_NOTHING_SCORED,
     RagciteError,
@@ -93,15 +91,7 @@ def _app(cfg: DictConfig) -> None:
         log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_INPUT)
     except Exception as exc:
-        line = describe(exc)  # a value missing or unresolvable, a _target_ that fails...
-        if line is not None:
-            log.error("ragcite: error: %s", line)
-            _Status.value = max(_Status.value, EXIT_INPUT)
-            return
-        if hc.mode is None or hc.mode.name != "MULTIRUN":
-            raise
-        log.exception("%s: job %s failed", PROG, out.name)
-        _Status.value = max(_Status.value, EXIT_GATE_FAILED)
+        _Status.value = max(_Status.value, job_failed(exc, out))
     finally:
         scrub_files(out / ".hydra", secrets)
 
