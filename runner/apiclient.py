@@ -153,6 +153,12 @@ def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
     return None
 
 
+def too_long(after: float, max_retry_after: float, where: str) -> str:
+    """The message of a reply whose ``Retry-After`` exceeds ``<where>.max_retry_after``."""
+    return (f"Retry-After {after:g} s exceeds the ceiling of {max_retry_after:g} s "
+            f"({where}.max_retry_after); not retried")
+
+
 def describe_error(exc: BaseException, where: str = "matcher",
                    max_retry_after: float = MAX_RETRY_AFTER) -> str:
     """A one-line description of a failed call (status code and the server's message).
@@ -164,8 +170,7 @@ def describe_error(exc: BaseException, where: str = "matcher",
     head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
     after = waits_too_long(exc, max_retry_after)
     if after is not None:
-        return (f"{head}: Retry-After {after:g} s exceeds the ceiling of {max_retry_after:g} s "
-                f"({where}.max_retry_after); not retried")
+        return f"{head}: {too_long(after, max_retry_after, where)}"
     text = " ".join(str(exc).split())
     if len(text) > 300:
         text = text[:297] + "..."

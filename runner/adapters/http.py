@@ -3,16 +3,16 @@
 The JSON body of each case is rendered from a Jinja template (``body``); the answer and the
 citations are read from the JSON reply with JMESPath. Headers name environment variables, never
 values. 408/409/429/5xx replies, timeouts and connection errors are retried with exponential
-backoff (``Retry-After`` honoured up to two minutes). A 401/403 stops the run with one line (the
-first request goes alone, so a refused credential costs one request). The raw replies are
-persisted as they arrive, keyed by (method, url, body): changing only the JMESPath expressions
-re-reads them.
+backoff; a ``Retry-After`` is waited out up to ``max_retry_after`` seconds and a longer one
+fails the case at once, saying so (the same rule and message as the openai components). A
+401/403 stops the run with one line (the first request goes alone, so a refused credential
+costs one request). The raw replies are persisted as they arrive, keyed by (method, url, body):
+changing only the JMESPath expressions re-reads them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import random
@@ -28,13 +28,17 @@ from jmespath.exceptions import JMESPathError
 
 from runner.adapters.base import BaseAdapter
 from runner.apiclient import (
+    MAX_RETRY_AFTER,
     Gate,
     ResultStore,
     quiet_http_logs,
     refuse_key,
     request_key,
     require_positive,
+    require_retry_after,
+    retry_after,
     send_all,
+    too_long,
 )
 from runner.data.models import Case, Citation, Response
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
@@ -42,7 +46,6 @@ from runner.usage import Usage
 
 NAMESPACE = "http-replies"
 RETRY_STATUS = frozenset({408, 409, 429})
-MAX_RETRY_AFTER = 120.0
 MAX_BACKOFF = 8.0
 
 
@@ -80,26 +83,11 @@ def header_value(spec: str, name: str) -> str:
     return ENV_REF.sub(lambda m: os.environ[m.group(1) or m.group(2)], template)
 
 
-def retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def backoff_delay(attempt: int, base: float, header: str | None) -> float:
-    """The wait before retry `attempt` (0-based): ``Retry-After`` when given (≤ 120 s), else
-    ``min(base·2^attempt, 8)`` minus up to 25 % jitter."""
-    after = retry_after(header)
-    if after is not None and after <= MAX_RETRY_AFTER:
+def backoff_delay(attempt: int, base: float, after: float | None) -> float:
+    """The wait before retry `attempt` (0-based): the reply's ``Retry-After`` (`after`, already
+    checked against the ceiling) when given, else ``min(base·2^attempt, 8)`` minus up to 25 %
+    jitter."""
+    if after is not None:
         return after
     return min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
 
@@ -124,6 +112,8 @@ class HttpModel(BaseAdapter):
         max_retries: Retries of a failed request (408/409/429/5xx, timeouts, connection errors).
         backoff: First retry delay in seconds (doubles per attempt, at most 8 s).
         concurrency: Requests in flight at once.
+        max_retry_after: The longest ``Retry-After`` (seconds, 0 to 120) waited out; a
+            retryable reply asking for longer fails the case at once, saying so.
     """
 
     url: str = "???"
@@ -137,6 +127,7 @@ class HttpModel(BaseAdapter):
     max_retries: int = field(default=4, metadata={"identity": False})
     backoff: float = field(default=0.5, metadata={"identity": False})
     concurrency: int = field(default=8, metadata={"identity": False})
+    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,6 +147,7 @@ class HttpModel(BaseAdapter):
         require_positive(self.max_retries, "model.max_retries", 0)
         require_positive(self.backoff, "model.backoff", 0)
         require_positive(self.concurrency, "model.concurrency")
+        require_retry_after(self.max_retry_after, "model.max_retry_after")
         self._template()
         for key in ("citations", "answer", "tokens"):
             expr = getattr(self, key)
@@ -300,7 +292,7 @@ class HttpModel(BaseAdapter):
         start = time.perf_counter()
         last = "no attempt"
         for attempt in range(int(self.max_retries) + 1):
-            header = None
+            after = None
             try:
                 if method == "GET":
                     resp = await client.request(method, self.url)
@@ -329,9 +321,13 @@ class HttpModel(BaseAdapter):
                 last = f"HTTP {resp.status_code}: {' '.join(text.split())[:200]}"
                 if not (resp.status_code in RETRY_STATUS or resp.status_code >= 500):
                     break
-                header = resp.headers.get("retry-after")
+                after = retry_after(resp.headers)
+                if after is not None and after > float(self.max_retry_after):
+                    last = (f"HTTP {resp.status_code}: "
+                            f"{too_long(after, float(self.max_retry_after), 'model')}")
+                    break
             if attempt < int(self.max_retries):
-                await asyncio.sleep(backoff_delay(attempt, float(self.backoff), header))
+                await asyncio.sleep(backoff_delay(attempt, float(self.backoff), after))
         self._usage.add(errors=1)
         return Response(error=f"the service failed: {last}",
                         latency_s=round(time.perf_counter() - start, 4))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runner.adapters.base import AdapterContext
-from runner.adapters.http import HttpModel, backoff_delay, header_value, retry_after
+from runner.adapters.http import HttpModel, backoff_delay, header_value
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
@@ -154,8 +154,43 @@ def test_header_values_and_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("T1", "v1")
     assert header_value("T1", "X") == "v1"
     assert header_value("Bearer ${T1}", "X") == "Bearer v1"
-    assert retry_after("2") == 2.0 and retry_after(None) is None and retry_after("soon") is None
-    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
-    assert backoff_delay(0, 0.5, "3") == 3.0
+    assert backoff_delay(0, 0.5, 3.0) == 3.0
     assert 0.375 <= backoff_delay(0, 0.5, None) <= 0.5
-    assert backoff_delay(10, 0.5, "999") <= 8.0
+    assert 6.0 <= backoff_delay(10, 0.5, None) <= 8.0
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_retry_after_over_the_ceiling_fails_the_case_at_once(rag: FakeOpenAI,
+                                                               status: int) -> None:
+    rag.script(RAG, Scripted(status, headers={"Retry-After": "3600"}))
+    start = time.monotonic()
+    failed = respond(model(rag, max_retries=3), cases()[:1])[0]
+    assert time.monotonic() - start < 5
+    assert failed.error == (f"the service failed: HTTP {status}: Retry-After 3600 s exceeds "
+                            "the ceiling of 60 s (model.max_retry_after); not retried")
+    assert rag.count(RAG) == 1
+
+
+def test_a_retry_after_over_a_lowered_ceiling_fails_the_case(rag: FakeOpenAI) -> None:
+    rag.script(RAG, Scripted(429, headers={"Retry-After": "2"}))
+    failed = respond(model(rag, max_retry_after=1.5), cases()[:1])[0]
+    assert failed.error == ("the service failed: HTTP 429: Retry-After 2 s exceeds the ceiling "
+                            "of 1.5 s (model.max_retry_after); not retried")
+    assert rag.count(RAG) == 1
+
+
+def test_a_retry_after_within_the_ceiling_is_waited_out(rag: FakeOpenAI) -> None:
+    rag.script(RAG, Scripted(503, headers={"Retry-After": "1"}))
+    start = time.monotonic()
+    ok = respond(model(rag, max_retry_after=1, backoff=0.0), cases()[:1])[0]
+    assert ok.error is None and ok.citations[0].source == "Remote Work Policy.pdf"
+    assert rag.count(RAG) == 2
+    assert time.monotonic() - start >= 0.95
+
+
+@pytest.mark.parametrize("value", [-1, 121, float("nan"), "soon"])
+def test_the_retry_after_ceiling_is_checked(value: Any) -> None:
+    with pytest.raises(RagciteError) as err:
+        HttpModel(url="http://x", max_retry_after=value).check()
+    assert str(err.value) == ("model.max_retry_after: must be a number of seconds in [0, 120], "
+                              f"got {value!r}")
