@@ -142,8 +142,8 @@ def test_a_sweep_over_systems_names_jobs_runs_and_its_parent(tmp_path: Path) -> 
     systems = ["wrong_documents", "wrong_passages", "mostly_right"]
     assert sorted(p.name for p in sweep.iterdir() if (p / ".hydra").is_dir()) == [
         f"{i}_precomputed-{s}_ngram" for i, s in enumerate(systems)]
-    assert proc.stderr.rstrip().splitlines()[-1].endswith(
-        f"] sweep: 3 results of 3 jobs in {sweep}; report: {sweep / 'sweep.html'}")
+    assert proc.stderr.rstrip().splitlines()[-1] == (
+        f"sweep: 3 results of 3 jobs in {sweep}; report: {sweep / 'sweep.html'}")
     runs = all_runs(f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}")
     (parent,) = [r for r in runs if r.data.tags.get("ragcite.kind") == "sweep"]
     assert parent.info.run_name == "demo · precomputed · sweep model.system"

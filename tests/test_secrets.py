@@ -108,7 +108,7 @@ def test_a_token_the_service_echoes_is_in_no_file_no_block_no_database_no_output
     assert {"cases.jsonl", "passages.jsonl", "report.html", "sweep.html", "metrics.json",
             "ragcite.log", "mlflow.db", "cache.sqlite"} <= names
     sweep = next((tmp_path / "out" / "sweeps").iterdir())
-    job = sweep / "0_my_rag_ngram"
+    (job,) = sweep.glob("0_my_rag-127.0.0.1_*_ngram")  # the system: the service's host, port
     passages = read_jsonl(job / "passages.jsonl")
     assert [p["response"]["answer"] for p in passages] == [
         "", "called with Bearer ***", "called with Bearer ***"]

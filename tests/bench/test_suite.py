@@ -197,10 +197,10 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
         assert sweep["failed"] is False
         assert [r["threshold"]["value"] for r in sweep["results"]] == thresholds
         assert [r["dir"] for r in sweep["results"]] == [
-            f"0_precomputed_ngram/t{t:g}" for t in thresholds]
+            f"0_precomputed-stored_ngram/t{t:g}" for t in thresholds]
         assert all(r["n_cases"] == N and r["complete"] for r in sweep["results"])
-        assert list(sweep["job_timings_s"]) == ["0_precomputed_ngram"]
-        assert set(sweep["job_timings_s"]["0_precomputed_ngram"]) == {"load_s", "model_s",
+        assert list(sweep["job_timings_s"]) == ["0_precomputed-stored_ngram"]
+        assert set(sweep["job_timings_s"]["0_precomputed-stored_ngram"]) == {"load_s", "model_s",
                                                                       "score_s"}
         # Alternating with the single runs; the fastest of each is compared.
         assert len(sweep["wall_s_all"]) == len(single["wall_s_all"])

@@ -24,7 +24,8 @@ def _get(url: str) -> bytes:
 
 
 def test_sweep_report_links_open_the_job_runs_reports(tmp_path: Path,
-                                                      mlflow_server: MlflowServer) -> None:
+                                                      mlflow_server: MlflowServer,
+                                                      browser: Any) -> None:
     uri = mlflow_server.uri
     proc = run_cli(["-m", "matcher=substring,ngram", "model=precomputed",
                     "model.system=loose_quotes", f"tracking.tracking_uri={uri}",
@@ -61,7 +62,8 @@ def test_sweep_report_links_open_the_job_runs_reports(tmp_path: Path,
     # On disk, the page keeps its relative links.
     local = (sweep / "sweep.html").read_text(encoding="utf-8")
     assert 'href="1_precomputed-loose_quotes_ngram/report.html"' in local
-    _in_chromium(uri, parent.info.experiment_id, parent.info.run_id, links[1][0], tmp_path)
+    _in_chromium(browser, uri, parent.info.experiment_id, parent.info.run_id, links[1][0],
+                 tmp_path)
 
 
 def _frame_text(page: Any, marker: str) -> str:
@@ -71,36 +73,30 @@ def _frame_text(page: Any, marker: str) -> str:
     return str(body.inner_text())
 
 
-def _in_chromium(uri: str, experiment_id: str, parent_id: str, href: str,
+def _in_chromium(browser: Any, uri: str, experiment_id: str, parent_id: str, href: str,
                  tmp_path: Path) -> None:
     """The sweep page in MLflow's artifact viewer shows the link; its address opens the job's
-    report in MLflow's viewer."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.reports.conftest import CHROMIUM, CHROMIUM_ARGS
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{uri}/#/experiments/{experiment_id}/runs/{parent_id}/artifacts/"
-                      "sweep.html")
-            assert "MLflow's artifact frame may block new tabs" in _frame_text(page, "Sweep ")
-            shown = page.frame_locator("iframe.mlflow-html-iframe").locator(
-                '[data-report-link="1_precomputed-loose_quotes_ngram"]').get_attribute("href")
-            assert shown == href
-            page.screenshot(path=str(tmp_path / "sweep_in_mlflow.png"))
-            page.goto(href)
-            text = _frame_text(page, "demo_precomputed-loose_quotes_ngram")
-            assert "Context recall" in text or "Context Recall" in text
-            page.screenshot(path=str(tmp_path / "job_report_in_mlflow.png"))
-            # The job's run page lists the six headline metrics first, its execution last.
-            page.goto(href.split("/artifacts/")[0])
-            page.get_by_text("execution/workers").first.wait_for(timeout=60_000)
-            lines = page.inner_text("body").splitlines()
-            names = lines[lines.index("Value") + 1::2]
-            assert names[:7] == [*METRIC_KEYS, "threshold"]
-            assert names.index("execution/workers") > names.index("counts/references")
-            page.screenshot(path=str(tmp_path / "job_run_page.png"))
-        finally:
-            browser.close()
+    report in MLflow's viewer (the session's one Chromium, shared with the report tests)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{uri}/#/experiments/{experiment_id}/runs/{parent_id}/artifacts/"
+                  "sweep.html")
+        assert "MLflow's artifact frame may block new tabs" in _frame_text(page, "Sweep ")
+        shown = page.frame_locator("iframe.mlflow-html-iframe").locator(
+            '[data-report-link="1_precomputed-loose_quotes_ngram"]').get_attribute("href")
+        assert shown == href
+        page.screenshot(path=str(tmp_path / "sweep_in_mlflow.png"))
+        page.goto(href)
+        text = _frame_text(page, "demo_precomputed-loose_quotes_ngram")
+        assert "Context recall" in text or "Context Recall" in text
+        page.screenshot(path=str(tmp_path / "job_report_in_mlflow.png"))
+        # The job's run page lists the six headline metrics first, its execution last.
+        page.goto(href.split("/artifacts/")[0])
+        page.get_by_text("execution/workers").first.wait_for(timeout=60_000)
+        lines = page.inner_text("body").splitlines()
+        names = lines[lines.index("Value") + 1::2]
+        assert names[:7] == [*METRIC_KEYS, "threshold"]
+        assert names.index("execution/workers") > names.index("counts/references")
+        page.screenshot(path=str(tmp_path / "job_run_page.png"))
+    finally:
+        page.close()
