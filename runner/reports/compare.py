@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from runner.naming import model_text
+from runner.redact import guard_output
 from runner.reports.common import (
     EXPLANATION_KEYS,
     METRIC_KEYS,
@@ -323,6 +324,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``ragcite-compare`` console script."""
+    guard_output(sys.argv[1:] if argv is None else argv)  # no data drives the terminal
     parser = _parser()
     args = parser.parse_args(argv)
     if not 0.0 < args.confidence < 1.0:
