@@ -283,9 +283,12 @@ class HttpModel(BaseAdapter):
     def _account(self, reply: Any) -> None:
         """Count a call and the token figures of its reply (when `tokens` is set)."""
         raw = self._figures(reply)
-        self._usage.add(requests=1, **({} if raw is None else {
-            "input_tokens": raw.get("prompt_tokens", raw.get("input_tokens")),
-            "output_tokens": raw.get("completion_tokens", raw.get("output_tokens"))}))
+        if raw is None:
+            self._usage.add(requests=1)
+        else:
+            self._usage.add(requests=1,
+                            input_tokens=raw.get("prompt_tokens", raw.get("input_tokens")),
+                            output_tokens=raw.get("completion_tokens", raw.get("output_tokens")))
 
     async def _send(self, client: Any, body: Any, store: ResultStore, key: str) -> Response:
         httpx2 = _httpx()
