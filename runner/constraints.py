@@ -60,10 +60,9 @@ class Range:
         try:
             value: Any = int(text) if self.integer else float(text)
         except ValueError:
-            value = text
-        problem = self.problem(value)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
+            value = None
+        if value is None or self.problem(value):
+            raise argparse.ArgumentTypeError(f"must be {self.text()}, got {text}")
         return value
 
     def text(self) -> str:
