@@ -97,11 +97,8 @@ def tracking_uri_from(arg: str | None) -> str | None:
     return f"sqlite:///{default.resolve()}" if default.is_file() else None
 
 
-def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: str,
-              workdir: Path) -> None:
+def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:
     """Download the run's first artifact called `name` (breadth-first, 3 levels) to `target`."""
-    from mlflow.artifacts import download_artifacts
-
     path, level = None, [None]
     try:
         for _ in range(3):
@@ -118,8 +115,7 @@ def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: s
     fetched = workdir / "fetched" / run_id / name
     fetched.mkdir(parents=True, exist_ok=True)
     try:
-        local = download_artifacts(run_id=run_id, artifact_path=path, dst_path=str(fetched),
-                                   tracking_uri=tracking_uri)
+        local = client.download_artifacts(run_id, path, str(fetched))
     except Exception as exc:
         raise CompareError(f"MLflow run {run_id}: cannot download {path}: {_text(exc)}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -131,20 +127,19 @@ def _text(exc: BaseException) -> str:
     return mask_uri(f"{type(exc).__name__}: {store.one_line(exc)}")
 
 
-def _download_run(run_id: str, tracking_uri: str, workdir: Path) -> RunData:
+def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) -> RunData:
     """An MLflow run's three results artifacts, laid out as a result folder under `workdir`
     (the passages where ``files.passages`` says, from the run its tag
     ``ragcite.passages_run_id`` names: a job's first threshold holds them for all)."""
     base = workdir / run_id
     dst = base / "result"
-    client = store.client(tracking_uri)
     try:
         run = client.get_run(run_id)
     except Exception as exc:
         raise CompareError(f"MLflow run {run_id} not found at {mask_uri(tracking_uri)}: "
                            f"{_text(exc)}") from None
     for name in (METRICS_FILE, CASES_FILE):
-        _download(client, run_id, name, dst / name, tracking_uri, base)
+        _download(client, run_id, name, dst / name, base)
     try:
         passages = passages_path(dst, read_result(dst)).resolve()
     except (ValueError, OSError) as exc:
@@ -152,7 +147,7 @@ def _download_run(run_id: str, tracking_uri: str, workdir: Path) -> RunData:
     if not passages.is_relative_to(base.resolve()):
         raise CompareError(f"MLflow run {run_id}: its passages file is outside its folder")
     holder = run.data.tags.get(PASSAGES_TAG) or run_id
-    _download(client, holder, PASSAGES_FILE, passages, tracking_uri, base)
+    _download(client, holder, PASSAGES_FILE, passages, base)
     link = store.run_link(tracking_uri, None, run.info.experiment_id, run_id)
     data = _read_folder(dst, label=run.info.run_name or run_id[:8],
                         source=f"mlflow run {run_id}", link=link)
@@ -201,5 +196,6 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
         store.check_reachable(uri, store.HEALTH_TIMEOUT)
     except store.TrackingError as exc:
         raise CompareError(str(exc)) from None
+    mlflow = store.client(uri)  # MLflow imported before the deadline starts
     return _within(timeout, f"MLflow run {run_id} at {mask_uri(uri)}",
-                   lambda: _download_run(run_id, uri, workdir))
+                   lambda: _download_run(mlflow, run_id, uri, workdir))
