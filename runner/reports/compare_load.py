@@ -196,6 +196,7 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
         store.check_reachable(uri, store.HEALTH_TIMEOUT)
     except store.TrackingError as exc:
         raise CompareError(str(exc)) from None
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # quiet stderr
     mlflow = store.client(uri)  # MLflow imported before the deadline starts
     return _within(timeout, f"MLflow run {run_id} at {mask_uri(uri)}",
                    lambda: _download_run(mlflow, run_id, uri, workdir))

@@ -102,8 +102,12 @@ ROWS = [
         "string (got 2)", edited("B", "passages.jsonl", '"q2"', "2")),
     Row("a reference that is not an object", ["A", "B"], 2,
         "ragcite: error: B/passages.jsonl, line 1, field 'references[0]': Input should be a "
-        "valid dictionary or instance of Reference (got 'x y')",
+        "valid dictionary (got 'x y')",
         edited("B", "passages.jsonl", '{"source": "a", "content": "x y"}', '"x y"')),
+    Row("a citation without its source", ["A", "B"], 2,
+        "ragcite: error: B/passages.jsonl, line 1, field 'response.citations[0].source': "
+        "required field is missing",
+        edited("B", "passages.jsonl", '"citations": []', '"citations": [{"content": "x"}]')),
     Row("a passages line without its query", ["A", "B"], 2,
         "ragcite: error: B/passages.jsonl, line 1, field 'query': required field is missing",
         edited("B", "passages.jsonl", '"query": "q1", ', "")),
