@@ -351,7 +351,7 @@ def result_dirs(job_dir: str | Path) -> list[Path]:
     path = folder / JOB_FILE
     if not path.is_file():
         return []
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = parse_document(path, "json")
     return [(folder / name) if name != "." else folder for name in data.get("results", [])]
 
 
@@ -380,7 +380,9 @@ def read_metrics(path: str | Path) -> dict[str, Any]:
     check_file(Path(path))
     data = parse_document(Path(path), "json")
     check_value(data, str(path), None)  # NaN, Infinity, nesting
-    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise DataError(str(path), None, None, f"expected an object, got {type(data).__name__}")
+    version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {version!r} is not supported "
                          f"(this ragcite reads version {SCHEMA_VERSION})")

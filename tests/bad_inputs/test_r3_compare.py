@@ -129,6 +129,13 @@ ROWS = [
     Row("metrics.json not UTF-8", ["A", "B"], 2,
         "ragcite: error: B/metrics.json, line 1: invalid UTF-8 (byte 0xff at column 2); save "
         "the file as UTF-8", {**no_metrics(), "B/metrics.json": b"{\xff}"}),  # type: ignore[dict-item]
+    Row("metrics.json not an object", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json: expected an object, got list",
+        no_metrics(("B/metrics.json", "[2]"))),
+    Row("job.json cut short, without metrics.json", ["A", "B"], 2,
+        "ragcite: error: B/job.json, line 1: malformed JSON (Expecting property name enclosed in "
+        "double quotes at column 2)",
+        no_metrics(("B/job.json", "{"))),
     Row("a macro mean above 1", ["A", "B"], 2,
         "ragcite: error: B/metrics.json, field 'metrics.context_f1': Input should be less than "
         "or equal to 1 (got 1.5)",
