@@ -192,11 +192,16 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     if not uri:
         raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
                            "--tracking-uri or MLFLOW_TRACKING_URI")
+    db = store.sqlite_file(uri)
+    if db is not None and not db.is_file():  # read, never made here
+        raise CompareError(f"{uri}: no such MLflow store (the file does not exist)")
     try:
         store.check_reachable(uri, store.HEALTH_TIMEOUT)
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # quiet stderr
+        mlflow = store.client(uri)  # MLflow imported before the deadline starts
     except store.TrackingError as exc:
         raise CompareError(str(exc)) from None
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # quiet stderr
-    mlflow = store.client(uri)  # MLflow imported before the deadline starts
+    except Exception as exc:  # a URI MLflow does not take
+        raise CompareError(f"MLflow tracking URI {mask_uri(uri)}: {_text(exc)}") from None
     return _within(timeout, f"MLflow run {run_id} at {mask_uri(uri)}",
                    lambda: _download_run(mlflow, run_id, uri, workdir))

@@ -70,6 +70,7 @@ def option(name: str, value: str, allowed: str) -> Row:
                f"ragcite: error: argument {name}: must be {allowed}, got {value}", b_with())
 
 
+IDS = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"]
 FIELD = "ragcite: error: B/cases.jsonl, line 1, field 'metrics.context_recall': "
 ROWS = [
     # Per-case metrics: numbers in [0, 1] or null.
@@ -158,6 +159,14 @@ ROWS = [
     Row("a section that is not an object", ["A", "B"], 2,
         "ragcite: error: B/metrics.json, field 'run': Input should be a valid dictionary (got "
         "'x')", b_with(run="x")),
+    # Run ids: a tracking URI that cannot be read is one line, and a store is never made.
+    Row("run ids in a sqlite store that does not exist", [*IDS, "--tracking-uri",
+                                                          "sqlite:///{tmp}/no/mlflow.db"], 2,
+        "ragcite: error: sqlite:///{tmp}/no/mlflow.db: no such MLflow store (the file does not "
+        "exist)"),
+    Row("run ids with a tracking URI that does not parse", [*IDS, "--tracking-uri",
+                                                            "http://[::1"], 2,
+        "ragcite: error: MLflow tracking URI http://[::1: ValueError: Invalid IPv6 URL"),
     # The options: each number has its range.
     option("--max-new-errors", "-1", "an integer >= 0"),
     option("--max-new-errors", "1.5", "an integer >= 0"),
@@ -184,7 +193,9 @@ ROWS = [
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
 def test_row(row: Row, tmp_path: Path) -> None:
     write_files(tmp_path, row.files)
-    proc = run_cli(list(row.args), tmp_path, env=dict(row.env), module=MODULE, timeout=120)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in row.args]
+    proc = run_cli(args, tmp_path, env=dict(row.env), module=MODULE, timeout=120)
     check(row, proc, tmp_path)
     if row.status == 2:
         assert not (tmp_path / "outputs").exists()  # stopped before writing anything
+        assert not (tmp_path / "no").exists()  # no store made where none was
