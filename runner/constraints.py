@@ -12,6 +12,7 @@ range, and the checks across keys a schema class declares in a ``config_problem`
 
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,20 @@ class Range:
         if ok and self.high is not None:
             ok = value < self.high if self.open_high else value <= self.high
         return None if ok else f"must be {self.text()}, got {value!r}"
+
+    def argument(self, text: str) -> Any:
+        """`text` as a number in range: the ``type`` of a command-line option.
+
+        Raises:
+            argparse.ArgumentTypeError: Not a number in range (the message says what is).
+        """
+        try:
+            value: Any = int(text) if self.integer else float(text)
+        except ValueError:
+            value = None
+        if value is None or self.problem(value):
+            raise argparse.ArgumentTypeError(f"must be {self.text()}, got {text}")
+        return value
 
     def text(self) -> str:
         """The allowed values in words (``an integer >= 1``, ``a number in (0, 1)``)."""

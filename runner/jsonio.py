@@ -26,6 +26,12 @@ def clean_json(value: Any) -> Any:
     return value
 
 
+def dumps_strict(value: Any) -> str:
+    """`value` as indented strict JSON text with a final newline (NaN and infinities as null)."""
+    return json.dumps(clean_json(value), indent=2, ensure_ascii=False, allow_nan=False,
+                      default=default_json) + "\n"
+
+
 def default_json(value: Any) -> Any:
     # numpy scalars and arrays (and anything else with `.tolist()`/`.item()`).
     for attr in ("tolist", "item"):

@@ -219,8 +219,10 @@ def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher
     writer = run.writer
     if writer is None:  # pragma: no cover - _score always opens one
         raise RuntimeError("the job's results were not written")
+    hits = run.stats.hits  # what the run's cache served: the parts were never asked for it
     usage = usage_section({"model": adapter.usage(), "matcher": matcher.usage()},
-                          run.cfg.get("prices"))
+                          run.cfg.get("prices"), {"model": hits.get("responses", 0),
+                                                  "matcher": hits.get("similarities", 0)})
     outcomes = []
     run.dataset_cases = dataset_cases(dataset, run.n_cases)
     for threshold, result, folder in zip(thresholds, results, writer.dirs):

@@ -26,7 +26,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, overload
 
-from runner.jsonio import clean_json, default_json, json_line, parse_line
+from pydantic import BaseModel, ValidationError
+
+from runner.data.errors import DataError
+from runner.data.limits import check_value
+from runner.data.loading import validation_to_data_error
+from runner.data.models import Decisions, Figures, Passages
+from runner.data.readers import parse_document
+from runner.data.text import check_file
+from runner.jsonio import dumps_strict, json_line, parse_line
 
 SCHEMA_VERSION = 2
 CASES_VERSION = 2
@@ -227,17 +235,27 @@ class RunResult:
         }
 
 
-def read_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a JSONL results file, checking their format version."""
+def read_lines(path: Path, check: type[BaseModel] | None = None) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL results file, checking their format version and, with `check`,
+    their fields (:class:`DataError` names the file, line and field)."""
     with path.open("rb") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            record = parse_line(line)
+            try:
+                record = parse_line(line)
+            except ValueError as exc:  # not JSON, or not UTF-8
+                raise DataError(str(path), f"line {n}", None,
+                                f"malformed JSON ({getattr(exc, 'msg', exc)})") from None
             if not isinstance(record, dict) or record.get("v") != CASES_VERSION:
                 version = record.get("v") if isinstance(record, dict) else None
                 raise ValueError(f"{path}, line {n}: cases format {version!r} is not supported "
                                  f"(this ragcite reads version {CASES_VERSION})")
+            if check is not None:
+                try:
+                    check.model_validate(record)
+                except ValidationError as exc:
+                    raise validation_to_data_error(exc, str(path), f"line {n}") from None
             del record["v"]
             yield record
 
@@ -249,23 +267,25 @@ def passages_path(result_dir: str | Path, metrics: dict[str, Any] | None = None)
     return folder / str((data.get("files") or {}).get("passages", PASSAGES_FILE))
 
 
-def iter_decisions(result_dir: str | Path) -> Iterator[dict[str, Any]]:
+def iter_decisions(result_dir: str | Path, checked: bool = False) -> Iterator[dict[str, Any]]:
     """The ``cases.jsonl`` records of a result folder (``id``, ``metrics``, ``labels``, ...),
     without the passages: what a reader that only counts or bins figures needs."""
-    return read_lines(Path(result_dir) / CASES_FILE)
+    return read_lines(Path(result_dir) / CASES_FILE, Decisions if checked else None)
 
 
-def iter_records(result_dir: str | Path,
-                 metrics: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+def iter_records(result_dir: str | Path, metrics: dict[str, Any] | None = None,
+                 checked: bool = False) -> Iterator[dict[str, Any]]:
     """Every case of a result folder as one record (the keys of :meth:`CaseResult.to_dict`):
-    its ``passages.jsonl`` line joined with its ``cases.jsonl`` line.
+    its ``passages.jsonl`` line joined with its ``cases.jsonl`` line (`checked`: each line
+    checked as :class:`~runner.data.models.Passages` and :class:`~runner.data.models.Decisions`
+    say, for a reader of folders from elsewhere).
 
     Raises:
         ValueError: The two files do not list the same cases in the same order.
     """
     folder = Path(result_dir)
-    passages = read_lines(passages_path(folder, metrics))
-    for n, decided in enumerate(iter_decisions(folder), 1):
+    passages = read_lines(passages_path(folder, metrics), Passages if checked else None)
+    for n, decided in enumerate(iter_decisions(folder, checked), 1):
         shared = next(passages, None)
         if shared is None or shared["id"] != decided["id"]:
             found = None if shared is None else shared["id"]
@@ -276,8 +296,9 @@ def iter_records(result_dir: str | Path,
 
 
 def read_cases(result_dir: str | Path) -> Iterator[CaseResult]:
-    """Stream the cases of a result folder as :class:`CaseResult` records."""
-    for record in iter_records(result_dir):
+    """Stream the cases of a result folder as :class:`CaseResult` records, each line checked
+    (a metric is a number in [0, 1] or null: :class:`~runner.data.models.Decisions`)."""
+    for record in iter_records(result_dir, checked=True):
         yield CaseResult.from_dict(record)
 
 
@@ -330,7 +351,7 @@ def result_dirs(job_dir: str | Path) -> list[Path]:
     path = folder / JOB_FILE
     if not path.is_file():
         return []
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = parse_document(path, "json")
     return [(folder / name) if name != "." else folder for name in data.get("results", [])]
 
 
@@ -339,9 +360,7 @@ def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
     data = result.to_dict() if isinstance(result, RunResult) else result
     target = Path(path)
     tmp = target.with_suffix(".json.tmp")
-    text = json.dumps(clean_json(data), indent=2, ensure_ascii=False, allow_nan=False,
-                      default=default_json)
-    tmp.write_text(text + "\n", encoding="utf-8")
+    tmp.write_text(dumps_strict(data), encoding="utf-8")
     tmp.replace(target)
 
 
@@ -351,14 +370,24 @@ def read_result(result_dir: str | Path) -> dict[str, Any]:
 
 
 def read_metrics(path: str | Path) -> dict[str, Any]:
-    """Read a ``metrics.json`` file, checking its schema version.
+    """Read a ``metrics.json`` file as a data file is read (:mod:`runner.data.readers`), checking
+    its schema version and its figures (:class:`Figures`).
 
     Raises:
+        DataError: The file is missing, not a file, not JSON, or a figure is out of its range.
         ValueError: The file was written by an incompatible version.
     """
-    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    check_file(Path(path))
+    data = parse_document(Path(path), "json")
+    check_value(data, str(path), None)  # NaN, Infinity, nesting
+    if not isinstance(data, dict):
+        raise DataError(str(path), None, None, f"expected an object, got {type(data).__name__}")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ValueError(f"{path}: schema_version {version!r} is not supported "
                          f"(this ragcite reads version {SCHEMA_VERSION})")
-    return data
+    try:
+        Figures.model_validate(data)
+    except ValidationError as exc:
+        raise validation_to_data_error(exc, str(path), None) from None
+    return dict(data)

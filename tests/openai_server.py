@@ -12,6 +12,7 @@ from the request, unless a test queued a scripted reply for that path::
         server.vectors["some text"] = [1.0, 0.0, 0.0]
         ... LlmMatcher(base_url=server.v1, ...) ...
         server.input_faults["poison"] = Scripted(500)         # any embeddings request with it
+        server.edits["/v1/embeddings"] = lambda body, reply: ...  # a default reply, altered
         server.counts["/v1/chat/completions"]   # requests received (retries included)
         server.bodies                           # (path, parsed JSON body) of each request
 
@@ -85,6 +86,9 @@ class FakeOpenAI:
         self.default_p_yes: Callable[[str, str], float] = (
             lambda ref, cit: 0.95 if ref == cit else 0.05)
         self.logprobs = True
+        # Path → edit(request body, default reply) → the reply sent: a reply right in all but
+        # one point (a duplicated index, a refusal, usage figures of -5 or "12").
+        self.edits: dict[str, Callable[[Any, Any], Any]] = {}
         # Structured answers of the `openai` adapter: request body → {"answer", "citations"}.
         self.answer: Callable[[dict[str, Any]], Any] = self._default_answer
         # The `/rag` endpoint: request body → reply.
@@ -282,6 +286,8 @@ class _Handler(BaseHTTPRequestHandler):
             headers = scripted.headers
         else:
             status, payload, headers = owner.handle(path, body)
+            if status == 200 and path in owner.edits:
+                payload = owner.edits[path](body, payload)
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)

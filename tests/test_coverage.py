@@ -66,5 +66,5 @@ def test_expertqa_systems_share_no_case(run_job_in: Callable[..., list[Any]], tm
                       "matcher=substring", "cache.enabled=false", out=tmp_path / "bing")
     assert main([str(a.folder), str(b.folder), "--out", str(tmp_path / "c.html")]) == 2
     assert capsys.readouterr().err == (
-        "ragcite-compare: error: the two runs have no case id in common (17 cases in A, 49 in "
+        "ragcite: error: the two runs have no case id in common (17 cases in A, 49 in "
         "B), so no figure can be compared on the same cases\n")

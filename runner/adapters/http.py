@@ -42,7 +42,7 @@ from runner.apiclient import (
 )
 from runner.data.models import Case, Citation, Response
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
-from runner.usage import Usage
+from runner.usage import Usage, token_count
 
 NAMESPACE = "http-replies"
 RETRY_STATUS = frozenset({408, 409, 429})
@@ -229,14 +229,19 @@ class HttpModel(BaseAdapter):
             answer = json.dumps(answer, ensure_ascii=False)
         return Response(answer=answer or "", citations=citations, usage=self._tokens(reply))
 
-    def _tokens(self, reply: Any) -> dict[str, float] | None:
+    def _figures(self, reply: Any) -> dict[str, Any] | None:
+        """The usage object at `tokens` as the reply gave it ({} when it has none), or None
+        when `tokens` is not set."""
         if not self.tokens:
             return None
         raw = jmespath.search(self.tokens, reply)
-        if not isinstance(raw, dict):
-            return None
-        return {k: float(v) for k, v in raw.items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return raw if isinstance(raw, dict) else {}
+
+    def _tokens(self, reply: Any) -> dict[str, float] | None:
+        """The reply's token counts (a figure that is not a count is left out)."""
+        raw = self._figures(reply)
+        return None if raw is None else {k: float(v) for k, v in raw.items()
+                                         if token_count(v) is not None}
 
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Send every case of the batch, concurrently."""
@@ -258,7 +263,8 @@ class HttpModel(BaseAdapter):
             found = store.get_many(list(keys.values()))
             for i, key in keys.items():
                 if key in found:
-                    out[i] = self._account(self.extract(found[key]["reply"]), cached=True)
+                    out[i] = self.extract(found[key]["reply"])
+                    self._usage.add(cached=1)
             todo = [i for i in keys if out[i] is None]
             if todo:
                 quiet_http_logs()
@@ -274,17 +280,15 @@ class HttpModel(BaseAdapter):
                     await send_all(todo, send, alone_first=not self._key_accepted)
         return [r if r is not None else Response(error="no response") for r in out]
 
-    def _account(self, response: Response, cached: bool = False) -> Response:
-        tokens = response.usage or {}
-        if cached:
-            self._usage.add(cached=1)
+    def _account(self, reply: Any) -> None:
+        """Count a call and the token figures of its reply (when `tokens` is set)."""
+        raw = self._figures(reply)
+        if raw is None:
+            self._usage.add(requests=1)
         else:
-            self._usage.add(
-                requests=1,
-                input_tokens=int(tokens.get("prompt_tokens", tokens.get("input_tokens", 0))),
-                output_tokens=int(tokens.get("completion_tokens",
-                                             tokens.get("output_tokens", 0))))
-        return response
+            self._usage.add(requests=1,
+                            input_tokens=raw.get("prompt_tokens", raw.get("input_tokens")),
+                            output_tokens=raw.get("completion_tokens", raw.get("output_tokens")))
 
     async def _send(self, client: Any, body: Any, store: ResultStore, key: str) -> Response:
         httpx2 = _httpx()
@@ -313,7 +317,8 @@ class HttpModel(BaseAdapter):
                         text = scrub_text(resp.text, known_secrets())
                         return Response(error=f"the service replied with invalid JSON: "
                                               f"{text[:120]!r}", latency_s=latency)
-                    response = self._account(self.extract(reply))
+                    self._account(reply)
+                    response = self.extract(reply)
                     if response.error is None:
                         store.put(key, {"reply": reply})
                     return response.model_copy(update={"latency_s": latency})

@@ -11,6 +11,7 @@ request, so an interrupted run resumes without paying twice.
 from __future__ import annotations
 
 import json
+import reprlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from runner.apiclient import (
 from runner.data.models import Case, Citation, Response
 from runner.prompts import Prompt, load_prompt
 from runner.redact import known_secrets, scrub_data
-from runner.usage import Usage
+from runner.usage import Usage, token_count
 
 NAMESPACE = "openai-chat"
 STRUCTURED_OUTPUT = ("json_schema", "json_object")
@@ -73,14 +74,14 @@ class _Answer(BaseModel):
     citations: list[_Quote] = []
 
 
-def parse_answer(content: str | None) -> tuple[str, list[Citation]]:
+def parse_answer(content: Any) -> tuple[str, list[Citation]]:
     """The answer and citations of a structured reply.
 
     Raises:
         ValueError: Not JSON, or not the expected shape.
     """
-    if not content or not content.strip():
-        raise ValueError("the model returned no content")
+    if not isinstance(content, str) or not content.strip():
+        raise ValueError(f"the model returned no content as text: {reprlib.repr(content)}")
     try:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
@@ -244,7 +245,9 @@ class OpenaiModel(BaseAdapter):
                     key: str) -> Response:
         start = time.perf_counter()
         try:
-            resp = await client.chat.completions.create(**req)
+            # The SDK's generic POST: the reply as sent (its typed models would turn a usage
+            # figure "12" into 12), read below.
+            resp = await client.post("/chat/completions", body=req, cast_to=dict)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
             refuse_api_error(exc, "model=openai", "model")
             self._usage.add(errors=1)
@@ -254,20 +257,20 @@ class OpenaiModel(BaseAdapter):
         self._key_accepted = True
         latency = round(time.perf_counter() - start, 4)
         try:
-            u = getattr(resp, "usage", None)
-            usage = {"prompt_tokens": float(getattr(u, "prompt_tokens", 0) or 0),
-                     "completion_tokens": float(getattr(u, "completion_tokens", 0) or 0)}
-            self._usage.add(requests=1, input_tokens=int(usage["prompt_tokens"]),
-                            output_tokens=int(usage["completion_tokens"]))
-            choice = resp.choices[0]
-            refusal = getattr(choice.message, "refusal", None)
+            u = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+            self._usage.add(requests=1, input_tokens=u.get("prompt_tokens"),
+                            output_tokens=u.get("completion_tokens"))
+            usage = {k: float(u[k]) for k in ("prompt_tokens", "completion_tokens")
+                     if token_count(u.get(k)) is not None} or None  # the figures known
+            choice = resp["choices"][0]
+            refusal = choice["message"].get("refusal")
             if refusal:
                 return Response(error=f"the model refused: {str(refusal)[:200]}",
                                 usage=usage, latency_s=latency)
-            if getattr(choice, "finish_reason", None) == "length":
+            if choice.get("finish_reason") == "length":
                 return Response(error="the reply was cut off at model.max_tokens",
                                 usage=usage, latency_s=latency)
-            content = choice.message.content
+            content = choice["message"].get("content")
         except Exception as exc:
             return Response(error=f"openai reply is malformed: {describe_error(exc)}",
                             latency_s=latency)
@@ -278,7 +281,7 @@ class OpenaiModel(BaseAdapter):
         return response
 
     @staticmethod
-    def _response(content: str | None, usage: dict[str, float] | None,
+    def _response(content: Any, usage: dict[str, float] | None,
                   latency: float | None) -> Response:
         try:
             answer, citations = parse_answer(content)

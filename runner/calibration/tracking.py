@@ -14,6 +14,7 @@ from runner.calibration.figures import FIGURE_KEYS
 from runner.errors import RagciteError
 from runner.redact import scrub_text, secret_values
 from runner.tracking import mlflow_store as store
+from runner.tracking import sqlite_store
 from runner.tracking.flatten import all_secrets, flatten_params
 
 log = logging.getLogger("ragcite")
@@ -58,7 +59,7 @@ class CalibrationTracker:
             store.check_reachable(self.uri, float(self.settings.get("timeout_s") or 5.0))
             location = store.artifact_location(self.settings.get("artifact_location"),
                                                self.output_root, self.uri)
-            with store.store_lock(self.uri):
+            with sqlite_store.store_lock(self.uri):
                 client = store.client(self.uri)
                 self.experiment_id = store.experiment_id(client, self.experiment, location)
             self.client = client

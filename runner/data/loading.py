@@ -67,7 +67,8 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def validation_to_data_error(exc: ValidationError, path: str, where: str) -> DataError:
+def validation_to_data_error(exc: ValidationError, path: str,
+                             where: str | None) -> DataError:
     """Turn the first pydantic validation error into a located :class:`DataError`."""
     err = exc.errors()[0]
     field = _format_loc(tuple(err.get("loc", ()))) or None

@@ -130,7 +130,7 @@ def _iter_jsonl(path: Path) -> Iterator[Record]:
 
 
 def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:
-    data = _parse_document(path, fmt)
+    data = parse_document(path, fmt)
     if isinstance(data, dict):
         # Accept {"cases": [...]} as well as a bare list.
         for key in ("cases", "data", "records"):
@@ -151,7 +151,7 @@ def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator
         yield f"record {index}", record
 
 
-def _parse_document(path: Path, fmt: str) -> Any:
+def parse_document(path: Path, fmt: str) -> Any:
     """A whole JSON or YAML file as data (its records are checked as they are yielded)."""
     text = read_text(path)
     try:

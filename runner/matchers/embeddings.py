@@ -9,12 +9,14 @@ cache and the cosine) also serves ``LocalEmbeddingsMatcher``.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runner.apiclient import (
     MAX_RETRY_AFTER,
@@ -259,24 +261,27 @@ class EmbeddingsMatcher(EmbeddingVectors):
         if self.dimensions is not None:
             kwargs["dimensions"] = int(self.dimensions)
         try:
-            resp = await client.embeddings.create(**kwargs)
+            # The SDK's generic POST: the reply as sent (its typed models would turn "0.1" and
+            # "12" into numbers), read strictly below.
+            resp = await client.post("/embeddings", body=kwargs, cast_to=dict)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
             refuse_api_error(exc, "matcher=embeddings", "matcher")
             self._usage.add(errors=1)
             return _Fault.of(exc, self.max_retry_after)
+        usage = resp.get("usage") if isinstance(resp, dict) else None
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if tokens is None:  # none reported: the estimate
+            tokens = sum(estimate_tokens(t, self.chars_per_token) for t in batch)
+        self._usage.add(requests=1, input_tokens=tokens)
         try:
-            usage = getattr(resp, "usage", None)
-            tokens = getattr(usage, "prompt_tokens", None)
-            if tokens is None:
-                tokens = sum(estimate_tokens(t, self.chars_per_token) for t in batch)
-            self._usage.add(requests=1, input_tokens=tokens)
-            data = sorted(resp.data, key=lambda d: d.index)
-            if len(data) != len(batch):
-                raise ValueError(f"{len(data)} vectors for {len(batch)} inputs")
+            data = sorted(_Reply.model_validate(resp).data, key=lambda d: d.index)
+            if [d.index for d in data] != list(range(len(batch))):
+                raise ValueError(f"index values {reprlib.repr([d.index for d in data])} "
+                                 f"instead of 0..{len(batch) - 1}, each once")
             vectors = [decode_vector(d.embedding) if isinstance(d.embedding, str)
                        else np.asarray(d.embedding, dtype=np.float32) for d in data]
         except Exception as exc:
-            return _Fault(PairError(f"embeddings reply is malformed: {describe_error(exc)}"),
+            return _Fault(PairError(f"embeddings reply is malformed: {_problem(exc)}"),
                           "server")
         return self._checked(vectors)
 
@@ -293,6 +298,31 @@ class EmbeddingsMatcher(EmbeddingVectors):
             else:
                 out.append(vec)
         return out
+
+
+class _Vector(BaseModel):
+    """One item of an embeddings reply, read strictly: an integer ``index`` and numbers (or
+    base64 text); numbers sent as strings (``"0.1"``) or booleans are refused."""
+
+    model_config = ConfigDict(strict=True)
+    index: int
+    embedding: list[float] | str
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(strict=True)
+    data: list[_Vector]
+
+
+def _problem(exc: Exception) -> str:
+    """What is wrong with a reply: the first place pydantic refused (``data[1].embedding[0]:
+    input should be a valid number, got '0.1'``), else the exception's description."""
+    if not isinstance(exc, ValidationError):
+        return str(exc) if type(exc) is ValueError else describe_error(exc)
+    err = exc.errors()[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]
+                    if "[" not in str(p))  # not the union's member (list[float])
+    return f"{where.lstrip('.')}: {err['msg'].lower()}, got {reprlib.repr(err['input'])}"
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-def yes_probability(logprobs: Any) -> float | None:
+def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
     """P(yes) from the ``logprobs.content`` of a chat completion, or None when not readable.
 
     The first token whose text is not blank is used. Its ``top_logprobs`` give the mass of the
@@ -58,9 +58,15 @@ def yes_probability(logprobs: Any) -> float | None:
     ``p_yes / (p_yes + p_no)``. When no "no" spelling is among the top tokens, ``p_no`` is taken
     as the unlisted mass ``1 - Σ listed`` (its upper bound), so a lone "yes" at 0.6 gives 0.6.
 
+    Args:
+        logprobs: The choice's ``logprobs``.
+        answer: The answer's own verdict (1.0 yes, 0.0 no; :func:`answer_similarity`), or None.
+
     Raises:
         ValueError: A log-probability that is not a finite number <= 0 (NaN, infinite, or a
-            probability above 1): the reply is not a score.
+            probability above 1), or log-probabilities that contradict `answer` (the most
+            probable listed spelling is of the other word, while at temperature 0 the answer is
+            the most probable token): the reply is not a score.
     """
     content = (_get(logprobs, "content") if logprobs is not None else None) or []
     for tok in content:
@@ -69,7 +75,7 @@ def yes_probability(logprobs: Any) -> float | None:
         top = list(_get(tok, "top_logprobs") or [])
         if not top:
             top = [tok]
-        p_yes = p_no = listed = 0.0
+        p_yes = p_no = listed = top_yes = top_no = 0.0
         for cand in top:
             lp = _get(cand, "logprob")
             if lp is None:
@@ -82,9 +88,14 @@ def yes_probability(logprobs: Any) -> float | None:
             listed += p
             word = _word(str(_get(cand, "token") or ""))
             if word in _YES:
-                p_yes += p
+                p_yes, top_yes = p_yes + p, max(top_yes, p)
             elif word in _NO:
-                p_no += p
+                p_no, top_no = p_no + p, max(top_no, p)
+        if answer is not None and (top_no > top_yes if answer else top_yes > top_no):
+            said, other = ("yes", "no") if answer else ("no", "yes")
+            raise ValueError(f"the judge answered {said} but its log-probabilities favour "
+                             f"{other} ({max(top_yes, top_no):.3f} against "
+                             f"{min(top_yes, top_no):.3f})")
         if p_yes == 0.0 and p_no == 0.0:
             return None
         if p_no == 0.0:
@@ -259,18 +270,18 @@ class LlmMatcher(BaseMatcher):
         self._key_accepted = True
         try:
             usage = _get(resp, "usage") or {}
-            self._usage.add(requests=1,
-                            input_tokens=_get(usage, "prompt_tokens") or 0,
-                            output_tokens=_get(usage, "completion_tokens") or 0)
-            choice = _get(resp, "choices")[0]
-            sim = yes_probability(_get(choice, "logprobs"))
-            if sim is None:
-                text = _get(_get(choice, "message"), "content")
-                sim = answer_similarity(text)
-                if sim is None:
-                    return PairError(f"llm judge gave no yes/no answer: {str(text)[:80]!r}")
-            return float(sim)
-        except ValueError as exc:  # a log-probability that is not a number
+            self._usage.add(requests=1, input_tokens=_get(usage, "prompt_tokens"),
+                            output_tokens=_get(usage, "completion_tokens"))
+            message = _get(_get(resp, "choices")[0], "message")
+            if _get(message, "refusal"):
+                return PairError(f"llm judge refused: {str(_get(message, 'refusal'))[:80]!r}")
+            text = _get(message, "content")
+            answer = answer_similarity(text)
+            if answer is None:
+                return PairError(f"llm judge gave no yes/no answer: {str(text)[:80]!r}")
+            sim = yes_probability(_get(_get(resp, "choices")[0], "logprobs"), answer)
+            return answer if sim is None else float(sim)
+        except ValueError as exc:  # a log-probability that is not a number, or contradicts
             return PairError(f"llm judge reply is not a score: {exc}")
         except Exception as exc:  # a malformed reply (no choices, no message, ...)
             return PairError(f"llm judge reply is malformed: {describe_error(exc)}")

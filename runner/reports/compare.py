@@ -19,16 +19,17 @@ Exit status: 0 when every gate passes, 1 when one fails, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
+from runner.constraints import Range
+from runner.jsonio import dumps_strict
 from runner.naming import model_text
 from runner.redact import guard_output
 from runner.reports.common import (
@@ -42,7 +43,7 @@ from runner.reports.common import (
     signed,
     write_html,
 )
-from runner.reports.compare_load import CompareError, RunData, load_run, tracking_uri_from
+from runner.reports.compare_load import DOWNLOAD_TIMEOUT, CompareError, RunData, load_run
 from runner.reports.compare_names import COMPARE_HTML, output_folder, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
@@ -282,9 +283,19 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
 # --- the command --------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """One ``ragcite: error:`` line for a wrong argument, as for every bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"ragcite: error: {message}\n")
+
+
+COUNT = Range(low=0, integer=True)
+
+
 def _parser() -> argparse.ArgumentParser:
     """The arguments of ``ragcite-compare``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ragcite-compare",
         description="Compare two ragcite runs (A = baseline, B = candidate): per-metric "
                     "differences with paired bootstrap intervals, and the cases that changed "
@@ -304,20 +315,24 @@ def _parser() -> argparse.ArgumentParser:
                         choices=[*METRIC_KEYS, "all"],
                         help="fail when B is significantly worse than A on METRIC "
                              "(repeatable; 'all' = the six metrics)")
-    parser.add_argument("--max-drop", type=float, default=None, metavar="D",
-                        help="tolerated drop: fail only when B is worse by more than D with "
-                             "confidence; alone, it gates all six metrics (default 0)")
-    parser.add_argument("--max-new-errors", type=int, default=None, metavar="N",
-                        help="fail when more than N cases fail in B but not in A")
+    parser.add_argument("--max-drop", type=Range(0, 1).argument, default=None, metavar="D",
+                        help="tolerated drop in [0, 1]: fail only when B is worse by more than "
+                             "D with confidence; alone, it gates all six metrics (default 0)")
+    parser.add_argument("--max-new-errors", type=COUNT.argument, default=None, metavar="N",
+                        help="fail when more than N cases fail in B but not in A (N >= 0)")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow tracking URI for run ids (default: MLFLOW_TRACKING_URI, "
                              "else outputs/mlflow.db when present)")
-    parser.add_argument("--resamples", type=int, default=2000,
-                        help="bootstrap resamples (default 2000)")
-    parser.add_argument("--confidence", type=float, default=0.95,
+    parser.add_argument("--timeout", type=Range(0, 86400, True).argument, metavar="S",
+                        default=DOWNLOAD_TIMEOUT, help="seconds the download of one MLflow "
+                        f"run may take, up to a day (default {DOWNLOAD_TIMEOUT:g})")
+    parser.add_argument("--resamples", type=Range(1, 100_000, integer=True).argument,
+                        default=2000, help="bootstrap resamples, 1 to 100,000 (default 2000)")
+    parser.add_argument("--confidence", type=Range(0, 1, True, True).argument, default=0.95,
                         help="two-sided confidence of the intervals (default 0.95)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--top", type=int, default=50,
+    parser.add_argument("--seed", type=COUNT.argument, default=0,
+                        help="bootstrap seed, >= 0 (default 0)")
+    parser.add_argument("--top", type=COUNT.argument, default=50,
                         help="changed cases listed in the report (default 50)")
     return parser
 
@@ -325,19 +340,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """The ``ragcite-compare`` console script."""
     guard_output(sys.argv[1:] if argv is None else argv)  # no data drives the terminal
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if not 0.0 < args.confidence < 1.0:
-        parser.error("--confidence must be between 0 and 1")
-    if args.max_drop is not None and args.max_drop < 0:
-        parser.error("--max-drop must not be negative")
-    if args.resamples < 1:
-        parser.error("--resamples must be at least 1")
-    uri = tracking_uri_from(args.tracking_uri)
+    args = _parser().parse_args(argv)
     try:
-        with tempfile.TemporaryDirectory(prefix="ragcite-compare-") as tmp:
-            run_a = load_run(args.a, uri, Path(tmp))
-            run_b = load_run(args.b, uri, Path(tmp))
+        with tempfile.TemporaryDirectory(prefix="ragcite-compare-",
+                                         ignore_cleanup_errors=True) as tmp:
+            run_a = load_run(args.a, args.tracking_uri, Path(tmp), args.timeout)
+            run_b = load_run(args.b, args.tracking_uri, Path(tmp), args.timeout)
         comparison = compare_runs(run_a, run_b, args.resamples, args.confidence, args.seed,
                                   args.top)
         if comparison["pairing"]["n_common"] == 0:
@@ -354,10 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         json_out = args.json_out or out.with_suffix(".json")
         render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(comparison, indent=2, ensure_ascii=False, default=str)
-                            + "\n", encoding="utf-8")
+        json_out.write_text(dumps_strict(comparison), encoding="utf-8")
     except CompareError as exc:
-        print(f"ragcite-compare: error: {exc}", file=sys.stderr)
+        print(f"ragcite: error: {exc}", file=sys.stderr)
         return 2
     _print_summary(comparison, gates, out, json_out)
     return 0 if gates["passed"] else 1

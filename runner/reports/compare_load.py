@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.redact import mask_uri
 from runner.results import (
     CASES_FILE,
     CONFIG_FILE,
@@ -20,8 +23,13 @@ from runner.results import (
     read_result,
     result_dirs,
 )
+from runner.tracking import mlflow_store as store
+from runner.tracking import sqlite_store
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+PASSAGES_TAG = "ragcite.passages_run_id"
+DOWNLOAD_TIMEOUT = 300.0
+"""Seconds a lookup of one MLflow run may take, from the first request to the last file."""
 
 
 class CompareError(Exception):
@@ -43,12 +51,12 @@ class RunData:
 
 def _read_folder(folder: Path, label: str, source: str, link: str | None = None) -> RunData:
     """A result folder's ``metrics.json`` and its cases, paired by id."""
-    if not (folder / METRICS_FILE).is_file():
-        several = [str(d.relative_to(folder)) for d in result_dirs(folder)]
-        hint = (f"; this job decided several thresholds: compare one of its result folders "
-                f"({', '.join(several)})" if several else " (is it a ragcite result folder?)")
-        raise CompareError(f"{source}: no {METRICS_FILE}{hint}")
     try:
+        several = [] if (folder / METRICS_FILE).exists() else [
+            str(d.relative_to(folder)) for d in result_dirs(folder) if d != folder]
+        if several:
+            raise CompareError(f"{source}: this job decided several thresholds: compare one of "
+                               f"its result folders ({', '.join(several)})")
         metrics = read_result(folder)
     except (ValueError, OSError) as exc:
         raise CompareError(str(exc)) from None
@@ -63,8 +71,8 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None)
                 raise CompareError(f"{folder / CASES_FILE}: case id {case.id!r} occurs twice; "
                                    "cases are paired by id")
             cases[case.id] = case
-    except (ValueError, KeyError, OSError) as exc:
-        raise CompareError(f"{folder / CASES_FILE}: unreadable: {exc}") from None
+    except (ValueError, OSError) as exc:
+        raise CompareError(str(exc)) from None
     return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link,
                    config=_flat_config(folder / CONFIG_FILE))
 
@@ -90,11 +98,8 @@ def tracking_uri_from(arg: str | None) -> str | None:
     return f"sqlite:///{default.resolve()}" if default.is_file() else None
 
 
-def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: str,
-              workdir: Path) -> None:
+def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:
     """Download the run's first artifact called `name` (breadth-first, 3 levels) to `target`."""
-    from mlflow.artifacts import download_artifacts
-
     path, level = None, [None]
     try:
         for _ in range(3):
@@ -105,68 +110,99 @@ def _download(client: Any, run_id: str, name: str, target: Path, tracking_uri: s
                 break
             level = [i.path for i in infos if i.is_dir]
     except Exception as exc:
-        raise CompareError(f"MLflow run {run_id}: cannot list artifacts: {exc}") from None
+        raise CompareError(f"MLflow run {run_id}: cannot list artifacts: {_text(exc)}") from None
     if path is None:
         raise CompareError(f"MLflow run {run_id} has no {name} artifact")
-    fetched = workdir / "fetched" / name
+    fetched = workdir / "fetched" / run_id / name
     fetched.mkdir(parents=True, exist_ok=True)
     try:
-        local = download_artifacts(run_id=run_id, artifact_path=path, dst_path=str(fetched),
-                                   tracking_uri=tracking_uri)
+        local = client.download_artifacts(run_id, path, str(fetched))
     except Exception as exc:
-        raise CompareError(f"MLflow run {run_id}: cannot download {path}: {exc}") from None
+        raise CompareError(f"MLflow run {run_id}: cannot download {path}: {_text(exc)}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
     Path(local).replace(target)
 
 
-def _mask(uri: str) -> str:
-    """A URI without any user:password part (never shown or written)."""
-    return re.sub(r"//[^/@]*@", "//", uri)
+def _text(exc: BaseException) -> str:
+    """An MLflow error on one line, without any URI password."""
+    return mask_uri(f"{type(exc).__name__}: {store.one_line(exc)}")
 
 
-def _download_run(run_id: str, tracking_uri: str | None, workdir: Path) -> RunData:
+def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) -> RunData:
     """An MLflow run's three results artifacts, laid out as a result folder under `workdir`
-    (the passages where ``files.passages`` says)."""
-    if not tracking_uri:
-        raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
-                           "--tracking-uri or MLFLOW_TRACKING_URI")
-    from mlflow.tracking import MlflowClient
-
+    (the passages where ``files.passages`` says, from the run its tag
+    ``ragcite.passages_run_id`` names: a job's first threshold holds them for all)."""
     base = workdir / run_id
     dst = base / "result"
-    client = MlflowClient(tracking_uri=tracking_uri)
     try:
         run = client.get_run(run_id)
     except Exception as exc:
-        raise CompareError(f"MLflow run {run_id} not found at {_mask(tracking_uri)}: "
-                           f"{type(exc).__name__}: {exc}") from None
+        raise CompareError(f"MLflow run {run_id} not found at {mask_uri(tracking_uri)}: "
+                           f"{_text(exc)}") from None
     for name in (METRICS_FILE, CASES_FILE):
-        _download(client, run_id, name, dst / name, tracking_uri, base)
+        _download(client, run_id, name, dst / name, base)
     try:
         passages = passages_path(dst, read_result(dst)).resolve()
     except (ValueError, OSError) as exc:
         raise CompareError(f"MLflow run {run_id}: {exc}") from None
     if not passages.is_relative_to(base.resolve()):
         raise CompareError(f"MLflow run {run_id}: its passages file is outside its folder")
-    _download(client, run_id, PASSAGES_FILE, passages, tracking_uri, base)
-    link = None
-    if tracking_uri.startswith(("http://", "https://")):
-        link = (f"{_mask(tracking_uri).rstrip('/')}/#/experiments/{run.info.experiment_id}"
-                f"/runs/{run_id}")
+    holder = run.data.tags.get(PASSAGES_TAG) or run_id
+    _download(client, holder, PASSAGES_FILE, passages, base)
+    link = store.run_link(tracking_uri, None, run.info.experiment_id, run_id)
     data = _read_folder(dst, label=run.info.run_name or run_id[:8],
                         source=f"mlflow run {run_id}", link=link)
     data.config = dict(run.data.params or {})
     return data
 
 
-def load_run(spec: str, tracking_uri: str | None, workdir: Path) -> RunData:
-    """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)."""
+def _within(seconds: float, what: str, work: Callable[[], RunData]) -> RunData:
+    """`work()`, or CompareError once it has run `seconds` (left in a daemon thread, which
+    ends with the process: a stalled server cannot hold the command)."""
+    box: list[RunData | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:  # handed to the caller
+            box.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        raise CompareError(f"{what}: no answer within {seconds:g} s (--timeout)")
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
+
+
+def load_run(spec: str, tracking_uri: str | None, workdir: Path,
+             timeout: float = DOWNLOAD_TIMEOUT) -> RunData:
+    """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)
+    from `tracking_uri` (see :func:`tracking_uri_from`), downloaded within `timeout` seconds."""
     path = Path(spec)
     if path.is_file() and path.name == METRICS_FILE:
         path = path.parent
     if path.is_dir():
         return _read_folder(path, label=path.resolve().name, source=str(path))
     run_id = spec[len("runs:/"):].strip("/") if spec.startswith("runs:/") else spec
-    if _RUN_ID.match(run_id):
-        return _download_run(run_id, tracking_uri, workdir)
-    raise CompareError(f"{spec}: neither a run folder nor an MLflow run id (32 hex digits)")
+    if not _RUN_ID.match(run_id):
+        raise CompareError(f"{spec}: neither a run folder nor an MLflow run id (32 hex digits)")
+    uri = tracking_uri_from(tracking_uri)
+    if not uri:
+        raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
+                           "--tracking-uri or MLFLOW_TRACKING_URI")
+    db = sqlite_store.sqlite_file(uri)
+    if db is not None and not db.is_file():  # read, never made here
+        raise CompareError(f"{uri}: no such MLflow store (the file does not exist)")
+    try:
+        store.check_reachable(uri, store.HEALTH_TIMEOUT)
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # quiet stderr
+        mlflow = store.client(uri)  # MLflow imported before the deadline starts
+    except store.TrackingError as exc:
+        raise CompareError(str(exc)) from None
+    except Exception as exc:  # a URI MLflow does not take
+        raise CompareError(f"MLflow tracking URI {mask_uri(uri)}: {_text(exc)}") from None
+    return _within(timeout, f"MLflow run {run_id} at {mask_uri(uri)}",
+                   lambda: _download_run(mlflow, run_id, uri, workdir))

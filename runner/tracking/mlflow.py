@@ -26,6 +26,7 @@ from runner.results import (
     read_result,
 )
 from runner.tracking import mlflow_store as store
+from runner.tracking import sqlite_store
 from runner.tracking.base import TrackingLost
 from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, param_value
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
@@ -210,7 +211,7 @@ class MlflowTracker:
             store.check_reachable(self.uri, self.timeout_s)
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
-            with store.store_lock(self.uri):  # a new store is created by one process at once
+            with sqlite_store.store_lock(self.uri):  # a new store is made by one process, whole
                 mlflow = store.client(self.uri)
                 self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
             self.client = mlflow

@@ -25,8 +25,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +46,6 @@ HOST_TAG, PID_TAG = "ragcite.host", "ragcite.pid"
 """Tags of every run: the host and process that opened it (to find runs left RUNNING)."""
 HEALTH_TIMEOUT = 5.0
 """Seconds the health check of a tracking server may take at the end of a sweep."""
-STORE_LOCK_TIMEOUT = 300.0
-"""Seconds to wait for another process creating (migrating) the same sqlite store."""
 
 
 class TrackingError(Exception):
@@ -61,9 +57,9 @@ class Unreachable(TrackingError):
 
 
 def one_line(exc: BaseException) -> str:
-    """`exc`'s message on one line (at most 300 characters)."""
+    """`exc`'s message on one line (at most 300 characters, unless ragcite wrote it)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return text if len(text) <= 300 or isinstance(exc, TrackingError) else text[:297] + "..."
 
 
 def is_remote(uri: str) -> bool:
@@ -124,44 +120,6 @@ def check_reachable(uri: str, timeout: float) -> None:
                             f"--allowed-hosts")
 
 
-def sqlite_file(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (None for any other store)."""
-    if not uri.lower().startswith("sqlite:///"):
-        return None
-    path = urllib.parse.urlsplit(uri).path
-    return Path(path) if path and path != "/:memory:" else None
-
-
-@contextmanager
-def store_lock(uri: str, timeout: float = STORE_LOCK_TIMEOUT) -> Iterator[None]:
-    """Hold ``<store>.lock`` while opening a local sqlite store (nothing for other stores).
-
-    MLflow creates and migrates a new sqlite store's schema when a client first opens it; two
-    processes doing that at once break each other's migration. Under this inter-process lock the
-    first one creates the schema and the others find it done.
-
-    Raises:
-        TrackingError: Another process held the lock for `timeout` seconds.
-    """
-    path = sqlite_file(uri)
-    if path is None:
-        yield
-        return
-    from filelock import FileLock, Timeout
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(f"{path}.lock")
-    try:
-        lock.acquire(timeout=timeout)
-    except Timeout:
-        raise TrackingError(f"the MLflow store {path} stayed locked by another process for "
-                            f"{timeout:g} s ({path}.lock)") from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def unreachable(uri: str, timeout: float) -> Unreachable | None:
     """Why the tracking server at `uri` does not answer now (None: it does, or `uri` is local)."""
     try:
@@ -173,10 +131,15 @@ def unreachable(uri: str, timeout: float) -> Unreachable | None:
     return None
 
 
-def client(uri: str) -> Any:
-    """An ``MlflowClient`` on `uri` (a new sqlite store's migration chatter kept quiet)."""
+def quiet_migrations() -> None:
+    """Keep a new database store's migration chatter (INFO lines) off the console."""
     for name in ("alembic", "alembic.runtime.migration", "mlflow.store.db.utils"):
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def client(uri: str) -> Any:
+    """An ``MlflowClient`` on `uri` (a new store's migration chatter kept quiet)."""
+    quiet_migrations()
     if is_remote(uri):
         # Its retries are bounded below and end in one error line: no "Retrying ..." lines.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)

@@ -169,7 +169,8 @@ def test_usage_counts_tokens(server: FakeOpenAI) -> None:
     matcher.similarities([("one two three", "four five")])
     usage = matcher.usage()
     assert usage == {"model": "text-embedding-3-small", "requests": 1, "errors": 0,
-                     "input_tokens": 5, "output_tokens": 0, "cached": 0}
+                     "input_tokens": 5, "output_tokens": 0, "cached": 0,
+                     "unknown_figures": 0}
 
 
 def test_vector_codec_roundtrip() -> None:

@@ -41,5 +41,6 @@ def test_offline_cosines_rank_paraphrases_above_unrelated(tmp_path: Path,
     again.bind_cache(tmp_path)
     assert again.similarities([(VPN, TRAINING)]) == [pytest.approx(other, abs=1e-6)]
     assert again.usage() == {"model": "all-MiniLM-L6-v2", "requests": 0, "errors": 0,
-                             "input_tokens": 0, "output_tokens": 0, "cached": 2}
+                             "input_tokens": 0, "output_tokens": 0, "cached": 2,
+                             "unknown_figures": 0}
     assert os.environ["HF_HUB_OFFLINE"] == "1"

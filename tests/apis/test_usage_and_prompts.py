@@ -38,7 +38,8 @@ def test_usage_section_separates_system_and_judge() -> None:
                         cached=7, label="not a number"),
     }, PRICES)
     assert section["model"] == {"requests": 3, "errors": 0, "input_tokens": 1000,
-                                "output_tokens": 200, "cached": 0, "total_tokens": 1200,
+                                "output_tokens": 200, "cached": 0, "unknown_figures": 0,
+                                "total_tokens": 1200,
                                 "cost_usd": pytest.approx((1000 * 0.15 + 200 * 0.6) / 1e6)}
     assert section["matcher"]["cached"] == 7 and "label" not in section["matcher"]
     assert section["total"]["requests"] == 4
@@ -54,11 +55,12 @@ def test_parts_without_usage_are_left_out_and_unpriced_cost_is_null() -> None:
                             PRICES)
     assert "model" not in section
     assert section["matcher"] == {"requests": 2, "errors": 0, "input_tokens": 9,
-                                  "output_tokens": 0, "cached": 0, "total_tokens": 9,
-                                  "cost_usd": None}
+                                  "output_tokens": 0, "cached": 0, "unknown_figures": 0,
+                                  "total_tokens": 9, "cost_usd": None}
     assert section["matcher"]["cost_usd"] is None and section["total"]["cost_usd"] is None
     assert usage_section({}, None) == {"total": {"requests": 0, "errors": 0, "input_tokens": 0,
-                                                 "output_tokens": 0, "cost_usd": 0.0}}
+                                                 "output_tokens": 0, "unknown_figures": 0,
+                                                 "cost_usd": 0.0}}
 
 
 def test_usage_counter() -> None:
@@ -66,7 +68,7 @@ def test_usage_counter() -> None:
     u.add(requests=2, input_tokens=10, output_tokens=3)
     u.add(errors=1, cached=4)
     assert u.to_dict() == {"model": "m", "requests": 2, "errors": 1, "input_tokens": 10,
-                           "output_tokens": 3, "cached": 4}
+                           "output_tokens": 3, "cached": 4, "unknown_figures": 0}
 
 
 def test_fence_neutralises_delimiters_only() -> None:

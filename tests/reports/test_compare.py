@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,20 @@ def test_compare_json_is_plain_json(runs: tuple[Path, Path], tmp_path: Path) -> 
     text = (tmp_path / "c.json").read_text()
     assert "NaN" not in text
     assert json.loads(text)["schema_version"] == 1
+
+
+def test_compare_json_writes_null_for_a_figure_that_is_no_number(runs: tuple[Path, Path],
+                                                                 tmp_path: Path) -> None:
+    """compare.json is strict JSON: a NaN (here put into A's means in memory, since the reader
+    refuses one in a file) is written null, never as a bare NaN."""
+    from runner.jsonio import dumps_strict
+
+    a, b = (load_run(str(p), None, tmp_path) for p in runs)
+    a.metrics["metrics"]["context_f1"] = float("nan")
+    entry = compare_runs(a, b, resamples=100)["metrics"]["context_f1"]
+    assert math.isnan(entry["a"]) and math.isnan(entry["delta"])
+    text = dumps_strict({"metrics": {"context_f1": entry}})
+    data = json.loads(text, parse_constant=lambda literal: pytest.fail(literal))
+    assert (data["metrics"]["context_f1"]["a"], data["metrics"]["context_f1"]["delta"]) == (
+        None, None)
+    assert data["metrics"]["context_f1"]["b"] == entry["b"]

@@ -1,0 +1,201 @@
+"""Rows for ``ragcite-compare`` (issue 23, item 6): it checks the folders it reads as ragcite
+checks a dataset, and its numeric options have bounds. Each row runs ``python -m
+runner.reports.compare`` on result folders written here as a job writes them (docs/results.md);
+a bad one is refused with one ``ragcite: error:`` line naming the file, line and field, or the
+option and what it allows (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.scoring.metrics import METRIC_KEYS
+from tests.bad_inputs.table import Row, check, ids, write_files
+from tests.conftest import run_cli
+
+MODULE = "runner.reports.compare"
+
+
+def _lines(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps({"v": 2, **r}) + "\n" for r in records)
+
+
+def folder(name: str, values: tuple[Any, Any] = (1.0, 0.0), error: str | None = None,
+           **figures: Any) -> dict[str, str]:
+    """Result folder `name`: case c1 scores values[0] on every metric, c2 values[1] (or fails
+    with `error`); `figures` replace keys of its metrics.json."""
+    metrics = {"schema_version": 2, "n_cases": 2, "n_scored": 2, "n_errors": 0,
+               "error_rate": 0.0, "metrics": dict.fromkeys(METRIC_KEYS, 0.5),
+               "files": {"passages": "passages.jsonl", "cases": "cases.jsonl"}, **figures}
+    passages = [{"id": cid, "query": f"q{n}", "references": [{"source": "a", "content": "x y"}],
+                 "expected_sources": ["a"], "response": {"answer": "x", "citations": []}}
+                for n, cid in enumerate(("c1", "c2"), 1)]
+    decisions = [{"id": cid, "labels": {"citations": [], "references": ["source_missed"]},
+                  "metrics": dict.fromkeys(METRIC_KEYS, value), "explanations": {},
+                  "error": error if cid == "c2" else None}
+                 for cid, value in zip(("c1", "c2"), values)]
+    return {f"{name}/metrics.json": json.dumps(metrics), f"{name}/cases.jsonl": _lines(decisions),
+            f"{name}/passages.jsonl": _lines(passages)}
+
+
+GOOD = folder("A")
+
+
+def b_with(*args: Any, **figures: Any) -> dict[str, str]:
+    """The good A and a B made by :func:`folder`."""
+    return {**GOOD, **folder("B", *args, **figures)}
+
+
+def edited(name: str, file: str, old: str, new: str) -> dict[str, str]:
+    """The good A and a good B with `old` replaced by `new` (once) in B's `file`."""
+    files = b_with()
+    text = files[f"{name}/{file}"]
+    assert old in text, old
+    files[f"{name}/{file}"] = text.replace(old, new, 1)
+    return files
+
+
+def no_metrics(*extra: tuple[str, str]) -> dict[str, str]:
+    files = b_with()
+    del files["B/metrics.json"]
+    return {**files, **dict(extra)}
+
+
+def option(name: str, value: str, allowed: str) -> Row:
+    """An option given out of its range: the line names it and what it allows."""
+    return Row(f"{name} {value}", ["A", "B", name, value], 2,
+               f"ragcite: error: argument {name}: must be {allowed}, got {value}", b_with())
+
+
+IDS = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"]
+FIELD = "ragcite: error: B/cases.jsonl, line 1, field 'metrics.context_recall': "
+ROWS = [
+    # Per-case metrics: numbers in [0, 1] or null.
+    Row("a per-case metric above 1", ["A", "B"], 2,
+        FIELD + "Input should be less than or equal to 1 (got 2.5)", b_with((2.5, 0.0))),
+    Row("a per-case metric below 0", ["A", "B"], 2,
+        FIELD + "Input should be greater than or equal to 0 (got -0.25)", b_with((-0.25, 0.0))),
+    Row("a per-case metric as a string", ["A", "B"], 2,
+        FIELD + "Input should be a valid number (got '0.9')", b_with(("0.9", 0.0))),
+    Row("a per-case metric true", ["A", "B"], 2,
+        FIELD + "Input should be a valid number (got True)", b_with((True, 0.0))),
+    Row("a per-case metric NaN", ["A", "B"], 2,
+        FIELD + "Input should be a finite number (got nan)", b_with((float("nan"), 0.0))),
+    Row("a per-case metric Infinity", ["A", "B"], 2,
+        FIELD + "Input should be a finite number (got inf)", b_with((float("inf"), 0.0))),
+    Row("a per-case metric as a list", ["A", "B"], 2,
+        FIELD + "Input should be a valid number (got [1])", b_with(([1], 0.0))),
+    # The other fields of a case that a comparison reads.
+    Row("a case id as a number", ["A", "B"], 2,
+        "ragcite: error: B/cases.jsonl, line 1, field 'id': Input should be a valid string "
+        "(got 1)", edited("B", "cases.jsonl", '"id": "c1"', '"id": 1')),
+    Row("a case error as a number", ["A", "B"], 2,
+        "ragcite: error: B/cases.jsonl, line 1, field 'error': Input should be a valid string "
+        "(got 3)", edited("B", "cases.jsonl", '"error": null', '"error": 3')),
+    Row("a label as a number", ["A", "B"], 2,
+        "ragcite: error: B/cases.jsonl, line 1, field 'labels.references[0]': Input should be "
+        "a valid string (got 7)", edited("B", "cases.jsonl", '"source_missed"', "7")),
+    Row("a query as a number", ["A", "B"], 2,
+        "ragcite: error: B/passages.jsonl, line 2, field 'query': Input should be a valid "
+        "string (got 2)", edited("B", "passages.jsonl", '"q2"', "2")),
+    Row("a reference that is not an object", ["A", "B"], 2,
+        "ragcite: error: B/passages.jsonl, line 1, field 'references[0]': Input should be a "
+        "valid dictionary (got 'x y')",
+        edited("B", "passages.jsonl", '{"source": "a", "content": "x y"}', '"x y"')),
+    Row("a citation without its source", ["A", "B"], 2,
+        "ragcite: error: B/passages.jsonl, line 1, field 'response.citations[0].source': "
+        "required field is missing",
+        edited("B", "passages.jsonl", '"citations": []', '"citations": [{"content": "x"}]')),
+    Row("a passages line without its query", ["A", "B"], 2,
+        "ragcite: error: B/passages.jsonl, line 1, field 'query': required field is missing",
+        edited("B", "passages.jsonl", '"query": "q1", ', "")),
+    Row("a cases line that is not JSON", ["A", "B"], 2,
+        "ragcite: error: B/cases.jsonl, line 1: malformed JSON (Expecting property name "
+        "enclosed in double quotes)", edited("B", "cases.jsonl", '"id": "c1"', "id")),
+    # metrics.json: missing, unreadable, malformed, or a figure out of its range.
+    Row("no metrics.json", ["A", "B"], 2, "ragcite: error: B/metrics.json: file not found",
+        no_metrics()),
+    Row("no metrics.json in a job folder of one threshold", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json: file not found",
+        no_metrics(("B/job.json", '{"schema_version": 2, "results": ["."]}'))),
+    Row("metrics.json is a folder", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json: is a directory; expected a file",
+        no_metrics(("B/metrics.json/x", ""))),
+    Row("metrics.json cut short", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, line 1: malformed JSON (Expecting ',' delimiter at "
+        "column 22)", no_metrics(("B/metrics.json", '{"schema_version": 2 "n'))),
+    Row("metrics.json not UTF-8", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, line 1: invalid UTF-8 (byte 0xff at column 2); save "
+        "the file as UTF-8", {**no_metrics(), "B/metrics.json": b"{\xff}"}),  # type: ignore[dict-item]
+    Row("metrics.json not an object", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json: expected an object, got list",
+        no_metrics(("B/metrics.json", "[2]"))),
+    Row("job.json cut short, without metrics.json", ["A", "B"], 2,
+        "ragcite: error: B/job.json, line 1: malformed JSON (Expecting property name enclosed in "
+        "double quotes at column 2)",
+        no_metrics(("B/job.json", "{"))),
+    Row("a macro mean above 1", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'metrics.context_f1': Input should be less than "
+        "or equal to 1 (got 1.5)",
+        b_with(metrics={**dict.fromkeys(METRIC_KEYS, 0.5), "context_f1": 1.5})),
+    Row("a macro mean as a string", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'metrics.source_f1': Input should be a valid "
+        "number (got '0.9')", b_with(metrics={"source_f1": "0.9"})),
+    Row("a macro mean NaN", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'metrics.source_f1': NaN is not allowed (not a "
+        "finite number); write null or a number", b_with(metrics={"source_f1": float("nan")})),
+    Row("an interval end above 1", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'ci.source_f1[1]': Input should be less than or "
+        "equal to 1 (got 2)", b_with(ci={"source_f1": [0.5, 2]})),
+    Row("a negative case count", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'n_errors': Input should be greater than or "
+        "equal to 0 (got -1)", b_with(n_errors=-1)),
+    Row("a threshold as a string", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'threshold.value': Input should be a valid "
+        "number (got 'high')", b_with(threshold={"value": "high", "level": None})),
+    Row("a section that is not an object", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'run': Input should be a valid dictionary (got "
+        "'x')", b_with(run="x")),
+    # Run ids: a tracking URI that cannot be read is one line, and a store is never made.
+    Row("run ids in a sqlite store that does not exist", [*IDS, "--tracking-uri",
+                                                          "sqlite:///{tmp}/no/mlflow.db"], 2,
+        "ragcite: error: sqlite:///{tmp}/no/mlflow.db: no such MLflow store (the file does not "
+        "exist)"),
+    Row("run ids with a tracking URI that does not parse", [*IDS, "--tracking-uri",
+                                                            "http://[::1"], 2,
+        "ragcite: error: MLflow tracking URI http://[::1: ValueError: Invalid IPv6 URL"),
+    # The options: each number has its range.
+    option("--max-new-errors", "-1", "an integer >= 0"),
+    option("--max-new-errors", "1.5", "an integer >= 0"),
+    option("--max-drop", "-0.1", "a number in [0, 1]"),
+    option("--max-drop", "1.5", "a number in [0, 1]"),
+    option("--max-drop", "nan", "a number in [0, 1]"),
+    option("--max-drop", "inf", "a number in [0, 1]"),
+    option("--resamples", "0", "an integer in [1, 100000]"),
+    option("--resamples", "100001", "an integer in [1, 100000]"),
+    option("--confidence", "1", "a number in (0, 1)"),
+    option("--confidence", "nan", "a number in (0, 1)"),
+    option("--seed", "-1", "an integer >= 0"),
+    option("--top", "-1", "an integer >= 0"),
+    option("--top", "ten", "an integer >= 0"),
+    option("--timeout", "0", "a number in (0, 86400]"),
+    option("--timeout", "inf", "a number in (0, 86400]"),
+    # Good folders pass the checks: the gate decides (exit 1).
+    Row("a case newly failed with --max-new-errors 0", ["A", "B", "--max-new-errors", "0"], 1,
+        "ragcite-compare: gate failed: 1 cases fail in B but not in A (max_new_errors 0)",
+        b_with((1.0, None), error="HTTP 500")),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
+def test_row(row: Row, tmp_path: Path) -> None:
+    write_files(tmp_path, row.files)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in row.args]
+    proc = run_cli(args, tmp_path, env=dict(row.env), module=MODULE, timeout=120)
+    check(row, proc, tmp_path)
+    if row.status == 2:
+        assert not (tmp_path / "outputs").exists()  # stopped before writing anything
+        assert not (tmp_path / "no").exists()  # no store made where none was
