@@ -29,7 +29,7 @@ from omegaconf.errors import (
     ValidationError,
 )
 
-from runner.redact import redact_override
+from runner.redact import mask_uri, redact_override
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
 GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
@@ -76,8 +76,8 @@ def describe(exc: BaseException) -> str | None:
     if isinstance(exc, OverrideParseException):
         if redact_override(exc.override) != exc.override:  # a secret: Hydra's detail quotes it
             return f"{redact_override(exc.override)}: not a valid override; see {GRAMMAR_URL}"
-        return (f"{exc.override}: not a valid override ({_first(exc.message)}); "
-                f"write key=value, see {GRAMMAR_URL}")
+        return mask_uri(f"{exc.override}: not a valid override ({_first(exc.message)}); "
+                        f"write key=value, see {GRAMMAR_URL}")
     if isinstance(exc, MissingConfigException):
         return _missing_option(exc)
     if isinstance(exc, InstantiationException):

@@ -32,7 +32,7 @@ from runner.matching import CachedMatcher
 from runner.naming import system_label, system_name
 from runner.parallel import resolve_workers, score_parallel
 from runner.plugins import build
-from runner.redact import env_secrets, protect, redact, scrub_files, secret_values
+from runner.redact import env_secrets, protect, redact, scrub_files, secret_values, terminal
 from runner.responses import get_responses
 from runner.results import CONFIG_FILE, RunResult
 from runner.scoring.aggregate import Aggregator
@@ -183,7 +183,7 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
     scorer: Matcher = CachedMatcher(matcher, cache, run.stats)
     writer = run.writer = ResultWriter(run.out, thresholds)
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
-    bar = tqdm(desc="cases", unit="case", leave=False,
+    bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
                disable=None if cfg.get("progress", True) else True)
     try:
         for cases, more in _batches(run, dataset.iter_cases(), int(scoring["batch_size"])):

@@ -3,12 +3,16 @@
 A key is secret when its name contains ``api_key``, ``token``, ``secret``, ``password`` or
 ``authorization`` (case-insensitive), or when it sits under a ``headers`` mapping. A header's
 value names environment variables (``RAG_TOKEN``, ``Bearer $RAG_TOKEN``): their values are the
-secrets (a header value naming none is a secret itself). Secret values are replaced by ``***``
-in configs, and :func:`scrub_files` replaces any known secret value (for example a key given on
-the command line, which Hydra writes verbatim into ``.hydra/``) in every text file of a folder.
+secrets (a header value naming none is a secret itself). So are the password, the query and
+the fragment of every URL (``http://user:***@host/v1?***#***``: all of a query, whatever its
+parameters are called), those of ``MLFLOW_TRACKING_URI`` and ``OPENAI_BASE_URL`` too. Secret
+values are replaced by ``***`` in configs, and :func:`scrub_files` replaces any known secret
+value (for example a key given on the command line, which Hydra writes verbatim into
+``.hydra/``) in every text file of a folder.
 
 The process also keeps the secrets it has met (:func:`protect`): :func:`guard_output` makes
-everything printed to stdout and stderr and every log record carry ``***`` in their place, and
+everything printed to stdout and stderr and every log record carry ``***`` in their place (and
+escapes the characters that drive a terminal: :func:`printable`), and
 the adapters scrub what a service echoes as it arrives, before it is scored or cached
 (:func:`known_secrets`). Scrubbing is by text, so a value shorter than :data:`MIN_SECRET` is
 never a secret; binary-like values (cached vectors) are never scrubbed.
@@ -31,19 +35,42 @@ MIN_SECRET = 4
 _SECRET_KEY = re.compile(r"api_key|apikey|token|secret|password|authorization", re.IGNORECASE)
 # Environment variables whose values must never appear in outputs.
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
+URL_ENV_VARS = ("MLFLOW_TRACKING_URI", "OPENAI_BASE_URL")
+"""Environment variables holding a URL, whose secret parts must never appear in outputs."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 """A ``$NAME`` or ``${NAME}`` reference to an environment variable in a header value."""
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
-# The password of a URI's user-info: scheme://user:PASSWORD@host.
+# A URL's secret parts: the password of its user-info (scheme://user:PASSWORD@host), and its
+# query and fragment (...?QUERY#FRAGMENT), which end before a space, a quote, or a sentence's
+# punctuation (``at http://h/?q=1: ...``).
 _URI_PASSWORD = re.compile(r"(?P<pre>\b[A-Za-z][\w+.-]*://[^:/@\s]*:)(?P<pw>[^@\s/]+)@")
+_URL_TAIL = re.compile(r"\b[A-Za-z][\w+.-]*://[^?#\s'\"]*?(?:\?(?P<query>[^#\s'\"]*?))?"
+                       r"(?:#(?P<fragment>[^\s'\"]*?))?(?=[.,:;)]*(?:[\s'\"]|$))")
+_TAIL = ("fragment", "query")  # from the end: replacing one keeps the other's place
 
 
-def mask_uri_passwords(text: str) -> str:
-    """Replace the password of every ``scheme://user:password@host`` in `text` with ``***``."""
-    return _URI_PASSWORD.sub(lambda m: f"{m['pre']}{REDACTED}@", text)
+def _masked(match: re.Match[str]) -> str:
+    text, start = match[0], match.start()
+    for name in _TAIL:
+        if match[name]:
+            low, high = match.span(name)
+            text = f"{text[:low - start]}{REDACTED}{text[high - start:]}"
+    return text
+
+
+def mask_uri(text: str) -> str:
+    """`text` with the password, the query and the fragment of every URL in it replaced by
+    ``***`` (``http://user:***@host/v1?***#***``)."""
+    return _URL_TAIL.sub(_masked, _URI_PASSWORD.sub(lambda m: f"{m['pre']}{REDACTED}@", text))
+
+
+def _url_secrets(text: str) -> set[str]:
+    """The secret parts of every URL in `text` (the query as a whole: never a common word)."""
+    return {m["pw"] for m in _URI_PASSWORD.finditer(text)} | {
+        m[g] for m in _URL_TAIL.finditer(text) for g in _TAIL if m[g]}
 
 
 def is_secret_key(key: str) -> bool:
@@ -63,10 +90,10 @@ def redact(obj: Any, _under_headers: bool = False) -> Any:
                 out[key] = redact(value, _under_headers or str(key).lower() == "headers")
         return out
     if isinstance(obj, list):
-        return [mask_uri_passwords(redact_override(v)) if isinstance(v, str)
+        return [mask_uri(redact_override(v)) if isinstance(v, str)
                 else redact(v, _under_headers) for v in obj]
     if isinstance(obj, str):
-        return mask_uri_passwords(obj)
+        return mask_uri(obj)
     return obj
 
 
@@ -135,25 +162,27 @@ def _override_values(override: str, value: str) -> set[str]:
 def override_secrets(text: str) -> set[str]:
     """The secrets of one command-line argument: the value (each value of a sweep) of a
     ``key=value`` override whose key is secret, the header rule for a key under ``headers``,
-    and any URI password."""
+    and the secret parts of any URL (in each value too)."""
     key, sep, value = text.partition("=")
-    found = secret_values(value if sep else text)
+    values = _override_values(text, value) if sep else set()
+    found = set().union(*map(secret_values, [text, *values]))
     if sep and _is_header_key(key):
-        for spec in _override_values(text, value):
+        for spec in values:
             found |= header_secrets(spec)
     elif sep and is_secret_key(key):
-        for item in _override_values(text, value):
+        for item in values:
             found |= _secret_text(item)
     return found
 
 
 def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
     """Every secret string value found in a plain structure: a list is read as command-line
-    overrides (:func:`override_secrets`), a string for its URI passwords."""
+    overrides (:func:`override_secrets`), a string for its URLs' secret parts
+    (:func:`mask_uri`)."""
     found: set[str] = set()
     if isinstance(obj, str):
-        return {m["pw"] for m in _URI_PASSWORD.finditer(obj) if m["pw"] != REDACTED}
-    if isinstance(obj, dict):
+        found = _url_secrets(obj)
+    elif isinstance(obj, dict):
         for key, value in obj.items():
             if isinstance(value, str) and _under_headers:
                 found |= header_secrets(value)
@@ -171,9 +200,11 @@ def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
 
 
 def env_secrets() -> set[str]:
-    """Values of the secret environment variables that are set."""
+    """Values of the secret environment variables that are set, and the secret parts of the
+    URLs in :data:`URL_ENV_VARS`."""
+    urls = " ".join(os.environ.get(name, "") for name in URL_ENV_VARS)
     return {v for name in SECRET_ENV_VARS
-            if (v := os.environ.get(name)) and len(v) >= MIN_SECRET}
+            if (v := os.environ.get(name)) and len(v) >= MIN_SECRET} | secret_values(urls)
 
 
 def scrub_text(text: str, secrets: Iterable[str]) -> str:
@@ -266,19 +297,35 @@ def known_secrets() -> tuple[str, ...]:
     return _KNOWN
 
 
+# What drives a terminal: C0 controls (ESC, CR, BEL, backspace, ...), DEL, C1 controls, and
+# the bidirectional overrides and isolates that reorder what is shown.
+_CONTROLS = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_TERMINAL = re.compile(f"[{_CONTROLS}]")
+_ONE_LINE = re.compile(f"[\\t\\n{_CONTROLS}]")
+
+
+def printable(text: str, one_line: bool = False) -> str:
+    """`text` with every character that could drive a terminal written as Python escapes it
+    (``\\x1b``, ``\\r``, ``\\u202e``); tabs and line breaks too when `one_line`."""
+    return (_ONE_LINE if one_line else _TERMINAL).sub(lambda m: ascii(m[0])[1:-1], text)
+
+
+def terminal() -> Any:
+    """Standard error without the guard, for progress bars: their text is ragcite's own, and
+    they redraw their line with ``\\r``."""
+    stream = sys.stderr
+    return stream._stream if isinstance(stream, _ScrubbedStream) else stream
+
+
 class _ScrubbedStream:
-    """A text stream writing through to `stream` with every known secret replaced."""
+    """A text stream writing through to `stream` with every known secret replaced and every
+    control character but tab and line break escaped (:func:`printable`)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        secrets = _KNOWN
-        if secrets and any(s in text for s in secrets):
-            text_out = scrub_text(text, secrets)
-        else:
-            text_out = text
-        self._stream.write(text_out)
+        self._stream.write(printable(scrub_text(text, _KNOWN)))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -289,24 +336,34 @@ class _ScrubbedStream:
         return getattr(self._stream, name)
 
 
+def _one_line(value: Any) -> Any:
+    """A log call's argument (a case id, an error, a server's reply) as one printable line."""
+    if not isinstance(value, (str, BaseException)):
+        return value
+    text = str(value)
+    clean = printable(text, one_line=True)
+    return value if clean == text else clean
+
+
 def _scrubbing_factory(make: Any) -> Any:
-    """A log-record factory: `make`'s records, their message and traceback scrubbed (so every
-    handler, the console's and the job's log file alike, writes ``***``)."""
+    """A log-record factory: `make`'s records, their message and traceback scrubbed and made
+    printable (so every handler, the console's and the job's log file alike, writes ``***``
+    and ``\\x1b``); each argument of the message is kept on one line."""
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = make(*args, **kwargs)
-        secrets = _KNOWN
-        if not secrets:
-            return record
+        if isinstance(record.args, tuple):
+            record.args = tuple(map(_one_line, record.args))
         try:
             message = record.getMessage()
         except Exception:  # a malformed call: logging reports it when it formats the record
             return record
-        if any(s in message for s in secrets):
-            record.msg, record.args = scrub_text(message, secrets), None
+        clean = printable(scrub_text(message, _KNOWN))
+        if clean != message:
+            record.msg, record.args = clean, None
         if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
-            record.exc_text = scrub_text(logging.Formatter().formatException(record.exc_info),
-                                         secrets)
+            record.exc_text = printable(scrub_text(
+                logging.Formatter().formatException(record.exc_info), _KNOWN))
         return record
 
     factory.ragcite_scrubs = True  # type: ignore[attr-defined]
@@ -314,11 +371,14 @@ def _scrubbing_factory(make: Any) -> Any:
 
 
 def guard_output(argv: Sequence[str]) -> set[str]:
-    """Keep secrets out of everything this process prints or logs from now on.
+    """Keep secrets and terminal controls out of everything this process prints or logs from
+    now on.
 
     Installs, once, a scrubbing wrapper around ``sys.stdout`` and ``sys.stderr`` (what Hydra
-    prints: a sweep's launch lines, ``--cfg``, ``--info``, errors; tracebacks) and a log-record
-    factory (every handler, including log files); then protects the secrets of `argv`.
+    prints: a sweep's launch lines, ``--cfg``, ``--info``, errors; tracebacks; warnings) and a
+    log-record factory (every handler, including log files); then protects the secrets of
+    `argv`. Both escape the control characters a case id, an error or a server's reply may
+    carry (:func:`printable`), so that no data can retitle, clear or rewrite a terminal.
 
     Args:
         argv: Command-line arguments or overrides (``model.openai_api_key=sk-...``).

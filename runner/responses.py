@@ -15,7 +15,7 @@ from runner.adapters.base import ModelAdapter
 from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
-from runner.redact import known_secrets, scrub_data
+from runner.redact import known_secrets, scrub_data, terminal
 
 log = logging.getLogger("ragcite")
 
@@ -77,7 +77,7 @@ def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: 
                 if k in found:
                     out[i] = Response.model_validate(found[k])
         missing = [i for i, r in enumerate(out) if r is None]
-        bar = tqdm(total=len(missing), desc="model", unit="case", leave=False,
+        bar = tqdm(total=len(missing), desc="model", unit="case", leave=False, file=terminal(),
                    disable=None if progress else True)  # None: on a terminal only
         for start in range(0, len(missing), batch_size):
             idx = missing[start:start + batch_size]

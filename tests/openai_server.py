@@ -74,6 +74,7 @@ class FakeOpenAI:
         self.counts: Counter[str] = Counter()
         self.bodies: list[tuple[str, Any]] = []
         self.headers_seen: list[dict[str, str]] = []
+        self.targets: list[str] = []  # each request's path and query, as sent
         self.times: list[tuple[str, float]] = []  # (path, arrival time.monotonic())
         # Embedding inputs the server rejects with a 400 (as for a text over the token limit).
         self.reject_inputs: set[str] = set()
@@ -123,6 +124,7 @@ class FakeOpenAI:
             self.counts.clear()
             self.bodies.clear()
             self.headers_seen.clear()
+            self.targets.clear()
             self.times.clear()
 
     def start(self) -> FakeOpenAI:
@@ -264,6 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
             owner.counts[path] += 1
             owner.bodies.append((path, body))
             owner.headers_seen.append({k.lower(): v for k, v in self.headers.items()})
+            owner.targets.append(self.path)
             owner.times.append((path, time.monotonic()))
             scripted = owner.queues[path].popleft() if owner.queues[path] else None
             if scripted is None and path == "/v1/embeddings" and isinstance(body, dict):

@@ -12,7 +12,7 @@ from typing import Any
 
 from runner.calibration.figures import FIGURE_KEYS
 from runner.errors import RagciteError
-from runner.redact import env_secrets, scrub_text
+from runner.redact import scrub_text, secret_values
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
 from runner.tracking.flatten import all_secrets, flatten_params
@@ -37,8 +37,7 @@ class CalibrationTracker:
         self.output_root = str(cfg.get("output_root") or "outputs")
         self.uri = store.resolve_tracking_uri(self.settings.get("tracking_uri"),
                                               self.output_root) if self.enabled else ""
-        self.secrets = env_secrets() | all_secrets(cfg) | (
-            store.uri_passwords(self.uri) if self.enabled else set())
+        self.secrets = all_secrets(cfg) | secret_values(self.uri)
         self.client: Any = None
         self.experiment_id = ""
 

@@ -31,6 +31,7 @@ import numpy as np
 from runner.constraints import Range
 from runner.jsonio import dumps_strict
 from runner.naming import model_text
+from runner.redact import guard_output
 from runner.reports.common import (
     EXPLANATION_KEYS,
     METRIC_KEYS,
@@ -338,6 +339,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``ragcite-compare`` console script."""
+    guard_output(sys.argv[1:] if argv is None else argv)  # no data drives the terminal
     args = _parser().parse_args(argv)
     try:
         with tempfile.TemporaryDirectory(prefix="ragcite-compare-",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.redact import mask_uri_passwords as mask_uri
+from runner.redact import mask_uri
 from runner.results import (
     CASES_FILE,
     CONFIG_FILE,
@@ -24,6 +24,7 @@ from runner.results import (
     result_dirs,
 )
 from runner.tracking import mlflow_store as store
+from runner.tracking import sqlite_store
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PASSAGES_TAG = "ragcite.passages_run_id"
@@ -192,7 +193,7 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     if not uri:
         raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
                            "--tracking-uri or MLFLOW_TRACKING_URI")
-    db = store.sqlite_file(uri)
+    db = sqlite_store.sqlite_file(uri)
     if db is not None and not db.is_file():  # read, never made here
         raise CompareError(f"{uri}: no such MLflow store (the file does not exist)")
     try:

@@ -12,9 +12,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from runner.redact import env_secrets, mask_uri_passwords, redact, scrub_text, secret_values
+from runner.redact import env_secrets, redact, scrub_text, secret_values
 from runner.scoring.metrics import METRIC_KEYS
-from runner.tracking.mlflow_store import uri_passwords
 
 # Sections of metrics.json that describe the run rather than measure it: no metric is taken
 # from them (their config values are the run's params; names and levels are tags).
@@ -26,8 +25,8 @@ _BAD_KEY_CHARS = re.compile(r"[^/\w.\- ]")
 
 
 def all_secrets(cfg: Any) -> set[str]:
-    """Every secret value a config carries: secret-named keys, secret env vars, URI passwords."""
-    return (secret_values(cfg) | env_secrets() | uri_passwords(cfg)) - {"***"}
+    """Every secret value a config carries: secret-named keys, secret env vars, URLs' parts."""
+    return secret_values(cfg) | env_secrets()
 
 
 def param_value(value: Any) -> str:
@@ -63,10 +62,7 @@ def flatten_params(cfg: dict[str, Any], secrets: set[str] | None = None) -> dict
             for k, v in node.items():
                 walk(v, [*parts, str(k)])
             return
-        text = param_value(node)
-        if isinstance(node, str) and "://" in node:
-            text = mask_uri_passwords(text)
-        out[key(parts)] = scrub_text(text, secrets)
+        out[key(parts)] = scrub_text(param_value(node), secrets)
 
     walk(redact(cfg), [])
     return out

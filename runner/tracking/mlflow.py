@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import RagciteError
-from runner.redact import env_secrets, redact_override, scrub_text
+from runner.redact import env_secrets, redact_override, scrub_text, secret_values
 from runner.results import (
     CASES_FILE,
     CONFIG_FILE,
@@ -159,7 +159,7 @@ class MlflowTracker:
         self.table_rows = table_rows
         self.ui_url = ui_url
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        self.secrets = env_secrets() | store.uri_passwords(self.uri)
+        self.secrets = env_secrets() | secret_values(self.uri)
         self.client: Any = None
         self.experiment_id: str | None = None
         self.disabled = False

@@ -28,8 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from runner.redact import mask_uri_passwords as mask_uri
-from runner.redact import scrub_files
+from runner.redact import mask_uri, scrub_files
 
 log = logging.getLogger("ragcite")
 
@@ -47,8 +46,6 @@ HOST_TAG, PID_TAG = "ragcite.host", "ragcite.pid"
 """Tags of every run: the host and process that opened it (to find runs left RUNNING)."""
 HEALTH_TIMEOUT = 5.0
 """Seconds the health check of a tracking server may take at the end of a sweep."""
-_URI_USERINFO = re.compile(
-    r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
 
 
 class TrackingError(Exception):
@@ -63,17 +60,6 @@ def one_line(exc: BaseException) -> str:
     """`exc`'s message on one line (at most 300 characters, unless ragcite wrote it)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 or isinstance(exc, TrackingError) else text[:297] + "..."
-
-
-def uri_passwords(obj: Any) -> set[str]:
-    """Passwords written into URIs (``scheme://user:password@host``) anywhere in `obj`."""
-    if isinstance(obj, str):
-        return {m["password"] for m in _URI_USERINFO.finditer(obj) if len(m["password"]) >= 4}
-    values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
-    found: set[str] = set()
-    for value in values:
-        found |= uri_passwords(value)
-    return found
 
 
 def is_remote(uri: str) -> bool:

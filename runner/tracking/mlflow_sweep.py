@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from runner.redact import env_secrets, redact_override, scrub_text
+from runner.redact import env_secrets, redact_override, scrub_text, secret_values
 from runner.tracking import mlflow_store as store
 from runner.tracking.base import make_tracker
 from runner.tracking.flatten import all_secrets, key, param_value
@@ -66,7 +66,7 @@ def _parent_params(config: Any, secrets: set[str]) -> dict[str, str]:
     sweep_params = _select(config, "hydra.sweeper.params") or {}
     for name, value in (sweep_params if isinstance(sweep_params, dict) else {}).items():
         params[key(["sweep", "params", str(name)])] = param_value(value)
-    secrets = secrets | store.uri_passwords(overrides)
+    secrets = secrets | secret_values(overrides)
     return {k: store.mask_uri(scrub_text(v, secrets)) for k, v in params.items()}
 
 
