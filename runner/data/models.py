@@ -6,13 +6,23 @@ holds, a response is what a RAG system under test returns.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Source = Annotated[str, AfterValidator(_not_blank)]
+"""A document id or name (of a reference, a citation, a knowledge-base document): not blank."""
 
 
 class Reference(_Model):
@@ -24,28 +34,21 @@ class Reference(_Model):
             citation of the same source (SPEC 4.1).
     """
 
-    source: str = Field(min_length=1)
+    source: Source
     content: str = ""
-
-    @field_validator("source")
-    @classmethod
-    def _source_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
 
 
 class Citation(_Model):
-    """A passage a response quotes, with the document it comes from."""
+    """A passage a response quotes, with the document it comes from (not blank)."""
 
-    source: str
+    source: Source
     content: str = ""
 
 
 class Document(_Model):
-    """One document of a knowledge base."""
+    """One document of a knowledge base (its source not blank)."""
 
-    source: str = Field(min_length=1)
+    source: Source
     text: str
 
 
