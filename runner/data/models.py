@@ -22,7 +22,8 @@ def _not_blank(value: str) -> str:
 
 
 Source = Annotated[str, AfterValidator(_not_blank)]
-"""A document id or name (of a reference, a citation, a knowledge-base document): not blank."""
+"""A document id or name (of a reference, a citation, a knowledge-base document, an expected
+source): not blank."""
 
 
 class Reference(_Model):
@@ -86,7 +87,7 @@ class Case(_Model):
     id: str = Field(min_length=1)
     query: str
     references: list[Reference] = Field(default_factory=list)
-    expected_sources: list[str] = Field(default_factory=list)
+    expected_sources: list[Source] = Field(default_factory=list)
     response: Response | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

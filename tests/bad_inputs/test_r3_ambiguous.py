@@ -2,8 +2,8 @@
 refused with its place, never resolved silently. A key given twice in one JSON or YAML object
 (the reader kept the last), a CSV header naming a column twice, a CSV row with fewer or more
 values than the header, an unclosed or stray CSV quote, case ids that differ only by
-surrounding whitespace or Unicode normalisation, a blank citation or document source, a NaN
-price, and one annotator labelling the same pair both ways."""
+surrounding whitespace or Unicode normalisation, a blank citation, document or expected
+source, a NaN price, and one annotator labelling the same pair both ways."""
 
 from __future__ import annotations
 
@@ -114,6 +114,10 @@ ROWS = [
     Row("an empty citation source in a responses file", RESPONSES, 2,
         err(f"r.jsonl, line 1, field 'response.citations[0].source': {BLANK} (got '')"),
         {"c.jsonl": JSONL, "r.jsonl": ANSWERS.replace('"source": "a"', '"source": ""')}),
+    Row("an empty expected source", [*FILE, "dataset.path=c.jsonl"], 2,
+        err(f"c.jsonl, line 1, field 'expected_sources[1]': {BLANK} (got '')"),
+        {"c.jsonl": JSONL.replace('"query": "q1"', '"query": "q1", "expected_sources": '
+                                  '["a", ""]')}),
     Row("a blank document source in a knowledge base",
         [*KB, "dataset.knowledge_base.path=kb.jsonl"], 2,
         err(f"kb.jsonl, line 2, field 'source': {BLANK} (got '\\t')"),

@@ -24,6 +24,13 @@ def test_no_source_may_be_blank(model: type, source: str) -> None:
         (("source",), "Value error, must not be blank")]
 
 
+def test_no_expected_source_may_be_blank() -> None:
+    with pytest.raises(ValidationError) as exc:
+        Case(id="1", query="q", expected_sources=["a", " "])
+    assert [(e["loc"], e["msg"]) for e in exc.value.errors()] == [
+        (("expected_sources", 1), "Value error, must not be blank")]
+
+
 def test_citation_allows_empty_content() -> None:
     cit = Citation(source="a", content="")
     assert (cit.source, cit.content) == ("a", "")
