@@ -13,7 +13,6 @@ from runner.data.models import Case, Response
 from runner.inputs import (
     CaseLike,
     ResponseLike,
-    as_case,
     as_responses,
     iter_as_cases,
     no_response_error,
@@ -176,8 +175,8 @@ def _score_inputs(cases: Iterable[CaseLike],
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
                   empty: Aggregator, batch_size: int) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them."""
-    valid: Iterable[Case] = ([as_case(c, i) for i, c in enumerate(cases)]
-                             if isinstance(cases, Sequence) else iter_as_cases(cases))
+    valid: Iterable[Case] = (list(iter_as_cases(cases)) if isinstance(cases, Sequence)
+                             else iter_as_cases(cases))
     table = as_responses(responses) if responses is not None else None
     tally = _Tally()
     results = _aggregate(tally.count(valid, table), table, matcher, options, decided, empty,

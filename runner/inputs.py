@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.data.loading import validation_to_data_error
+from runner.data.loading import CaseIds, validation_to_data_error
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
 
@@ -52,9 +52,18 @@ def as_case(item: Any, index: int) -> Case:
 
 
 def iter_as_cases(items: Iterable[Any]) -> Iterator[Case]:
-    """Each item as a :class:`Case` (:func:`as_case`), lazily, so a stream stays a stream."""
+    """Each item as a :class:`Case` (:func:`as_case`), lazily, so a stream stays a stream.
+
+    Raises:
+        RagciteError: Also for an id met before (:class:`~runner.data.loading.CaseIds`).
+    """
+    ids = CaseIds()
     for index, item in enumerate(items):
-        yield as_case(item, index)
+        case = as_case(item, index)
+        problem = ids.problem(case.id, f"cases[{index}]")
+        if problem:
+            raise RagciteError(f"cases[{index}].id: {problem}")
+        yield case
 
 
 def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Response]:
@@ -66,7 +75,8 @@ def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Resp
 
     Raises:
         RagciteError: A value that is neither a response nor a valid response dict, a record
-            without ``id``, or an ``id`` that differs from its key.
+            without ``id``, an ``id`` that differs from its key, or a case id given twice
+            (:class:`~runner.data.loading.CaseIds`).
     """
     if isinstance(responses, Mapping):
         items = [(key, f"responses[{key!r}]", value) for key, value in responses.items()]
@@ -80,7 +90,11 @@ def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Resp
                                    "{case id: response}")
             items.append((record["id"], where, record))
     out: dict[str, Response] = {}
+    ids = CaseIds()
     for key, where, value in items:
+        problem = ids.problem(str(key), where)
+        if problem:
+            raise RagciteError(f"{where}: {problem}")
         out[str(key)] = _response(value, key, where)
     return out
 

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from runner.constraints import OneOf, Range, allows
+from runner.constraints import CHECK, OneOf, Range, allows
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
@@ -265,8 +265,8 @@ class HtmlReportConf(ReportConf):
 class PriceConf:
     """The price of one model in USD per 1M tokens (for the cost estimate in metrics.json)."""
 
-    input: float = 0.0
-    output: float = 0.0
+    input: float = field(default=0.0, metadata=allows(Range(low=0)))
+    output: float = field(default=0.0, metadata=allows(Range(low=0)))
 
 
 @dataclass
@@ -292,15 +292,17 @@ class RagciteConf:
 
     @classmethod
     def config_problem(cls, node: Any) -> str | None:
-        """Each price names only PriceConf's keys (``input``, ``output``), each >= 0."""
-        allowed = [f.name for f in dataclasses.fields(PriceConf)]
+        """Each price names only PriceConf's keys (``input``, ``output``), each in its range
+        (a number >= 0: NaN is none)."""
+        allowed = {f.name: f.metadata[CHECK] for f in dataclasses.fields(PriceConf)}
         for model, price in (node.get("prices") or {}).items():
             for key, value in price.items():
                 if key not in allowed:
                     return (f"prices.{model}.{key}: no such key; a price takes: "
                             f"{', '.join(allowed)}")
-                if value < 0:
-                    return f"prices.{model}.{key}: must be >= 0, got {value:g}"
+                problem = allowed[key].problem(value)
+                if problem:
+                    return f"prices.{model}.{key}: {problem}"
         return None
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import jinja2
 import jmespath
 from jmespath.exceptions import JMESPathError
+from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
 from runner.apiclient import (
@@ -222,8 +223,12 @@ class HttpModel(BaseAdapter):
                 return Response(error=f"citation {i} from {self.citations!r} needs a string "
                                       f"'source': {json.dumps(item)[:120]}")
             content = item.get("content")
-            citations.append(Citation(source=item["source"],
-                                      content="" if content is None else str(content)))
+            try:
+                citations.append(Citation(source=item["source"],
+                                          content="" if content is None else str(content)))
+            except ValidationError:  # a blank source
+                return Response(error=f"citation {i} from {self.citations!r} has a blank "
+                                      f"'source': {json.dumps(item)[:120]}")
         answer = jmespath.search(self.answer, reply) if self.answer else None
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)

@@ -35,7 +35,7 @@ from runner.apiclient import (
     require_retry_after,
     send_all,
 )
-from runner.data.models import Case, Citation, Response
+from runner.data.models import Case, Citation, Response, Source
 from runner.prompts import Prompt, load_prompt
 from runner.redact import known_secrets, scrub_data
 from runner.usage import Usage, token_count
@@ -64,7 +64,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 
 class _Quote(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    source: str
+    source: Source
     quote: str = ""
 
 

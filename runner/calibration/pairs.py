@@ -6,7 +6,8 @@ One pair a record: ``{"reference": str, "citation": str, "label": true | false}`
 read like a dataset: JSON Lines, JSON, YAML or CSV (:mod:`runner.data.readers`), other shapes
 through a JMESPath mapping per key, and every problem is one located line
 (``labels.jsonl, line 3, field 'label': must be true or false, got "yes"``). A pair labelled by
-several annotators is one record per annotator; every record is kept.
+several annotators is one record per annotator; every record is kept, but one annotator may not
+label the same pair both ways.
 """
 
 from __future__ import annotations
@@ -149,6 +150,15 @@ def load_pairs(path: str | Path, mapping: Mapping[str, str | None] | None = None
              for where, raw in iter_records(real, fmt)]
     if not pairs:
         raise DataError(shown, None, None, "no labelled pair in the file")
+    first: dict[tuple[Any, ...], LabelledPair] = {}
+    for pair in pairs:
+        if pair.annotator is not None:
+            seen = first.setdefault((pair.annotator, *pair.item), pair)
+            if seen.label != pair.label:
+                raise DataError(shown, pair.where, "label",
+                                f"{pair.annotator!r} labelled this pair "
+                                f"{str(seen.label).lower()} at {seen.where} and "
+                                f"{str(pair.label).lower()} here; keep the one meant")
     return pairs
 
 

@@ -13,7 +13,9 @@ is refused at load with its file, line or record and field, before any model cal
 * a lone surrogate escape (``"\\ud800"`` in JSON or YAML), which is no text: it cannot be encoded
   to send to a model or to write a results file;
 * ``NaN``, ``Infinity`` and ``-Infinity`` literals in JSON (Python's reader accepts them, JSON
-  does not) and ``.nan``/``.inf`` in YAML: not numbers.
+  does not) and ``.nan``/``.inf`` in YAML: not numbers;
+* a key given twice in one JSON object (Python's reader keeps the last value; which one was
+  meant?). YAML readers refuse one when the file is parsed (:mod:`runner.data.readers`).
 
 The walk visits each distinct container once (a shared one is counted, not walked again), so it
 takes time and memory in proportion to the file, never to what its aliases expand to.
@@ -42,6 +44,22 @@ HINT_TEXTS = ("\\ud", "\\uD", "NaN", "Infinity")
 _TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
 
 
+REPEATED = "the key is given twice in one object; keep one"
+"""The problem of a JSON object that repeats a key."""
+
+
+class Repeated(dict[str, Any]):
+    """What the JSON reader makes of an object that gives a key twice: refused by the check.
+
+    Attributes:
+        key: The first key given twice.
+    """
+
+    def __init__(self, obj: dict[str, Any], key: str) -> None:
+        super().__init__(obj)
+        self.key = key
+
+
 class NonFinite:
     """What the JSON reader makes of a ``NaN``/``Infinity`` literal: refused by the check."""
 
@@ -66,14 +84,22 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         json.JSONDecodeError: The text is not JSON (the caller locates it).
         DataError: The value breaks a bound.
     """
-    constants: list[str] = []
+    refused: list[str] = []  # NaN/Infinity literals and keys given twice in one object
 
     def constant(literal: str) -> NonFinite:
-        constants.append(literal)
+        refused.append(literal)
         return NonFinite(literal)
 
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if len(obj) == len(items):
+            return obj
+        keys = [k for k, _ in items]
+        refused.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
+        return Repeated(obj, refused[-1])
+
     try:
-        value = json.loads(text, parse_constant=constant)
+        value = json.loads(text, parse_constant=constant, object_pairs_hook=pairs)
     except RecursionError:
         raise DataError(path, where or deep_line(text), field, deep_problem()) from None
     except json.JSONDecodeError:
@@ -81,7 +107,7 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
     except ValueError:  # an integer of more digits than Python converts
         raise DataError(path, where, field, f"an integer of more than "
                         f"{sys.get_int_max_str_digits()} digits; write it as a string") from None
-    if check and (constants or may_break_bounds(text)):
+    if check and (refused or may_break_bounds(text)):
         check_value(value, path, where, field)
     return value
 
@@ -158,6 +184,8 @@ class _Walk:
                                    "a number")
         if not isinstance(value, (dict, list)):
             return 1
+        if isinstance(value, Repeated):
+            raise self.fail(f"{field}.{value.key}" if field else value.key, REPEATED)
         key = id(value)
         if key in self.seen:  # a YAML alias: counted again, not walked again
             total, height = self.seen[key]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,6 +26,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Source = Annotated[str, AfterValidator(_not_blank)]
+"""A document id or name (of a reference, a citation, a knowledge-base document, an expected
+source): not blank."""
+
+
 class Reference(_Model):
     """A ground-truth evidence passage.
 
@@ -34,28 +46,21 @@ class Reference(_Model):
             citation of the same source (SPEC 4.1).
     """
 
-    source: str = Field(min_length=1)
+    source: Source
     content: str = ""
-
-    @field_validator("source")
-    @classmethod
-    def _source_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
 
 
 class Citation(_Model):
-    """A passage a response quotes, with the document it comes from."""
+    """A passage a response quotes, with the document it comes from (not blank)."""
 
-    source: str
+    source: Source
     content: str = ""
 
 
 class Document(_Model):
-    """One document of a knowledge base."""
+    """One document of a knowledge base (its source not blank)."""
 
-    source: str = Field(min_length=1)
+    source: Source
     text: str
 
 
@@ -93,7 +98,7 @@ class Case(_Model):
     id: str = Field(min_length=1)
     query: str
     references: list[Reference] = Field(default_factory=list)
-    expected_sources: list[str] = Field(default_factory=list)
+    expected_sources: list[Source] = Field(default_factory=list)
     response: Response | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -16,7 +16,16 @@ from typing import Any
 import yaml
 
 from runner.data.errors import DataError
-from runner.data.limits import HINT_TEXTS, HINTS, check_value, deep_line, deep_problem, parse_json
+from runner.data.limits import (
+    HINT_TEXTS,
+    HINTS,
+    REPEATED,
+    Repeated,
+    check_value,
+    deep_line,
+    deep_problem,
+    parse_json,
+)
 from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
@@ -151,13 +160,46 @@ def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator
         yield f"record {index}", record
 
 
+class _RepeatedKey(yaml.YAMLError):
+    """A mapping that gives a key twice (YAML requires the keys of a mapping to be unique)."""
+
+    def __init__(self, problem: str, mark: yaml.Mark) -> None:
+        super().__init__(problem)
+        self.problem_mark = mark
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing a key given twice in one mapping (a key merged in with ``<<``
+    may still be overridden, as YAML means it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """The mapping of `node`, each of its keys written once."""
+        first: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                earlier = first.setdefault(key, key_node)
+            except TypeError:  # an unhashable key: the safe loader says so
+                continue
+            if earlier is not key_node:
+                raise _RepeatedKey(f"key {key!r} is given twice in one mapping, first on line "
+                                   f"{earlier.start_mark.line + 1}; keep one",
+                                   key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def parse_document(path: Path, fmt: str) -> Any:
     """A whole JSON or YAML file as data (its records are checked as they are yielded)."""
     text = read_text(path)
     try:
         if fmt == "json":
-            return parse_json(text, str(path), None, check=False)
-        return yaml.safe_load(text)
+            data = parse_json(text, str(path), None, check=False)
+            if isinstance(data, Repeated):  # in the top level; the records are checked later
+                raise DataError(str(path), None, data.key, REPEATED)
+            return data
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader
     except json.JSONDecodeError as exc:
         raise DataError(str(path), f"line {exc.lineno}", None,
                         f"malformed JSON ({exc.msg} at column {exc.colno})") from None
@@ -170,26 +212,55 @@ def parse_document(path: Path, fmt: str) -> Any:
 
 
 def _iter_csv(path: Path) -> Iterator[Record]:
+    """The rows of a CSV file as records keyed by the header, each row exactly one value per
+    column; strict quoting (a quote that is never closed, or text after a closing one, is
+    refused, not read as a literal)."""
     with open_text(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        for row in reader:
-            # reader.line_num is the physical line of the end of this row (header is line 1).
-            where = f"line {reader.line_num}"
-            record: dict[str, Any] = {}
-            for key, value in row.items():
-                if key is None:
-                    raise DataError(str(path), where, None,
-                                    "more values than header columns")
-                if key in _CSV_JSON_COLUMNS:
-                    if value is None or value.strip() == "":
-                        continue
-                    try:
-                        record[key] = parse_json(value, str(path), where, key)
-                    except json.JSONDecodeError as exc:
-                        raise DataError(str(path), where, key,
-                                        f"expected a JSON-encoded value ({exc.msg})") from None
-                elif key in _CSV_OPTIONAL_COLUMNS and (value is None or value.strip() == ""):
+        rows = csv.reader(fh, strict=True)
+        header: list[str] | None = None
+        start = 1  # the first physical line of the row being read
+        try:
+            for row in rows:
+                # rows.line_num is the physical line of the end of this row (header: line 1).
+                where, start = f"line {rows.line_num}", rows.line_num + 1
+                if not row:
                     continue
+                if header is None:
+                    header = _csv_header(path, where, row)
+                elif len(row) != len(header):
+                    raise DataError(str(path), where, None,
+                                    f"{len(row)} values for the header's {len(header)} "
+                                    "columns; give each column one value (it may be empty)")
                 else:
-                    record[key] = value
-            yield where, record
+                    yield where, _csv_record(path, where, dict(zip(header, row)))
+        except csv.Error as exc:
+            problem = ("a quoted value that is never closed (it runs to the end of the file)"
+                       if str(exc) == "unexpected end of data" else f"malformed CSV ({exc})")
+            raise DataError(str(path), f"line {start}", None,
+                            f"{problem}; a quote inside a quoted value is written \"\"") from None
+
+
+def _csv_header(path: Path, where: str, header: list[str]) -> list[str]:
+    """The header row, refused when it names a column twice."""
+    for index, name in enumerate(header):
+        if name in header[:index]:
+            raise DataError(str(path), where, name,
+                            "the header names this column twice; name each column once")
+    return header
+
+
+def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:
+    """One CSV row as a record: JSON columns parsed, empty optional ones left out."""
+    record: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in _CSV_JSON_COLUMNS:
+            if value.strip() == "":
+                continue
+            try:
+                record[key] = parse_json(value, str(path), where, key)
+            except json.JSONDecodeError as exc:
+                raise DataError(str(path), where, key,
+                                f"expected a JSON-encoded value ({exc.msg})") from None
+        elif not (key in _CSV_OPTIONAL_COLUMNS and value.strip() == ""):
+            record[key] = value
+    return record

@@ -434,7 +434,8 @@ def test_csv_bad_json_cell_and_extra_values(tmp_path: Path) -> None:
     extra = write(tmp_path / "extra.csv", "id,query\na,q,surplus\n")
     with pytest.raises(DataError) as exc:
         load_cases(extra)
-    assert message(exc) == f"{extra}, line 2: more values than header columns"
+    assert message(exc) == (f"{extra}, line 2: 3 values for the header's 2 columns; give each "
+                            "column one value (it may be empty)")
 
 
 def test_data_error_is_a_value_error_and_exported() -> None:

@@ -13,15 +13,27 @@ def test_reference_content_defaults_to_empty() -> None:
     assert Reference(source="a.pdf").content == ""
 
 
+@pytest.mark.parametrize("model", [Reference, Citation, Document])
 @pytest.mark.parametrize("source", ["", "   ", "\t\n"])
-def test_reference_source_must_not_be_blank(source: str) -> None:
-    with pytest.raises(ValidationError):
-        Reference(source=source, content="x")
+def test_no_source_may_be_blank(model: type, source: str) -> None:
+    # One rule for every source: a reference's, a citation's and a document's.
+    text = {"text": "x"} if model is Document else {"content": "x"}
+    with pytest.raises(ValidationError) as exc:
+        model(source=source, **text)
+    assert [(e["loc"], e["msg"]) for e in exc.value.errors()] == [
+        (("source",), "Value error, must not be blank")]
 
 
-def test_citation_allows_empty_content_and_source() -> None:
-    cit = Citation(source="", content="")
-    assert (cit.source, cit.content) == ("", "")
+def test_no_expected_source_may_be_blank() -> None:
+    with pytest.raises(ValidationError) as exc:
+        Case(id="1", query="q", expected_sources=["a", " "])
+    assert [(e["loc"], e["msg"]) for e in exc.value.errors()] == [
+        (("expected_sources", 1), "Value error, must not be blank")]
+
+
+def test_citation_allows_empty_content() -> None:
+    cit = Citation(source="a", content="")
+    assert (cit.source, cit.content) == ("a", "")
 
 
 def test_models_are_frozen_and_forbid_extra_fields() -> None:
