@@ -304,7 +304,8 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                       timeout=BROWSER_BOUND_MS)
         _SHARED_BROWSER.append(instance)
         try:
             yield instance
