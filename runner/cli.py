@@ -219,7 +219,12 @@ def _register_sweeper() -> None:
 
 
 def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    """SIGTERM as Ctrl-C, through SIGINT's own handler: a running event loop's handler cancels
+    its task (an interrupt raised inside a task would leave it holding the exception, printed
+    as a traceback at exit); KeyboardInterrupt where SIGINT is ignored (a background job)."""
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        raise KeyboardInterrupt
+    signal.raise_signal(signal.SIGINT)
 
 
 def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = None) -> None:

@@ -11,12 +11,12 @@ import dataclasses
 import sys
 from typing import Any
 
-from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from runner.config_errors import unknown_key
 from runner.constraints import CHECK
 from runner.errors import RagciteError
+from runner.plugins import locate
 from runner.schema import conf_for
 
 
@@ -42,10 +42,10 @@ def schema_of(node: DictConfig) -> type | None:
     target = node.get("_target_") if "_target_" in node else None
     if isinstance(target, str):
         try:
-            cls = get_class(target)
+            cls = locate(target)
         except Exception:  # not importable: building it reports the reason, with the key
             return None
-        if dataclasses.is_dataclass(cls):
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls):
             return conf_for(cls)
     return None
 

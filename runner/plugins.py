@@ -5,11 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hydra._internal.utils import _locate
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from runner.config_errors import instantiation_reason
 from runner.errors import RagciteError
+
+
+def locate(path: str) -> Any:
+    """The object a dotted path names, found as ``_target_`` is (hydra.utils' get_class and
+    get_object would also log every failure, and get_class every function, on stderr).
+
+    Raises:
+        ImportError: Nothing importable has that name.
+        ValueError: A relative path.
+    """
+    return _locate(path)
 
 
 def build(section: Mapping[str, Any], key: str, target_key: str | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,12 @@ from runner.schema import register_configs
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
+
+# A suite started in the background (`pytest &` in a script, nohup) inherits SIGINT ignored, and
+# so would every command it starts: their Ctrl-C tests would then test nothing. The commands
+# start with SIGINT's default, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def options(group: str) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,9 @@ from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 
 FIXTURES = Path(__file__).parent / "fixtures"
+WAIT_BOUND = 180.0
+"""Seconds a test waits for a state (a file, a request, a line) before it fails: generous, as
+the suite must pass on a loaded 2-core machine; a state that comes returns at once."""
 SEED_FILE = FIXTURES / "seed_examples.jsonl"
 
 # The seed's passages (seed/rag-citation-quality.txt, "Examples").
@@ -99,3 +104,17 @@ def true_in_forked_child(check: Callable[[], bool]) -> bool:
         return os.read(read, 1) == b"1"
     finally:
         os.close(read)
+
+
+def wait_until(check: Callable[[], object], what: str, proc: subprocess.Popen[str] | None = None,
+               bound: float = WAIT_BOUND) -> None:
+    """Return as soon as `check()` is true; fail saying `what` did not happen after `bound`
+    seconds, or at once when `proc` (the process that should bring it) has ended."""
+    deadline = time.monotonic() + bound
+    while not check():
+        if proc is not None and proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(f"{what}: the process ended ({proc.returncode}) before; "
+                                 f"its stderr ends: {(err or '')[-3000:]}")
+        assert time.monotonic() < deadline, f"{what}: not after {bound:g} s"
+        time.sleep(0.05)  # poll the state; the bound above is what limits the wait

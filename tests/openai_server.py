@@ -16,8 +16,12 @@ from the request, unless a test queued a scripted reply for that path::
         server.counts["/v1/chat/completions"]   # requests received (retries included)
         server.bodies                           # (path, parsed JSON body) of each request
 
-``latency`` adds a delay to every request (benchmarks). The handler sets
-``disable_nagle_algorithm`` (without it each call takes ~44 ms on loopback).
+``latency`` adds a delay to every request (benchmarks); a delay ends early when the server
+stops, so ``Scripted(delay=HELD)`` is a reply that never comes while a test runs. ``gather = n``
+answers requests in groups of n (counted since ``reset_counts``), each once its whole group is in
+flight (``max_in_flight`` is the most seen at once): proof of concurrency that does not depend
+on timing. The handler sets ``disable_nagle_algorithm``
+(without it each call takes ~44 ms on loopback).
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ _REF = re.compile(r"<reference_passage>\n(.*?)\n</reference_passage>", re.S)
 _CIT = re.compile(r"<cited_passage>\n(.*?)\n</cited_passage>", re.S)
 _QUESTION = re.compile(r"<question>\n(.*?)\n</question>", re.S)
 _PASSAGE = re.compile(r"<passage number=\"\d+\">\nsource: (.*?)\n(.*?)\n</passage>", re.S)
+HELD = 600.0
+"""A delay no test waits out: the reply of a server that hangs (it ends when the server stops)."""
+SHORT_TIMEOUT = 2.0
+"""A client timeout that a HELD reply outlasts and a prompt one meets, even on a loaded machine
+(a reply on loopback takes milliseconds)."""
+GATHER_BOUND = 60.0
+"""Seconds a request waits for the others of its `gather` before it is answered anyway."""
 
 
 @dataclass
@@ -93,7 +104,10 @@ class FakeOpenAI:
         self.answer: Callable[[dict[str, Any]], Any] = self._default_answer
         # The `/rag` endpoint: request body → reply.
         self.rag: Callable[[dict[str, Any]], Any] = self._default_rag
-        self._lock = threading.Lock()
+        self.gather = 0
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Condition()
+        self._stopped = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -126,6 +140,7 @@ class FakeOpenAI:
             self.headers_seen.clear()
             self.targets.clear()
             self.times.clear()
+            self.max_in_flight = self.in_flight
 
     def start(self) -> FakeOpenAI:
         owner = self
@@ -133,6 +148,7 @@ class FakeOpenAI:
         class Handler(_Handler):
             server_owner = owner
 
+        self._stopped.clear()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -141,6 +157,7 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        self._stopped.set()  # held replies end now
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -274,9 +291,15 @@ class _Handler(BaseHTTPRequestHandler):
                 scripted = next((owner.input_faults[t] for t in (
                     [inputs] if isinstance(inputs, str) else inputs or [])
                     if t in owner.input_faults), None)
-        delay = owner.latency + (scripted.delay if scripted else 0.0)
-        if delay:
-            time.sleep(delay)
+            owner.in_flight += 1
+            owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+            owner._lock.notify_all()
+            if owner.gather:  # the n requests of a group, since reset_counts, are all in flight
+                group_end = (len(owner.bodies) - 1) // owner.gather * owner.gather + owner.gather
+                owner._lock.wait_for(lambda: len(owner.bodies) >= group_end, GATHER_BOUND)
+        owner._stopped.wait(owner.latency + (scripted.delay if scripted else 0.0))
+        with owner._lock:  # before the reply: the client may send its next request at once
+            owner.in_flight -= 1
         if body is None:
             status, payload, headers = 400, {"error": {"message": "invalid JSON body"}}, {}
         elif scripted is not None and (scripted.status != 200 or scripted.body is not None):

@@ -6,6 +6,7 @@ import multiprocessing
 from pathlib import Path
 
 from runner.cache import DiskCache
+from tests.helpers import WAIT_BOUND
 
 
 def _open_and_write(directory: str, n: int, barrier: object, errors: object) -> None:
@@ -31,7 +32,7 @@ def test_many_processes_open_a_new_cache_at_once(tmp_path: Path) -> None:
         for p in procs:
             p.start()
         for p in procs:
-            p.join(60)
+            p.join(WAIT_BOUND)
         found = []
         while not errors.empty():
             found.append(errors.get())

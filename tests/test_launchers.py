@@ -21,7 +21,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.data.test_demo_dataset import EXPECTED
+from tests.helpers import wait_until
 
 EXTRA = "pip install -e '.[dev,cluster]'"
 ENV = {
@@ -165,11 +165,8 @@ def ray_cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while "Ray runtime started" not in (home / "ray-start.log").read_text("utf-8"):
-            assert proc.poll() is None, (home / "ray-start.log").read_text("utf-8")[-3000:]
-            assert time.monotonic() < deadline, "ray start did not come up in 120 s"
-            time.sleep(0.5)
+        wait_until(lambda: "Ray runtime started" in (home / "ray-start.log").read_text("utf-8"),
+                   f"ray start up (see {home / 'ray-start.log'})", proc)
         yield f"127.0.0.1:{port}", home
     finally:
         if proc.poll() is None:

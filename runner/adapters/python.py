@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hydra.utils import get_object
 from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
 from runner.data.models import Case, Response
+from runner.plugins import locate
 
 
 @dataclass
@@ -34,7 +34,7 @@ class PythonModel(BaseAdapter):
         fn = getattr(self, "_fn", None)
         if fn is None:
             try:
-                obj = get_object(self.function)
+                obj = locate(self.function)
             except Exception as exc:
                 raise ValueError(f"model.function: cannot import {self.function!r}: {exc}") \
                     from None

@@ -70,6 +70,8 @@ def _summary(data: dict[str, Any], out: Path) -> None:
                  f("best_balanced_accuracy"))
         if m.get("ready"):
             log.info("use it: %s", m["ready"]["command"])
+        else:
+            log.warning("no threshold recommended: %s", m["withheld"])
     log.info("results: %s", out / HTML_FILE)
 
 

@@ -21,6 +21,9 @@ from runner.calibration.roc import auc
 FIGURE_KEYS = ("auc", *RATE_KEYS, "best_threshold", "best_balanced_accuracy")
 """The figures of a matcher that carry a bootstrap interval."""
 COUNT_KEYS = ("tp", "fp", "tn", "fn", "n_pos", "n_neg")
+MIN_PER_LABEL = 10
+"""The true and the false pairs a recommended threshold needs, at least, of each: with fewer,
+one pair moves its label's rate by more than 0.1 and the balanced accuracy by more than 0.05."""
 
 
 def label_counts(similarities: np.ndarray,
@@ -51,6 +54,26 @@ def _figures(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, threshold: fl
     return out
 
 
+def withheld(counts: dict[str, int], auc: float | None, auc_interval: list[float] | None,
+             confidence: float) -> str | None:
+    """Why the labels cannot support recommending a threshold, or None when they can: fewer
+    than :data:`MIN_PER_LABEL` true or false pairs, an AUC not above 0.5 (the matcher ranks
+    true pairs no higher than false ones), or an AUC interval that includes 0.5 (the labels
+    cannot tell the matcher from chance; only when intervals were computed)."""
+    n_pos, n_neg = counts["n_pos"], counts["n_neg"]
+    if min(n_pos, n_neg) < MIN_PER_LABEL or auc is None:
+        return (f"too few labels: {n_pos} true and {n_neg} false pairs; a recommendation "
+                f"needs at least {MIN_PER_LABEL} of each")
+    if auc <= 0.5:
+        return (f"the matcher ranks true pairs no higher than false ones: AUC {auc:.3f} is not "
+                f"above 0.5 (chance)")
+    if auc_interval is not None and auc_interval[0] <= 0.5:
+        return (f"the AUC's {confidence:.0%} interval [{auc_interval[0]:.3f}, "
+                f"{auc_interval[1]:.3f}] includes 0.5: these labels cannot tell the matcher "
+                f"from chance")
+    return None
+
+
 def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
               bounds: tuple[float, float] = (0.0, 1.0), resamples: int = 1000,
               confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
@@ -67,8 +90,9 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
         seed: Seeds the resampling.
 
     Returns:
-        The figures, their ``intervals``, the ``counts`` behind them and ``paste``, the best
-        threshold as the shortest decimal that decides the pairs the same way.
+        The figures, their ``intervals``, the ``counts`` behind them, ``paste``, the best
+        threshold as the shortest decimal that decides the pairs the same way, and
+        ``withheld``, why the labels cannot support recommending it (:func:`withheld`).
     """
     sims = np.asarray(similarities, dtype=np.float64)
     labels = np.asarray(labels, dtype=bool)
@@ -88,6 +112,7 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
         "best_interval": None if math.isnan(best) else [lo, hi],
         "paste": None if math.isnan(best) else paste_value(best, lo, hi),
         "intervals": ci, "counts": counts,
+        "withheld": withheld(counts, _number(point["auc"]), ci["auc"], confidence),
         "bootstrap": {"resamples": int(resamples), "confidence": float(confidence),
                       "seed": int(seed), "method": "percentile, stratified by label"},
     }

@@ -150,7 +150,8 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
                         float(boot["confidence"]), int(cfg.get("seed", 0)))
     entry = {"name": name, "identity": redact(matcher.identity()),
              "threshold_level": threshold.level, **figures,
-             "ready": ready_line(name, figures["paste"], overrides),
+             "ready": None if figures["withheld"] else ready_line(name, figures["paste"],
+                                                                   overrides),
              "similarity_range": list(matcher.similarity_range),
              "failed_pairs": n_failed, "usage": matcher.usage(),
              "cache": stats.to_dict(),

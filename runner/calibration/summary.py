@@ -47,7 +47,7 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
                          "threshold_level": m.get("threshold_level"),
                          **{k: m.get(k) for k in FIGURE_KEYS},
                          "intervals": m.get("intervals"), "counts": m.get("counts"),
-                         "ready": m.get("ready"),
+                         "ready": m.get("ready"), "withheld": m.get("withheld"),
                          "report": f"{job.name}/calibration.html"})
     digests = sorted({str(x.get("digest")) for x in labels})
     best = max((r for r in rows if r.get("auc") is not None), key=lambda r: r["auc"],

@@ -96,11 +96,26 @@ def short_date(iso: str | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M")
 
 
+def place(value: Any) -> Any:
+    """A local path as a shared page shows it, without the machine's folders: relative to the
+    working folder when inside it, else the file's (or folder's) name alone. Anything else
+    (``pkg://`` names, URLs, relative paths, numbers) is shown as it is."""
+    if not isinstance(value, str) or not os.path.isabs(value):
+        return value
+    path = Path(value).resolve()
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
 def params_text(identity: Any) -> str:
-    """A model's or matcher's identity as ``key=value, ...`` (its class and nulls left out)."""
+    """A model's or matcher's identity as ``key=value, ...`` (its class and nulls left out;
+    local paths shown by :func:`place`)."""
     if not isinstance(identity, dict):
         return ""
-    return ", ".join(f"{k}={v}" for k, v in identity.items() if k != "class" and v is not None)
+    return ", ".join(f"{k}={place(v)}" for k, v in identity.items()
+                     if k != "class" and v is not None)
 
 
 def safe_href(url: str | None) -> str | None:
@@ -196,7 +211,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date)
+    env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place)
     env.globals.update(METRIC_KEYS=METRIC_KEYS, METRIC_NAMES=METRIC_NAMES,
                        CITATION_LABELS=CITATION_LABELS, REFERENCE_LABELS=REFERENCE_LABELS)
     return env

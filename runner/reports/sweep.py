@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.naming import model_text
-from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, rel_link, render, write_html
+from runner.reports.common import (
+    METRIC_KEYS,
+    METRIC_NAMES,
+    fmt,
+    place,
+    rel_link,
+    render,
+    write_html,
+)
 from runner.reports.diagnosis import stacked_bars
 from runner.results import iter_decisions
 
@@ -34,9 +42,10 @@ _QUIET_KEYS = ("output_root", "progress", "report", "tracking", "hydra.", "cache
 
 
 def split_override(override: str) -> tuple[str, str]:
-    """``key=value`` → (key without ``+``/``~``, value)."""
+    """``key=value`` → (key without ``+``/``~``, value; a local path as :func:`place` shows
+    it)."""
     key, _, value = str(override).partition("=")
-    return key.lstrip("+~"), value
+    return key.lstrip("+~"), place(value)
 
 
 def _quiet(key: str) -> bool:

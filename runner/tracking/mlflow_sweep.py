@@ -46,13 +46,13 @@ def sweep_tracker(config: Any) -> MlflowTracker | None:
     target = tracking.get("_target_") if isinstance(tracking, dict) else None
     if not target:
         return None
-    from hydra.utils import get_class
+    from runner.plugins import locate
 
     try:
-        is_mlflow = issubclass(get_class(str(target)), MlflowTracker)
+        cls = locate(str(target))
     except Exception:  # a bad target: each job reports it
         return None
-    if not is_mlflow:
+    if not (isinstance(cls, type) and issubclass(cls, MlflowTracker)):
         return None
     tracker = make_tracker({"tracking": tracking, "experiment": _select(config, "experiment"),
                             "output_root": _select(config, "output_root")})

@@ -79,13 +79,12 @@ def test_a_refused_key_stops_the_judge_after_one_request(server: FakeOpenAI) -> 
 
 
 def test_once_the_key_is_accepted_requests_go_concurrently(server: FakeOpenAI) -> None:
-    server.latency = 0.5
     matcher = judge(server, concurrency=4)  # the test server's listen backlog is 5
     matcher.similarities([("a", "b")])
+    server.reset_counts()
+    server.gather = 4  # no reply until all four requests are in flight
     matcher.similarities([(f"r{i}", f"c{i}") for i in range(4)])
-    arrivals = [t for _, t in server.times[1:]]
-    assert len(arrivals) == 4
-    assert max(arrivals) - min(arrivals) < 0.5  # all sent before the first reply came
+    assert (server.count(CHAT), server.max_in_flight) == (4, 4)
 
 
 def test_a_key_revoked_mid_run_still_stops_it(server: FakeOpenAI) -> None:
@@ -287,7 +286,7 @@ def test_a_retry_after_over_the_ceiling_fails_at_once(server: FakeOpenAI, header
     server.script(EMB, *[Scripted(429, headers=header)] * 5)
     t0 = time.monotonic()
     sims = embedder(server, max_retry_after=ceiling).similarities([("a", "b")])
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # never the hour (nor the minute); true under load
     assert sims == [PairError(f"RateLimitError (HTTP 429): {shown} "
                               "(matcher.max_retry_after); not retried")]
     assert server.count(EMB) == 1

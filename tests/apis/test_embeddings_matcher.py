@@ -21,7 +21,7 @@ from runner.matchers.embeddings import (
 )
 from tests.apis.conftest import KEY
 from tests.helpers import case
-from tests.openai_server import FakeOpenAI, Scripted
+from tests.openai_server import HELD, SHORT_TIMEOUT, FakeOpenAI, Scripted
 
 EMB = "/v1/embeddings"
 
@@ -134,11 +134,12 @@ def test_429_then_success_and_500_twice_then_success(server: FakeOpenAI) -> None
 
 
 def test_a_timeout_is_retried_then_given_up(server: FakeOpenAI) -> None:
-    server.script(EMB, Scripted(delay=1.5))
-    assert embedder(server, timeout=0.3, max_retries=1).similarities([("a", "a")]) == [
-        pytest.approx(1.0)]
-    server.script(EMB, Scripted(delay=1.5))
-    sims = embedder(server, timeout=0.3, max_retries=0).similarities([("q", "r")])
+    server.script(EMB, Scripted(delay=HELD))
+    assert embedder(server, timeout=SHORT_TIMEOUT, max_retries=1).similarities(
+        [("a", "a")]) == [pytest.approx(1.0)]
+    assert server.count(EMB) == 2
+    server.script(EMB, Scripted(delay=HELD))
+    sims = embedder(server, timeout=SHORT_TIMEOUT, max_retries=0).similarities([("q", "r")])
     assert isinstance(sims[0], PairError) and "Timeout" in sims[0].message
 
 

@@ -15,7 +15,7 @@ from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from tests.apis.conftest import CASES, KB, KEY
-from tests.openai_server import FakeOpenAI, Scripted
+from tests.openai_server import HELD, SHORT_TIMEOUT, FakeOpenAI, Scripted
 
 CHAT = "/v1/chat/completions"
 
@@ -105,8 +105,8 @@ def test_429_then_500s_then_success(server: FakeOpenAI) -> None:
 
 
 def test_a_timeout_is_retried(server: FakeOpenAI) -> None:
-    server.script(CHAT, Scripted(delay=1.5))
-    answers = respond(model(server, timeout=0.3, max_retries=1), cases()[:1])
+    server.script(CHAT, Scripted(delay=HELD))
+    answers = respond(model(server, timeout=SHORT_TIMEOUT, max_retries=1), cases()[:1])
     assert answers[0].error is None and server.count(CHAT) == 2
 
 

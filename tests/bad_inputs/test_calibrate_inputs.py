@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,8 @@ from runner.errors import EXIT_INTERRUPTED
 from tests.bad_inputs.table import Row, check, ids, write_files
 from tests.calibration.conftest import FIXTURE
 from tests.conftest import run_cli
-from tests.openai_server import FakeOpenAI, Scripted
+from tests.helpers import wait_until
+from tests.openai_server import HELD, FakeOpenAI, Scripted
 
 MODULE = "runner.calibration.app"
 BASE = ("tracking=none", "progress=false")
@@ -94,25 +94,24 @@ def test_help_lists_only_the_groups_calibrate_uses(tmp_path: Path) -> None:
 
 
 def test_sigterm_stops_a_calibration_with_one_line(tmp_path: Path) -> None:
-    # The embeddings matcher's first request is held by the suite's server; SIGTERM then
-    # stops the calibration as Ctrl-C does: "ragcite: interrupted", exit 130, no traceback.
+    # The embeddings matcher's first request is held by the suite's server (its reply never
+    # comes); SIGTERM then stops the calibration as Ctrl-C does: "ragcite: interrupted", exit
+    # 130, no traceback.
     with FakeOpenAI() as server:
-        server.script("/v1/embeddings", Scripted(delay=20))
+        server.script("/v1/embeddings", Scripted(delay=HELD))
         args = [sys.executable, "-m", MODULE, *BASE, "labels=" + str(FIXTURE),
                 "matcher=embeddings", f"matcher.base_url={server.v1}", "matcher.max_retries=0"]
         env = {**os.environ, "OPENAI_API_KEY": SECRET, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 60
-            while server.count("/v1/embeddings") == 0 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: server.count("/v1/embeddings") > 0, "the embeddings request", proc)
             assert server.count("/v1/embeddings") == 1
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=120)
         finally:
             if proc.poll() is None:
                 proc.kill()
     assert proc.returncode == EXIT_INTERRUPTED, err
-    assert [line for line in err.splitlines() if line.strip()][-1] == "ragcite: interrupted"
+    assert [line for line in err.splitlines() if line.strip()][-1] == "ragcite: interrupted", err
     assert "Traceback" not in err and SECRET not in err
     assert not list(tmp_path.glob("**/calibration.json"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -261,19 +260,21 @@ def test_row(row: Row, tmp_path: Path) -> None:
 
 def test_a_nested_yaml_alias_bomb_is_refused_in_bounded_memory_and_time(tmp_path: Path) -> None:
     # Before: 7 GB and 46 s, as validation expanded the list shared 9^9 times. A wrapper runs
-    # the command and reports its peak memory (the largest child's resident set, in kB).
+    # the command and reports its peak memory (the largest child's resident set, in kB) and
+    # the CPU seconds it used (which, unlike the time on the clock, a loaded machine does not
+    # stretch).
     write_files(tmp_path, {"c.yaml": "- id: '1'\n  query: q\n  metadata:\n" + bomb(12)})
     row = ROWS[[r.name for r in ROWS].index("a YAML alias bomb inside a record")]
     wrapper = ("import resource, subprocess, sys\n"
                "p = subprocess.run([sys.executable, '-m', 'runner.cli', *sys.argv[1:]],"
                " capture_output=True, text=True)\n"
                "sys.stderr.write(p.stderr)\n"
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+               "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+               "print(usage.ru_maxrss, usage.ru_utime + usage.ru_stime)\n"
                "sys.exit(p.returncode)\n")
-    started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", wrapper, *BASE_ARGS, *row.args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120, check=False)
-    elapsed = time.perf_counter() - started
+                          capture_output=True, text=True, timeout=300, check=False)
     check(row, proc, tmp_path)
-    assert int(proc.stdout.strip()) < 500 * 1024, f"peak {proc.stdout.strip()} kB"
-    assert elapsed < 20, f"{elapsed:.1f} s (the command's start-up included)"
+    peak, cpu = proc.stdout.split()
+    assert int(peak) < 500 * 1024, f"peak {peak} kB"
+    assert float(cpu) < 20, f"{float(cpu):.1f} CPU s (the command's start-up included)"

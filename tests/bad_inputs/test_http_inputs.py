@@ -33,10 +33,10 @@ ROWS = [
         NONE + TOO_LONG.format(status=429, after=3600, ceiling=60),
         script(RAG, Scripted(429, headers={"Retry-After": "3600"}), 2), *REFS,
         requests=(RAG, 2)),
-    row("http model: Retry-After 30 s over model.max_retry_after=10", HTTP, 3,
-        NONE + TOO_LONG.format(status=503, after=30, ceiling=10),
-        script(RAG, Scripted(503, headers={"Retry-After": "30"}), 2), *REFS,
-        "model.max_retry_after=10", requests=(RAG, 2)),
+    row("http model: Retry-After 300 s over model.max_retry_after=90", HTTP, 3,
+        NONE + TOO_LONG.format(status=503, after=300, ceiling=90),
+        script(RAG, Scripted(503, headers={"Retry-After": "300"}), 2), *REFS,
+        "model.max_retry_after=90", requests=(RAG, 2)),
     # c1's first request waits 1 s and is sent again, c2's goes through: 3 requests. The
     # service cites nothing, so both cases score 0 (recall 0 of 1 reference each).
     row("http model: Retry-After 1 s is waited out and the cases score", HTTP, 0,
@@ -60,5 +60,5 @@ def server() -> Iterator[FakeOpenAI]:
 def test_row(fault: FaultRow, server: FakeOpenAI, tmp_path: Path) -> None:
     start = time.monotonic()
     run_fault_row(fault, server, tmp_path)
-    if fault.row.status == 3:  # a long Retry-After is never slept
-        assert time.monotonic() - start < 5
+    if fault.row.status == 3:  # a long Retry-After (or the ceiling, 60 or 90 s) is never slept
+        assert time.monotonic() - start < 45  # the command's start-up included, under load

@@ -15,6 +15,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
 MODULE = "runner.calibration.app"
+FEW = "too few labels: 5 true and 5 false pairs; a recommendation needs at least 10 of each"
 
 
 def calibrate(tmp_path: Path, *args: str, expect: int = 0) -> tuple[Path, Any]:
@@ -41,8 +42,9 @@ def test_the_fixture_gives_the_hand_computed_figures(tmp_path: Path) -> None:
         0.6, 0.8, 4 / 7, 2 / 3, 0.2)
     assert (m["best_threshold"], m["best_balanced_accuracy"]) == (0.75, 0.7)
     assert m["counts"] == {"tp": 4, "fp": 3, "tn": 2, "fn": 1, "n_pos": 5, "n_neg": 5}
-    assert m["ready"] == {"paste": "threshold=0.75",
-                          "command": "ragcite matcher=ngram matcher.n=1 threshold=0.75"}
+    # Ten labels cannot support a recommendation (tests/calibration/test_recommendation.py).
+    assert m["paste"] == 0.75 and m["ready"] is None
+    assert m["withheld"] == FEW
     assert data["labels"]["n_records"] == 10 and data["agreement"] is None
     # The pairs most wrong: the farthest from 0.5 first (pair 4 at 0.75, pair 8 at 0.25, then
     # the two false pairs at 0.5).
@@ -50,7 +52,8 @@ def test_the_fixture_gives_the_hand_computed_figures(tmp_path: Path) -> None:
         ("c2", 0.75, False), ("c4", 0.25, True), ("c3", 0.5, False), ("c4", 0.5, False)]
     for key, (lo, hi) in m["intervals"].items():
         assert lo <= m[key] <= hi, key
-    assert "use it: ragcite matcher=ngram matcher.n=1 threshold=0.75" in proc.stderr
+    assert f"no threshold recommended: {FEW}" in proc.stderr.splitlines()
+    assert "use it" not in proc.stderr
     # The same seed gives the same intervals.
     (tmp_path / "again").mkdir()
     root2, _ = calibrate(tmp_path / "again", f"labels={FIXTURE}", "matcher.n=1",

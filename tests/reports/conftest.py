@@ -282,6 +282,10 @@ class Watch:
         assert self.dialogs == [], self.dialogs
 
 
+BROWSER_BOUND_MS = 120_000
+"""Milliseconds a page may take for any step (Playwright's default is 30 s): generous, as the
+suite must pass on a loaded 2-core machine; a step that is done returns at once."""
+
 _SHARED_BROWSER: list[Any] = []
 """The one Chromium of this test process: other folders' conftests import :func:`browser`
 (tests/calibration/), which makes another session fixture, and Playwright's sync API starts
@@ -300,7 +304,8 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        instance = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                       timeout=BROWSER_BOUND_MS)
         _SHARED_BROWSER.append(instance)
         try:
             yield instance
@@ -316,6 +321,7 @@ def open_page(browser: Any) -> Iterator[Any]:
 
     def _open(path: Path, wait_ready: bool = True) -> tuple[Any, Watch]:
         context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(BROWSER_BOUND_MS)
         contexts.append(context)
         page = context.new_page()
         watch = Watch(url=path.resolve().as_uri())
@@ -331,7 +337,7 @@ def open_page(browser: Any) -> Iterator[Any]:
         page.goto(watch.url)
         if wait_ready:
             # (wait_for_function would evaluate a string, which the report's CSP forbids)
-            page.locator("html[data-ready='1']").wait_for(state="attached", timeout=20_000)
+            page.locator("html[data-ready='1']").wait_for(state="attached")
         return page, watch
 
     yield _open

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from runner.tracking.base import make_tracker
 from runner.tracking.mlflow import MlflowTracker
 from tests.conftest import REPO
+from tests.helpers import wait_until
 from tests.reports.conftest import browser  # noqa: F401  (the session's one Chromium, shared)
 
 # MLflow's usage telemetry stays off in the tests (no network beyond 127.0.0.1).
@@ -117,20 +117,16 @@ class MlflowServer:
         self.proc = subprocess.Popen(cmd, cwd=root, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env, start_new_session=True)
 
-    def wait_healthy(self, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mlflow server exited: {self.proc.returncode}; see "
-                                   f"{self.root / 'server.log'}")
-            try:
-                with urllib.request.urlopen(self.uri + "/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"mlflow server not healthy after {timeout} s")
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.uri + "/health", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    def wait_healthy(self) -> None:
+        wait_until(self.healthy, f"mlflow server healthy (see {self.root / 'server.log'})",
+                   self.proc)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

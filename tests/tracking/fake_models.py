@@ -20,6 +20,17 @@ def marked(case: Any) -> Any:
     return stored(case)
 
 
+async def terminated(case: Any) -> Any:
+    """Send this process SIGTERM from inside the model's task, then take a minute to answer:
+    the signal arrives while a task runs, not while the event loop waits."""
+    import asyncio
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.sleep(60)
+    return stored(case)
+
+
 async def held(case: Any) -> Any:
     """Leave the marker file (:func:`marked`), then take a minute to answer: a run to stop."""
     import asyncio

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import read_json
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, wait_until
 from tests.tracking.conftest import ENV, MlflowServer, all_runs, sqlite_uri
 from tests.tracking.fake_models import stored
 
@@ -29,9 +29,7 @@ def gated(case: object) -> object:
     """`model=python`: leave ``<gate>.waiting``, then answer once the file ``<gate>`` exists."""
     gate = Path(os.environ[GATE_ENV])
     Path(f"{gate}.waiting").touch()
-    deadline = time.monotonic() + 60
-    while not gate.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(gate.exists, f"{gate}")
     return stored(case)
 
 
@@ -40,14 +38,6 @@ def ragcite(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "runner.cli", *args], cwd=cwd,
                             env={**os.environ, **ENV, **env}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.1)
 
 
 def statuses(uri: str) -> list[str]:
@@ -76,7 +66,7 @@ def test_a_killed_sweep_is_marked_killed_by_the_next_run(tmp_path: Path) -> None
     proc = ragcite(["-m", *SEED, "model.function=tests.tracking.fake_models.held",
                     f"output_root={out}"], tmp_path, RAGCITE_TEST_MARKER=str(marker))
     try:
-        wait_for(marker, proc)
+        wait_until(marker.exists, "the model's first call", proc)
         os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, no goodbye
     finally:
         proc.communicate(timeout=60)
@@ -108,7 +98,8 @@ def test_a_sweep_whose_server_dies_stops_in_one_line_and_keeps_its_results(
                         "tests.tracking.test_runs_left_running.gated"],
                        tmp_path, **{GATE_ENV: str(gate)})
         try:
-            wait_for(Path(f"{gate}.waiting"), proc)  # job 0 is tracked; job 1 is scoring
+            # Job 0 is tracked; job 1 is scoring.
+            wait_until(Path(f"{gate}.waiting").exists, "the second job's model call", proc)
             os.killpg(server.proc.pid, signal.SIGKILL)
             server.proc.wait(timeout=30)
             start = time.monotonic()
@@ -120,7 +111,7 @@ def test_a_sweep_whose_server_dies_stops_in_one_line_and_keeps_its_results(
                 os.killpg(proc.pid, signal.SIGKILL)
     finally:
         server.stop()
-    assert took < 30, took
+    assert took < 90, took  # MLflow's own retries of a server that is gone: minutes
     assert proc.returncode == 2, err[-3000:]
     assert [line for line in err.splitlines() if line.startswith("ragcite: error")] == [
         f"ragcite: error: tracking: cannot reach the MLflow tracking server at {uri} "

@@ -12,6 +12,7 @@ import pytest
 
 from runner.scoring.metrics import METRIC_KEYS
 from tests.conftest import REPO, run_cli
+from tests.reports.conftest import BROWSER_BOUND_MS
 from tests.tracking.conftest import MlflowServer, all_runs
 
 pytestmark = pytest.mark.slow
@@ -69,7 +70,7 @@ def test_sweep_report_links_open_the_job_runs_reports(tmp_path: Path,
 def _frame_text(page: Any, marker: str) -> str:
     """The text of MLflow's HTML artifact frame once it shows `marker`."""
     body = page.frame_locator("iframe.mlflow-html-iframe").locator("body")
-    body.get_by_text(marker).first.wait_for(timeout=60_000)
+    body.get_by_text(marker).first.wait_for()
     return str(body.inner_text())
 
 
@@ -78,6 +79,7 @@ def _in_chromium(browser: Any, uri: str, experiment_id: str, parent_id: str, hre
     """The sweep page in MLflow's artifact viewer shows the link; its address opens the job's
     report in MLflow's viewer (the session's one Chromium, shared with the report tests)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(BROWSER_BOUND_MS)
     try:
         page.goto(f"{uri}/#/experiments/{experiment_id}/runs/{parent_id}/artifacts/"
                   "sweep.html")
@@ -92,7 +94,7 @@ def _in_chromium(browser: Any, uri: str, experiment_id: str, parent_id: str, hre
         page.screenshot(path=str(tmp_path / "job_report_in_mlflow.png"))
         # The job's run page lists the six headline metrics first, its execution last.
         page.goto(href.split("/artifacts/")[0])
-        page.get_by_text("execution/workers").first.wait_for(timeout=60_000)
+        page.get_by_text("execution/workers").first.wait_for()
         lines = page.inner_text("body").splitlines()
         names = lines[lines.index("Value") + 1::2]
         assert names[:7] == [*METRIC_KEYS, "threshold"]
