@@ -12,6 +12,7 @@ from hydra.utils import get_object
 from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
+from runner.constraints import POSITIVE, allows
 from runner.data.models import Case, Response
 
 
@@ -28,7 +29,7 @@ class PythonModel(BaseAdapter):
 
     function: str = "???"
     kwargs: dict[str, Any] = field(default_factory=dict)
-    concurrency: int = field(default=8, metadata={"identity": False})
+    concurrency: int = field(default=8, metadata=allows(POSITIVE, identity=False))
 
     def _callable(self) -> Callable[..., Any]:
         fn = getattr(self, "_fn", None)

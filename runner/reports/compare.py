@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from runner.constraints import COUNT, Range
 from runner.naming import model_text
 from runner.reports.common import (
     EXPLANATION_KEYS,
@@ -45,7 +46,7 @@ from runner.reports.compare_load import CompareError, RunData, load_run, trackin
 from runner.reports.compare_names import COMPARE_HTML, output_folder, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
-from runner.scoring.aggregate import bootstrap_ci
+from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
 
 COMPARE_SCHEMA_VERSION = 1
 __all__ = ["CompareError", "RunData", "check_gates", "compare_runs", "load_run", "main",
@@ -284,7 +285,7 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
 def _parser() -> argparse.ArgumentParser:
     """The arguments of ``ragcite-compare``."""
     parser = argparse.ArgumentParser(
-        prog="ragcite-compare",
+        prog="ragcite-compare", usage="%(prog)s [options] a b",
         description="Compare two ragcite runs (A = baseline, B = candidate): per-metric "
                     "differences with paired bootstrap intervals, and the cases that changed "
                     "most. Writes an HTML report and a JSON summary.",
@@ -303,20 +304,21 @@ def _parser() -> argparse.ArgumentParser:
                         choices=[*METRIC_KEYS, "all"],
                         help="fail when B is significantly worse than A on METRIC "
                              "(repeatable; 'all' = the six metrics)")
-    parser.add_argument("--max-drop", type=float, default=None, metavar="D",
+    parser.add_argument("--max-drop", type=Range(low=0), default=None, metavar="D",
                         help="tolerated drop: fail only when B is worse by more than D with "
                              "confidence; alone, it gates all six metrics (default 0)")
-    parser.add_argument("--max-new-errors", type=int, default=None, metavar="N",
+    parser.add_argument("--max-new-errors", type=COUNT, default=None, metavar="N",
                         help="fail when more than N cases fail in B but not in A")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow tracking URI for run ids (default: MLFLOW_TRACKING_URI, "
                              "else outputs/mlflow.db when present)")
-    parser.add_argument("--resamples", type=int, default=2000,
+    parser.add_argument("--resamples", type=Range(1, MAX_RESAMPLES, integer=True), default=2000,
                         help="bootstrap resamples (default 2000)")
-    parser.add_argument("--confidence", type=float, default=0.95,
+    parser.add_argument("--confidence", type=Range(0, 1, open_low=True, open_high=True),
+                        default=0.95,
                         help="two-sided confidence of the intervals (default 0.95)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--top", type=int, default=50,
+    parser.add_argument("--seed", type=COUNT, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--top", type=COUNT, default=50,
                         help="changed cases listed in the report (default 50)")
     return parser
 
@@ -325,12 +327,6 @@ def main(argv: list[str] | None = None) -> int:
     """The ``ragcite-compare`` console script."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if not 0.0 < args.confidence < 1.0:
-        parser.error("--confidence must be between 0 and 1")
-    if args.max_drop is not None and args.max_drop < 0:
-        parser.error("--max-drop must not be negative")
-    if args.resamples < 1:
-        parser.error("--resamples must be at least 1")
     uri = tracking_uri_from(args.tracking_uri)
     try:
         with tempfile.TemporaryDirectory(prefix="ragcite-compare-") as tmp:

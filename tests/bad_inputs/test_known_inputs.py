@@ -25,7 +25,7 @@ ROWS = [
     Row("a price with an unknown key", ["+prices.my-model.inptu=0.3"], 2,
         "ragcite: error: prices.my-model.inptu: no such key; a price takes: input, output"),
     Row("a negative price", ["+prices.my-model.input=-1"], 2,
-        "ragcite: error: prices.my-model.input: must be >= 0, got -1"),
+        "ragcite: error: prices.my-model.input: must be a number >= 0, got -1.0"),
     Row("a gate that fails", ["gate.context_recall=0.9"], 1,
         "ragcite: gate failed: context_recall 0.8056 < gate 0.9"),
 ]
