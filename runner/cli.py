@@ -131,13 +131,16 @@ def job_failed(exc: Exception, out: Path) -> int:
     """The status of a job stopped by an error other than ragcite's own (``ragcite`` and
     ``ragcite-calibrate`` share it).
 
-    A config value missing or unresolvable, or a ``_target_`` that fails, is one located line
-    (2). Anything else is a bug: raised in a single run; in a sweep, logged with its traceback
+    A config value missing or unresolvable, a ``_target_`` that fails, or a write the storage
+    refused (a full disk, a read-only file system) is one located line (2). Anything else is a
+    bug: raised in a single run; in a sweep, logged with its traceback
     while the other jobs carry on (1; this job left no job.json, so it is incomplete).
 
     Raises:
         Exception: `exc`, outside a sweep, when no line describes it.
     """
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(out)  # a buffered write that failed names no file: its job's folder
     line = describe(exc)
     if line is not None:
         log.error("ragcite: error: %s", line)
@@ -236,6 +239,7 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
         SystemExit: On an interrupt (130), a config error (2) or Hydra's own exit.
     """
     failed = on_failure or (lambda **_: None)
+    logging.raiseExceptions = False  # a log file on a full disk: the console still has the line
     guard_output(sys.argv[1:])  # no secret on stdout, stderr or in a log: Hydra's lines too
     sys.argv[1:] = canonical_args(sys.argv[1:])
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open

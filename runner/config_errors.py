@@ -30,6 +30,7 @@ from omegaconf.errors import (
     ValidationError,
 )
 
+from runner.folders import write_problem
 from runner.redact import redact_override
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
@@ -66,10 +67,12 @@ def hydra_errors() -> Iterator[None]:
 
 
 def describe(exc: BaseException) -> str | None:
-    """The one line the user sees for a config error, or None when `exc` is not one.
+    """The one line the user sees for a config error (or a write the storage refused), or
+    None when `exc` is not one.
 
     Args:
-        exc: An exception raised while Hydra composed the config or ragcite read it.
+        exc: An exception raised while Hydra composed the config or ragcite read it, or a job
+            wrote its results.
 
     Returns:
         The line without the ``ragcite: error:`` prefix, or None.
@@ -92,6 +95,8 @@ def describe(exc: BaseException) -> str | None:
         return _omegaconf(exc)
     if isinstance(exc, RecursionError):
         return _too_deep(sys.argv[1:])
+    if isinstance(exc, OSError):
+        return write_problem(exc)  # a full disk, a read-only file system
     if isinstance(exc, ValueError) and str(exc).startswith("Config group override must be"):
         return ("a config group's option must be a name (group=option), got a number; "
                 "see `ragcite --help` for the groups and their options")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from runner.constraints import COUNT, Range
+from runner.folders import file_target, write_problem
 from runner.naming import model_text
 from runner.reports.common import (
     EXPLANATION_KEYS,
@@ -294,11 +295,11 @@ def _parser() -> argparse.ArgumentParser:
                "0 all gates pass, 1 a gate failed, 2 bad input.")
     parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
     parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=file_target, default=None,
                         help="the HTML report (default: compare.html in a new folder "
                              "outputs/compare/<time>_<A>_vs_<B>, A and B named by what differs "
                              "between them); the JSON summary is written beside it")
-    parser.add_argument("--json", type=Path, default=None, dest="json_out",
+    parser.add_argument("--json", type=file_target, default=None, dest="json_out",
                         help="the JSON summary (default: the report's path with .json)")
     parser.add_argument("--gate", action="append", default=[], metavar="METRIC",
                         choices=[*METRIC_KEYS, "all"],
@@ -347,11 +348,14 @@ def main(argv: list[str] | None = None) -> int:
             Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / COMPARE_HTML
         json_out = args.json_out or out.with_suffix(".json")
         render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(comparison, indent=2, ensure_ascii=False, default=str)
-                            + "\n", encoding="utf-8")
-    except CompareError as exc:
-        print(f"ragcite-compare: error: {exc}", file=sys.stderr)
+        write_html(json_out, json.dumps(comparison, indent=2, ensure_ascii=False, default=str)
+                   + "\n")
+    except (CompareError, OSError) as exc:
+        line = str(exc) if isinstance(exc, CompareError) else write_problem(
+            exc, "the report and the summary are each written whole or not at all")
+        if line is None:
+            raise
+        print(f"ragcite-compare: error: {line}", file=sys.stderr)
         return 2
     _print_summary(comparison, gates, out, json_out)
     return 0 if gates["passed"] else 1
