@@ -53,7 +53,8 @@ class _Status:
 
 
 def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> list[Outcome]:
-    """One job: the pipeline, then each result tracked and reported.
+    """One job: the pipeline and each result's report (run_job writes job.json after them),
+    then each result tracked.
 
     Args:
         cfg: The composed config as plain data.
@@ -70,17 +71,20 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
     tracker = make_tracker(cfg)
     tracker.check()
     reports = make_reports(cfg)
-    outcomes = run_job(cfg, out, names)
     secrets = secret_values(cfg) | env_secrets()
-    folders = [o.folder for o in outcomes]
-    try:
+
+    def report(folders: list[Path]) -> None:  # before job.json: the reports are the job's
         links = [tracker.open(folder) for folder in folders]
         # The K reports of a job in one call: their shared passages are read and packed once.
         reports.render_runs(folders, links)
         for folder in folders:
-            scrub_files(folder / REPORT_FILE, secrets)  # the one file written since the job
-            tracker.log(folder)
-            tracker.close("FINISHED", folder)
+            scrub_files(folder / REPORT_FILE, secrets)  # the one file written since the results
+
+    try:
+        outcomes = run_job(cfg, out, names, report)
+        for outcome in outcomes:  # the job complete: its runs get its files
+            tracker.log(outcome.folder)
+            tracker.close("FINISHED", outcome.folder)
     except KeyboardInterrupt:
         tracker.close("KILLED")
         raise
