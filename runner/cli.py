@@ -268,7 +268,11 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
         line = describe(exc)  # Hydra's composition errors: one located line, not its block
         if line is None:
             raise
-        failed(failed=True)
+        try:
+            failed(failed=True)
+        except OSError as again:  # the same full disk stops sweep.json: `line` says so
+            if describe(again) is None:
+                raise
         secrets = secret_values({"overrides": sys.argv[1:]}) | env_secrets()
         print(f"ragcite: error: {scrub_text(line, secrets)}", file=sys.stderr)
         sys.exit(EXIT_INPUT)

@@ -229,8 +229,8 @@ def render(template: str, **context: Any) -> str:
 
 
 def write_html(path: Path, text: str) -> Path:
-    """Write a report atomically: a reader never sees a half-written file, and a write that
-    fails (a full disk) leaves none behind and names `path`."""
+    """Write a report (or a summary) atomically: a reader never sees a half-written file, and
+    a write that fails (a full disk) leaves none behind and names `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

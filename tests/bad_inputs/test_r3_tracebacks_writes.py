@@ -82,6 +82,22 @@ def test_a_cache_that_fills_the_disk_names_its_database(disk: Callable[..., Path
     assert not (only_run_dir(full / "out") / "job.json").exists()
 
 
+def test_a_sweep_that_fills_the_disk_is_one_line_a_job(disk: Callable[..., Path],
+                                                       tmp_path: Path) -> None:
+    """Job 0 fills the disk with its passages; job 1 cannot even save its config (Hydra's
+    buffered write names no file), nor the sweep its sweep.json: one line each, no traceback."""
+    full = disk("64k")
+    proc = run_cli(["-m", "matcher=ngram,substring", *BASE, f"output_root={full}/out",
+                    "cache.enabled=false"], tmp_path, timeout=180)
+    (sweep,) = (full / "out" / "sweeps").iterdir()
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.startswith(E)] == [
+        f"{E}cannot write {sweep}/0_extractive_ngram: No space left on device; {JOB}",
+        f"{E}cannot write the results: No space left on device; {JOB}"]
+    assert not (sweep / "sweep.json").exists() and not list(sweep.glob("*/job.json"))
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One finished run of the demo (job.json written)."""
