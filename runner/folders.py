@@ -51,7 +51,8 @@ def write_problem(exc: BaseException, kept: str = JOB_KEPT) -> str | None:
 
 
 def check_folder(key: str, path: str | Path) -> None:
-    """Refuse a folder setting that is, or lies under, a file.
+    """Refuse a folder setting that is, or lies under, a file, or that cannot be created (on a
+    read-only file system, under /proc); make it.
 
     Args:
         key: The config key, named in the error.
@@ -63,6 +64,11 @@ def check_folder(key: str, path: str | Path) -> None:
     problem = folder_problem(path)
     if problem:
         raise RagciteError(f"{key}: {problem}; give a folder (created when missing)")
+    try:
+        Path(path).expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RagciteError(f"{key}: cannot create {path}: {exc.strerror}; give a folder that "
+                           "can be written") from None
 
 
 def file_target(text: str) -> Path:

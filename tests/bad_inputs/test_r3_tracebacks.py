@@ -77,6 +77,12 @@ RAGCITE = [
     Row("no concurrency for a python model", ["model=python", "model.function=os.getcwd",
                                               "model.concurrency=0"], 2,
         f"{E}model.concurrency: must be an integer >= 1, got 0"),
+    Row("an output root that cannot be made", ["output_root=/proc/x"], 2,
+        f"{E}output_root: cannot create /proc/x: No such file or directory; give a folder that "
+        "can be written"),
+    Row("a cache folder that cannot be made", ["cache.dir=/proc/x"], 2,
+        f"{E}cache.dir: cannot create /proc/x: No such file or directory; give a folder that "
+        "can be written"),
     # (b) nesting deeper than a recursive reader goes.
     Row("a mapping nested 1000 parentheses deep", [f'dataset.mapping.query="{PARENS}"'], 2,
         f"{E}pkg://runner.datasets/demo/cases.jsonl (mapping), field 'query': invalid JMESPath "
@@ -125,6 +131,9 @@ CALIBRATE = [
         f"'{SHOWN}': {NESTED}"),
     Row("calibrate: a FIFO as the labels", ["labels=pipe.jsonl"], 2,
         f"{E}pipe.jsonl: is a FIFO, not a regular file"),
+    Row("calibrate: an output root under a file", ["labels=l.jsonl", "output_root=file/x"], 2,
+        f"{E}output_root: file/x is under file, which is a file; give a folder (created when "
+        "missing)"),
 ]
 LABELS = {"l.jsonl": '{"reference": "a b c", "citation": "a b c", "label": true}\n'}
 

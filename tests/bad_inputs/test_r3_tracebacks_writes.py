@@ -52,8 +52,12 @@ def disk(tmp_path: Path) -> Iterator[Callable[..., Path]]:
 
 def test_a_read_only_output_root_is_one_line(disk: Callable[..., Path], tmp_path: Path) -> None:
     ro = disk("1m", read_only=True)
-    row = Row("read-only", [f"output_root={ro}/out"], 2,
-              f"{E}cannot write {ro}/out: Read-only file system; {JOB}")
+    row = Row("read-only, to make", [f"output_root={ro}/out"], 2,
+              f"{E}output_root: cannot create {ro}/out: Read-only file system; give a folder "
+              "that can be written")
+    check(row, run_cli([*BASE, *row.args], tmp_path, timeout=120), tmp_path)
+    row = Row("read-only, made", [f"output_root={ro}"], 2,  # the run's folder is Hydra's
+              f"{E}cannot write {ro}/runs: Read-only file system; {JOB}")
     check(row, run_cli([*BASE, *row.args], tmp_path, timeout=120), tmp_path)
 
 
