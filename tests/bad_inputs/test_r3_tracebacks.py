@@ -2,8 +2,9 @@
 setting of the three commands out of its declared range, nesting too deep for a recursive
 reader, special files given as data, ``ragcite-compare --out`` on what is no file to write.
 
-Every row's folder holds a FIFO (``pipe.jsonl``), a folder (``folder``) and a file (``file``)
-before its command runs: a row that read the FIFO would hang, so each has a timeout.
+Every row's folder holds a FIFO (``pipe.jsonl``), a folder (``folder``), a file (``file``) and a
+link to ``/dev/null`` (``null``) before its command runs: a row that read the FIFO would hang, so
+each has a timeout.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ KB = "dataset.knowledge_base"
 
 def _special_files(tmp: Path) -> None:
     os.mkfifo(tmp / "pipe.jsonl")
+    # /dev/null through a link of the row's own: a command that wrongly replaced its --out
+    # would replace the link, never the machine's /dev/null.
+    (tmp / "null").symlink_to("/dev/null")
     (tmp / "folder").mkdir()
     (tmp / "file").write_text("x", encoding="utf-8")
 
@@ -154,8 +158,8 @@ COMPARE = [
         f"{C}argument --out: folder is a folder; give the path of a file to write"),
     Row("compare: --out under a file", ["--out", "file/compare.html"], 2,
         f"{C}argument --out: file is a file; give the path of a file to write"),
-    Row("compare: --out /dev/null", ["--out", "/dev/null"], 2,
-        f"{C}argument --out: /dev/null is not a regular file; give the path of a file to write"),
+    Row("compare: --out a device", ["--out", "null"], 2,
+        f"{C}argument --out: null is not a regular file; give the path of a file to write"),
     Row("compare: --json a FIFO", ["--json", "pipe.jsonl"], 2,
         f"{C}argument --json: pipe.jsonl is not a regular file; give the path of a file to "
         "write"),
