@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from runner.cache import CACHE_VERSION, DiskCache, digest
+from runner.constraints import Range
 
 if TYPE_CHECKING:
     import openai
@@ -40,6 +41,8 @@ MAX_RETRY_AFTER = 60.0
 """Default ceiling (s) on a server's ``Retry-After`` that a call waits out (``max_retry_after``)."""
 SDK_MAX_RETRY_AFTER = 120.0
 """The longest ``Retry-After`` the openai SDK waits out; ``max_retry_after`` may not exceed it."""
+RETRY_AFTER = Range(0, SDK_MAX_RETRY_AFTER, unit="seconds")
+"""What ``max_retry_after`` allows."""
 _RETRIED = frozenset({408, 409, 429})
 _REFUSED = {401: "401 Unauthorized", 403: "403 Forbidden"}
 
@@ -64,14 +67,6 @@ def require_key(key: str | None, where: str, what: str) -> str:
         f"{where}.openai_api_key=... (for a local server that checks no key, any value works)")
 
 
-def require_positive(value: Any, name: str, minimum: float = 1) -> None:
-    """Raise a one-line RagciteError unless ``value >= minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-        from runner.errors import RagciteError
-
-        raise RagciteError(f"{name} must be a number >= {minimum:g}, got {value!r}")
-
-
 def quiet_http_logs() -> None:
     """Keep the HTTP client from logging every request at INFO (thousands of lines a run),
     unless the user configured its logger."""
@@ -85,16 +80,6 @@ def effective_base_url(base_url: str | None) -> str | None:
     """The server a client really talks to: `base_url`, else ``$OPENAI_BASE_URL``, else None
     (OpenAI). Part of every cache key, so two servers never share results."""
     return base_url or os.environ.get("OPENAI_BASE_URL") or None
-
-
-def require_retry_after(value: Any, name: str) -> None:
-    """Raise a one-line RagciteError unless ``0 <= value <= 120`` (the SDK's own limit)."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value)
-            or not 0 <= value <= SDK_MAX_RETRY_AFTER):
-        from runner.errors import RagciteError
-
-        raise RagciteError(f"{name}: must be a number of seconds in [0, "
-                           f"{SDK_MAX_RETRY_AFTER:g}], got {value!r}")
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -10,9 +10,11 @@ sweep compute each value once: the first job computes, the others wait and then 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -67,12 +69,25 @@ class DiskCache:
         # creating the table upgrade a read to a write, which SQLite refuses at once ("database
         # is locked", without waiting out the timeout) when another process wrote in between:
         # the set-up runs under the inter-process lock of `lock`.
-        with self.lock("setup"):
+        with self.lock("setup"), self._storage():
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS kv (ns TEXT NOT NULL, key TEXT NOT NULL, "
                 "value TEXT NOT NULL, PRIMARY KEY (ns, key)) WITHOUT ROWID")
         self._conn.execute("PRAGMA synchronous=NORMAL")
+
+    @contextlib.contextmanager
+    def _storage(self) -> Iterator[None]:
+        """SQLite's "disk is full" and "readonly database" as the OSError they stand for,
+        naming the database (runner.folders.write_problem says what is kept)."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            code = errno.ENOSPC if "disk is full" in str(exc) else \
+                errno.EROFS if "readonly database" in str(exc) else None
+            if code is None:
+                raise
+            raise OSError(code, os.strerror(code), str(self.path)) from None
 
     def close(self) -> None:
         """Close the database connection."""
@@ -106,13 +121,15 @@ class DiskCache:
         rows = [(namespace, k, json.dumps(v)) for k, v in items]
         if not rows:
             return
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?)", rows)
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
+        with self._storage():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?)", rows)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:  # SQLite rolls back itself on a full disk
+                    self._conn.execute("ROLLBACK")
+                raise
 
     def clear(self) -> None:
         """Delete every entry."""

@@ -53,7 +53,8 @@ class _Status:
 
 
 def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> list[Outcome]:
-    """One job: the pipeline, then each result tracked and reported.
+    """One job: the pipeline and each result's report (run_job writes job.json after them),
+    then each result tracked.
 
     Args:
         cfg: The composed config as plain data.
@@ -70,17 +71,20 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
     tracker = make_tracker(cfg)
     tracker.check()
     reports = make_reports(cfg)
-    outcomes = run_job(cfg, out, names)
     secrets = secret_values(cfg) | env_secrets()
-    folders = [o.folder for o in outcomes]
-    try:
+
+    def report(folders: list[Path]) -> None:  # before job.json: the reports are the job's
         links = [tracker.open(folder) for folder in folders]
         # The K reports of a job in one call: their shared passages are read and packed once.
         reports.render_runs(folders, links)
         for folder in folders:
-            scrub_files(folder / REPORT_FILE, secrets)  # the one file written since the job
-            tracker.log(folder)
-            tracker.close("FINISHED", folder)
+            scrub_files(folder / REPORT_FILE, secrets)  # the one file written since the results
+
+    try:
+        outcomes = run_job(cfg, out, names, report)
+        for outcome in outcomes:  # the job complete: its runs get its files
+            tracker.log(outcome.folder)
+            tracker.close("FINISHED", outcome.folder)
     except KeyboardInterrupt:
         tracker.close("KILLED")
         raise
@@ -131,13 +135,16 @@ def job_failed(exc: Exception, out: Path) -> int:
     """The status of a job stopped by an error other than ragcite's own (``ragcite`` and
     ``ragcite-calibrate`` share it).
 
-    A config value missing or unresolvable, or a ``_target_`` that fails, is one located line
-    (2). Anything else is a bug: raised in a single run; in a sweep, logged with its traceback
+    A config value missing or unresolvable, a ``_target_`` that fails, or a write the storage
+    refused (a full disk, a read-only file system) is one located line (2). Anything else is a
+    bug: raised in a single run; in a sweep, logged with its traceback
     while the other jobs carry on (1; this job left no job.json, so it is incomplete).
 
     Raises:
         Exception: `exc`, outside a sweep, when no line describes it.
     """
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(out)  # a buffered write that failed names no file: its job's folder
     line = describe(exc)
     if line is not None:
         log.error("ragcite: error: %s", line)
@@ -241,6 +248,7 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
         SystemExit: On an interrupt (130), a config error (2) or Hydra's own exit.
     """
     failed = on_failure or (lambda **_: None)
+    logging.raiseExceptions = False  # a log file on a full disk: the console still has the line
     guard_output(sys.argv[1:])  # no secret on stdout, stderr or in a log: Hydra's lines too
     sys.argv[1:] = canonical_args(sys.argv[1:])
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open
@@ -265,7 +273,11 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
         line = describe(exc)  # Hydra's composition errors: one located line, not its block
         if line is None:
             raise
-        failed(failed=True)
+        try:
+            failed(failed=True)
+        except OSError as again:  # the same full disk stops sweep.json: `line` says so
+            if describe(again) is None:
+                raise
         secrets = secret_values({"overrides": sys.argv[1:]}) | env_secrets()
         print(f"ragcite: error: {scrub_text(line, secrets)}", file=sys.stderr)
         sys.exit(EXIT_INPUT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +30,7 @@ from omegaconf.errors import (
     ValidationError,
 )
 
+from runner.folders import write_problem
 from runner.redact import mask_uri, redact_override
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
@@ -65,10 +67,12 @@ def hydra_errors() -> Iterator[None]:
 
 
 def describe(exc: BaseException) -> str | None:
-    """The one line the user sees for a config error, or None when `exc` is not one.
+    """The one line the user sees for a config error (or a write the storage refused), or
+    None when `exc` is not one.
 
     Args:
-        exc: An exception raised while Hydra composed the config or ragcite read it.
+        exc: An exception raised while Hydra composed the config or ragcite read it, or a job
+            wrote its results.
 
     Returns:
         The line without the ``ragcite: error:`` prefix, or None.
@@ -89,6 +93,10 @@ def describe(exc: BaseException) -> str | None:
         return _composition(_first(str(exc)))
     if isinstance(exc, OmegaConfBaseException):
         return _omegaconf(exc)
+    if isinstance(exc, RecursionError):
+        return _too_deep(sys.argv[1:])
+    if isinstance(exc, OSError):
+        return write_problem(exc)  # a full disk, a read-only file system
     if isinstance(exc, ValueError) and str(exc).startswith("Config group override must be"):
         return ("a config group's option must be a name (group=option), got a number; "
                 "see `ragcite --help` for the groups and their options")
@@ -124,6 +132,23 @@ def _composition(line: str) -> str:
     if m := _NO_GROUP.match(line):  # a group of the shared folder this command does not use
         return f"{m['group']}: not a config group of this command; --help lists its groups"
     return line
+
+
+def _too_deep(args: list[str]) -> str | None:
+    """The override whose lists or dicts nest too deeply for Hydra's recursive reader (a
+    RecursionError), when one nests deep enough to be the cause (else None: not an input's)."""
+    def depth(text: str) -> int:
+        level = deepest = 0
+        for char in text:
+            level += (char in "[{") - (char in "]}")
+            deepest = max(deepest, level)
+        return deepest
+
+    arg = max(args, key=depth, default="")
+    if depth(arg) < 50:
+        return None
+    return (f"{redact_override(arg).partition('=')[0]}: nested too deeply for Hydra to read "
+            f"({depth(arg)} levels of lists or dicts)")
 
 
 def _first(text: str) -> str:

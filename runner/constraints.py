@@ -8,16 +8,24 @@ adapter's: :func:`runner.schema.conf_for` copies it) carries its constraint in i
 and :func:`runner.config_check.check_config` checks the composed config against every schema
 before any work: keys the schema does not have (``+gate.context_recal=0.9``), values out of
 range, and the checks across keys a schema class declares in a ``config_problem`` classmethod.
+A plug-in built in Python is checked by :func:`check_fields` (its ``check``), and a command-line
+option by the constraint itself as argparse's ``type``. Every numeric setting declares one
+(tests/test_constraints.py walks the schemas).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import ListConfig
+
+from runner.errors import RagciteError
 
 CHECK = "check"
 """The field-metadata key holding a constraint."""
@@ -25,12 +33,14 @@ CHECK = "check"
 
 @dataclass(frozen=True)
 class Range:
-    """A number between bounds (``None``: unbounded); NaN is never in range.
+    """A finite number between bounds (``None``: unbounded); NaN and infinities are never in
+    range, nor an integer beyond 64 bits (``sys.maxsize``), which no setting needs.
 
     Attributes:
         low, high: The bounds.
         open_low, open_high: Whether the bound itself is excluded.
-        integer: Whether the key is an integer (for the message).
+        integer: Whether the key is an integer (for the message and the command line).
+        unit: What the number counts, for the message (``seconds``).
     """
 
     low: float | None = None
@@ -38,44 +48,47 @@ class Range:
     open_low: bool = False
     open_high: bool = False
     integer: bool = False
+    unit: str = ""
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with `value`, or None (null is the schema's business)."""
         if value is None:
             return None
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and not math.isnan(value)
+            and (abs(value) <= sys.maxsize if isinstance(value, int) else math.isfinite(value))
         if ok and self.low is not None:
             ok = value > self.low if self.open_low else value >= self.low
         if ok and self.high is not None:
             ok = value < self.high if self.open_high else value <= self.high
         return None if ok else f"must be {self.text()}, got {value!r}"
 
-    def argument(self, text: str) -> Any:
-        """`text` as a number in range: the ``type`` of a command-line option.
-
-        Raises:
-            argparse.ArgumentTypeError: Not a number in range (the message says what is).
-        """
-        try:
-            value: Any = int(text) if self.integer else float(text)
-        except ValueError:
-            value = None
-        if value is None or self.problem(value):
-            raise argparse.ArgumentTypeError(f"must be {self.text()}, got {text}")
+    def __call__(self, text: str) -> float:
+        """A command-line value read and checked: the constraint as argparse's ``type``."""
+        value: Any = text
+        with contextlib.suppress(ValueError):
+            value = int(text) if self.integer else float(text)
+        problem = self.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
 
     def text(self) -> str:
         """The allowed values in words (``an integer >= 1``, ``a number in (0, 1)``)."""
-        kind = "an integer" if self.integer else "a number"
+        kind = ("an integer" if self.integer else "a number") + (f" of {self.unit}"
+                                                                  if self.unit else "")
         if self.low is not None and self.high is not None:
-            return (f"{kind} in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}"
-                    f"{')' if self.open_high else ']'}")
+            return (f"{kind} in {'(' if self.open_low else '['}{_num(self.low)}, "
+                    f"{_num(self.high)}{')' if self.open_high else ']'}")
         if self.low is not None:
-            return f"{kind} {'>' if self.open_low else '>='} {self.low:g}"
+            return f"{kind} {'>' if self.open_low else '>='} {_num(self.low)}"
         if self.high is not None:
-            return f"{kind} {'<' if self.open_high else '<='} {self.high:g}"
+            return f"{kind} {'<' if self.open_high else '<='} {_num(self.high)}"
         return kind
+
+
+def _num(bound: float) -> str:
+    """A bound as written: ``1000000``, not ``1e+06``."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,32 @@ class OneOf:
         return f"unknown {self.noun} {bad[0]!r}; choose from: {', '.join(self.choices)}"
 
 
+COUNT = Range(low=0, integer=True)
+"""A count that may be zero (retries, rows listed) or a seed."""
+POSITIVE = Range(low=1, integer=True)
+"""A size or a concurrency: at least one."""
+SECONDS = Range(0, 86_400, open_low=True, unit="seconds")
+"""A timeout: more than none, at most a day."""
+
+
 def allows(constraint: Range | OneOf, **metadata: Any) -> dict[str, Any]:
     """Field metadata declaring what the key allows (other metadata kept)."""
     return {**metadata, CHECK: constraint}
+
+
+def check_fields(obj: Any, prefix: str) -> None:
+    """Check a dataclass plug-in built in Python (not from a config) against the constraints
+    of its fields, as the config check does.
+
+    Args:
+        obj: The plug-in.
+        prefix: Its config key (``matcher``), for the message.
+
+    Raises:
+        RagciteError: The first field out of range: ``matcher.timeout: must be ...``.
+    """
+    for f in dataclasses.fields(obj):
+        constraint = f.metadata.get(CHECK)
+        problem = constraint.problem(getattr(obj, f.name)) if constraint else None
+        if problem:
+            raise RagciteError(f"{prefix}.{f.name}: {problem}")

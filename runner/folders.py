@@ -8,6 +8,8 @@ sweep folder in it, which would otherwise end in a traceback.
 
 from __future__ import annotations
 
+import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,26 @@ def folder_problem(path: str | Path) -> str | None:
     return None
 
 
+STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+"""What stops a write wherever it happens: a full disk or quota, a read-only file system."""
+
+
+JOB_KEPT = ("the files written before it are kept, and a job folder without job.json (a sweep "
+            "without sweep.json) is incomplete")
+"""What a job or sweep stopped by a write keeps: ``job.json`` (``sweep.json``) is written last."""
+
+
+def write_problem(exc: BaseException, kept: str = JOB_KEPT) -> str | None:
+    """The line for a write the storage refused (``STORAGE_ERRORS``), or None: the file (or
+    folder), why, and `kept`: what is kept."""
+    if not isinstance(exc, OSError) or exc.errno not in STORAGE_ERRORS:
+        return None
+    return f"cannot write {exc.filename or 'the results'}: {exc.strerror}; {kept}"
+
+
 def check_folder(key: str, path: str | Path) -> None:
-    """Refuse a folder setting that is, or lies under, a file.
+    """Refuse a folder setting that is, or lies under, a file, or that cannot be created (on a
+    read-only file system, under /proc); make it.
 
     Args:
         key: The config key, named in the error.
@@ -44,6 +64,27 @@ def check_folder(key: str, path: str | Path) -> None:
     problem = folder_problem(path)
     if problem:
         raise RagciteError(f"{key}: {problem}; give a folder (created when missing)")
+    try:
+        Path(path).expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RagciteError(f"{key}: cannot create {path}: {exc.strerror}; give a folder that "
+                           "can be written") from None
+
+
+def file_target(text: str) -> Path:
+    """A command-line path a file is written to (argparse's ``type``): a regular file or none
+    yet, in a folder or where one can be made (a folder, a FIFO or ``/dev/null`` is refused, not
+    replaced).
+
+    Raises:
+        argparse.ArgumentTypeError: What the path is.
+    """
+    path = Path(text).expanduser()
+    problem = (f"{text} is a folder" if path.is_dir() else f"{text} is not a regular file"
+               if path.exists() and not path.is_file() else folder_problem(path.parent))
+    if problem:
+        raise argparse.ArgumentTypeError(f"{problem}; give the path of a file to write")
+    return path
 
 
 class OutputFolderCallback(Callback):

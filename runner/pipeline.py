@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -79,14 +79,16 @@ class _Run:
     dataset_cases: int = 0
 
 
-def run_job(cfg: dict[str, Any], out: Path,
-            names: dict[str, str] | None = None) -> list[Outcome]:
-    """Run one job and write its results into `out`.
+def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
+            report: Callable[[list[Path]], None] | None = None) -> list[Outcome]:
+    """Run one job and write its results into `out`, ``job.json`` last.
 
     Args:
         cfg: The composed config as plain data (interpolations resolved).
         out: The job's folder.
         names: The chosen option of each config group (``dataset``, ``model``, ...).
+        report: Called with the result folders once their results files are written, before
+            ``job.json``: whatever it writes (the reports) is part of the job.
 
     Returns:
         One :class:`Outcome` per threshold, in order.
@@ -115,7 +117,7 @@ def run_job(cfg: dict[str, Any], out: Path,
     finally:
         if cache is not None:
             cache.close()
-    return _finish(run, dataset, adapter, matcher, thresholds, results)
+    return _finish(run, dataset, adapter, matcher, thresholds, results, report)
 
 
 def _batches(run: _Run, cases: Iterator[Case], size: int) -> Iterator[tuple[list[Case], bool]]:
@@ -214,8 +216,10 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
 
 
 def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
-            thresholds: Sequence[Threshold], results: list[RunResult]) -> list[Outcome]:
-    """Describe each result, check its gates and write the rest of the files."""
+            thresholds: Sequence[Threshold], results: list[RunResult],
+            report: Callable[[list[Path]], None] | None) -> list[Outcome]:
+    """Describe each result, check its gates and write the rest of the files: the results,
+    `report`'s, then ``job.json``."""
     writer = run.writer
     if writer is None:  # pragma: no cover - _score always opens one
         raise RuntimeError("the job's results were not written")
@@ -234,6 +238,9 @@ def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher
         log.warning("ragcite: warning: %s", note)
     writer.finish(results, redact(run.cfg))
     scrub_files(run.out, secret_values(run.cfg) | env_secrets())
+    if report is not None:
+        report(writer.dirs)
+    writer.mark_complete()
     log.info("wrote %s", run.out)
     return outcomes
 

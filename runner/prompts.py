@@ -28,6 +28,8 @@ from typing import Any
 
 import jinja2
 
+from runner.data.text import check_file, read_text
+
 PROMPTS_PACKAGE = "runner.templates"
 PROMPTS_FOLDER = "prompts"
 
@@ -111,11 +113,13 @@ def load_prompt(name: str) -> Prompt:
     """Load a packaged prompt by file name, or the user's template by path.
 
     Raises:
-        ValueError: No such prompt, or a syntax error in it.
+        ValueError: No such prompt, a path that is no readable UTF-8 file, or a syntax error
+            in it.
     """
     path = Path(name).expanduser()
-    if path.is_file():
-        source = path.read_text(encoding="utf-8")
+    if path.exists():  # a folder, a FIFO, a device or a file that cannot be read: one line
+        check_file(path)
+        source = read_text(path)
     else:
         resource = files(PROMPTS_PACKAGE).joinpath(PROMPTS_FOLDER).joinpath(name)
         if not resource.is_file():

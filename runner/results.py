@@ -355,6 +355,20 @@ def result_dirs(job_dir: str | Path) -> list[Path]:
     return [(folder / name) if name != "." else folder for name in data.get("results", [])]
 
 
+def require_complete(result_dir: str | Path) -> None:
+    """Refuse a result folder whose job did not finish: no ``job.json`` (its own, or its job
+    folder's for one threshold of several) lists it. A reader of finished results calls it;
+    the job's own reports, written before ``job.json``, do not.
+
+    Raises:
+        ValueError: One line naming the folder.
+    """
+    folder = Path(result_dir).resolve()
+    if folder not in (*result_dirs(folder), *result_dirs(folder.parent)):
+        raise ValueError(f"{result_dir}: incomplete: no {JOB_FILE} lists this result folder (its "
+                         "job stopped before its last file); run the job again")
+
+
 def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
     """Write ``metrics.json`` atomically (a partial file never looks complete)."""
     data = result.to_dict() if isinstance(result, RunResult) else result

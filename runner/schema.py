@@ -17,8 +17,8 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from runner.constraints import CHECK, OneOf, Range, allows
-from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from runner.constraints import CHECK, COUNT, POSITIVE, SECONDS, OneOf, Range, allows
+from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
 from runner.scoring.sources import DEFAULT_STEPS, STEPS
@@ -151,7 +151,7 @@ class BootstrapConf:
     """Percentile bootstrap of the macro means."""
 
     resamples: int = field(default=DEFAULT_RESAMPLES,
-                           metadata=allows(Range(low=0, integer=True)))
+                           metadata=allows(Range(0, MAX_RESAMPLES, integer=True)))
     confidence: float = field(default=DEFAULT_CONFIDENCE,
                               metadata=allows(Range(0, 1, open_low=True, open_high=True)))
 
@@ -182,7 +182,7 @@ class ScoringConf:
     bootstrap: BootstrapConf = field(default_factory=BootstrapConf)
     batch_size: int = field(default=DEFAULT_BATCH_SIZE,
                             metadata=allows(Range(low=1, integer=True)))
-    workers: Optional[int] = None
+    workers: Optional[int] = field(default=None, metadata=allows(COUNT))
 
 
 @dataclass
@@ -230,9 +230,9 @@ class MlflowTrackingConf(TrackingConf):
     tracking_uri: Optional[str] = None
     artifact_location: Optional[str] = None
     required: bool = True
-    timeout_s: float = 5.0
+    timeout_s: float = field(default=5.0, metadata=allows(SECONDS))
     log_table: bool = True
-    table_rows: Optional[int] = DEFAULT_TABLE_ROWS
+    table_rows: Optional[int] = field(default=DEFAULT_TABLE_ROWS, metadata=allows(COUNT))
     ui_url: Optional[str] = None
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -254,11 +254,11 @@ class HtmlReportConf(ReportConf):
 
     _target_: str = "runner.reports.html.HtmlReports"
     page_size: int = field(default=50, metadata=allows(Range(low=1, integer=True)))
-    max_cases: Optional[int] = 20000
-    max_text_chars: int = 10000
+    max_cases: Optional[int] = field(default=20000, metadata=allows(COUNT))
+    max_text_chars: int = field(default=10000, metadata=allows(POSITIVE))
     embed: str = "auto"
-    gzip_above_mb: float = 2.0
-    max_failed_listed: int = 500
+    gzip_above_mb: float = field(default=2.0, metadata=allows(Range(low=0)))
+    max_failed_listed: int = field(default=500, metadata=allows(COUNT))
 
 
 @dataclass
@@ -282,7 +282,7 @@ class RagciteConf:
     gate: GateConf = field(default_factory=GateConf)
     cache: CacheConf = field(default_factory=CacheConf)
     output_root: str = "outputs"
-    seed: int = 0
+    seed: int = field(default=0, metadata=allows(COUNT))
     progress: bool = True
     experiment: str = "ragcite"
     run_name: Optional[str] = None

@@ -148,8 +148,10 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
     sweep_dir, config = SWEEPS.open
     SWEEPS.open = None
     summary = summarize(sweep_dir, failed)
-    (sweep_dir / SWEEP_FILE).write_text(json.dumps(summary, indent=2, default=str) + "\n",
-                                        encoding="utf-8")
+    from runner.reports.common import write_html
+
+    # Whole or not at all: a full disk leaves no half-written sweep.json that reads as complete.
+    write_html(sweep_dir / SWEEP_FILE, json.dumps(summary, indent=2, default=str) + "\n")
     cfg = _plain(config)
     try:
         from runner.reports.base import make_reports

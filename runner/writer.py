@@ -1,5 +1,6 @@
 """Writing a job's results files (docs/results.md): what no threshold changes once, what each
-threshold decides once per threshold, and ``job.json`` last.
+threshold decides once per threshold; ``job.json`` comes last, after the reports
+(runner/pipeline.py).
 
 A file is written under a ``.partial`` name and renamed when complete, and each result's
 ``metrics.json`` is written after its other files, so an interrupted job never looks finished.
@@ -66,8 +67,8 @@ class ResultWriter:
             fh.close()
 
     def finish(self, results: Sequence[RunResult], config: dict[str, Any]) -> list[Path]:
-        """Complete the job: the lines renamed into place, then per threshold its
-        ``config.yaml`` (a subfolder's) and ``metrics.json``, then ``job.json``.
+        """Complete the results: the lines renamed into place, then per threshold its
+        ``config.yaml`` (a subfolder's) and ``metrics.json`` (``job.json`` is the caller's).
 
         Args:
             results: One result per threshold, in order.
@@ -86,9 +87,12 @@ class ResultWriter:
                 write_config(folder / CONFIG_FILE, {**config, "scoring": scoring})
             result.extra["files"] = {"passages": self.passages_ref, "cases": CASES_FILE}
             write_metrics(folder / METRICS_FILE, result)
+        return list(self.dirs)
+
+    def mark_complete(self) -> None:
+        """Write ``job.json``, the job's last file: it lists the result folders."""
         write_job(self.job_dir, [t.folder if d != self.job_dir else "."
                                  for t, d in zip(self.thresholds, self.dirs)])
-        return list(self.dirs)
 
 
 def write_config(path: Path, config: dict[str, Any]) -> None:

@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
-from omegaconf import DictConfig
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
 
+from runner.adapters.extractive import ExtractiveModel
+from runner.calibration.schema import register_calibrate_configs
 from runner.config_check import check_config
-from runner.constraints import OneOf, Range
+from runner.constraints import CHECK, OneOf, Range
 from runner.errors import RagciteError
+from runner.matchers.llm import LlmMatcher
 
 
 @pytest.mark.parametrize(("constraint", "value", "problem"), [
@@ -66,3 +73,78 @@ def test_a_composed_config_is_checked_with_located_lines(
     with pytest.raises(RagciteError) as exc:
         check_config(cfg)
     assert str(exc.value) == message
+
+
+# --- every numeric setting declares its range ---------------------------------------------------
+
+
+def _numeric_fields(schema: type, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(key, constraint or None) of every int or float field of a schema and its sections."""
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        kind = hints[f.name]
+        if typing.get_origin(kind) is typing.Union:  # Optional[X]
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        if kind in (int, float):
+            yield prefix + f.name, f.metadata.get(CHECK)
+        elif dataclasses.is_dataclass(kind):
+            yield from _numeric_fields(kind, f"{prefix}{f.name}.")
+
+
+def _schemas() -> Iterator[tuple[str, type]]:
+    register_calibrate_configs()  # ragcite's schemas and ragcite-calibrate's
+    stack: list[tuple[str, Any]] = [("schema", ConfigStore.instance().repo["schema"])]
+    while stack:
+        path, node = stack.pop()
+        for name, child in node.items():
+            if isinstance(child, dict):
+                stack.append((f"{path}/{name}", child))
+            else:
+                yield f"{path}/{name}", OmegaConf.get_type(child.node)
+
+
+def test_every_numeric_setting_declares_its_range() -> None:
+    """A future int or float key cannot forget its range: every one of ragcite's and
+    ragcite-calibrate's schemas (matchers' and model adapters' included, derived from their
+    classes) and every numeric option of ragcite-compare declares a Range."""
+    found = {f"{where}:{key}": check for where, schema in _schemas()
+             for key, check in _numeric_fields(schema)}
+    assert not [key for key, check in found.items() if not isinstance(check, Range)]
+    # The walk reaches every group: the root, a matcher, a model adapter, calibrate's root.
+    for key in ("schema/config.yaml:seed", "schema/config.yaml:scoring.workers",
+                "schema/matcher/embeddings.yaml:timeout", "schema/model/openai.yaml:temperature",
+                "schema/model/http.yaml:backoff", "schema/tracking/mlflow.yaml:timeout_s",
+                "schema/report/html.yaml:gzip_above_mb", "schema/calibrate.yaml:seed"):
+        assert key in found, key
+    # By hand from the schemas: the root 15 (gates 7), dataset 1, scoring 6, mlflow 2, html 5,
+    # ngram 2, embeddings 8, local_embeddings 1, llm 6, extractive 4, python 1, openai 9,
+    # http 5, calibrate 8.
+    assert len(found) == 73
+    from runner.reports.compare import _parser
+
+    options = {a.dest: a.type for a in _parser()._actions
+               if a.type in (int, float) or isinstance(a.type, Range)}
+    assert sorted(options) == ["confidence", "max_drop", "max_new_errors", "resamples", "seed",
+                               "top"]
+    assert all(isinstance(kind, Range) for kind in options.values())
+
+
+@pytest.mark.parametrize(("constraint", "value", "problem"), [
+    (Range(low=0, integer=True), 2**63 - 1, None),
+    (Range(low=0, integer=True), 2**63, f"must be an integer >= 0, got {2**63}"),
+    (Range(low=0), float("inf"), "must be a number >= 0, got inf"),
+    (Range(0, 120, unit="seconds"), 121, "must be a number of seconds in [0, 120], got 121"),
+    (Range(0, 1_000_000, integer=True), -1, "must be an integer in [0, 1000000], got -1"),
+])
+def test_no_setting_holds_a_number_no_code_can_use(constraint: Range, value: object,
+                                                   problem: str | None) -> None:
+    assert constraint.problem(value) == problem
+
+
+def test_a_plugin_built_in_python_is_checked_like_its_config() -> None:
+    with pytest.raises(RagciteError) as exc:
+        LlmMatcher(openai_api_key="k", timeout=0).check()
+    assert str(exc.value) == "matcher.timeout: must be a number of seconds in (0, 86400], got 0"
+    with pytest.raises(RagciteError) as exc:
+        ExtractiveModel(min_score=float("nan")).check()
+    assert str(exc.value) == "model.min_score: must be a number, got nan"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from runner.constraints import check_fields
 from runner.data.models import Case, Response
 
 if TYPE_CHECKING:
@@ -103,7 +104,8 @@ class BaseAdapter:
         self._context = context
 
     def check(self) -> None:
-        """Nothing to check by default."""
+        """The fields' declared ranges (runner/constraints.py)."""
+        check_fields(self, "model")
 
     def notes(self) -> list[str]:
         """Warnings for the user once every case was answered (none by default), e.g. stored

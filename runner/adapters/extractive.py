@@ -78,7 +78,7 @@ class ExtractiveModel(BaseAdapter):
     chunk_size: int = field(default=2, metadata=allows(Range(low=1, integer=True)))
     chunk_overlap: int = field(default=0, metadata=allows(Range(low=0, integer=True)))
     stopwords: str | None = "en"
-    min_score: float = 0.0
+    min_score: float = field(default=0.0, metadata=allows(Range()))
 
     @classmethod
     def config_problem(cls, node: Any) -> str | None:

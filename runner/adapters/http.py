@@ -30,17 +30,18 @@ from pydantic import ValidationError
 from runner.adapters.base import BaseAdapter
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    RETRY_AFTER,
     Gate,
     ResultStore,
     quiet_http_logs,
     refuse_key,
     request_key,
-    require_positive,
-    require_retry_after,
     retry_after,
     send_all,
     too_long,
 )
+from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
+from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
 from runner.usage import Usage, token_count
@@ -124,11 +125,13 @@ class HttpModel(BaseAdapter):
     citations: str = "citations"
     answer: str | None = "answer"
     tokens: str | None = None
-    timeout: float = field(default=60.0, metadata={"identity": False})
-    max_retries: int = field(default=4, metadata={"identity": False})
-    backoff: float = field(default=0.5, metadata={"identity": False})
-    concurrency: int = field(default=8, metadata={"identity": False})
-    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
+    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
+    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
+    backoff: float = field(default=0.5, metadata=allows(Range(0, MAX_BACKOFF, unit="seconds"),
+                                                        identity=False))
+    concurrency: int = field(default=8, metadata=allows(POSITIVE, identity=False))
+    max_retry_after: float = field(default=MAX_RETRY_AFTER,
+                                   metadata=allows(RETRY_AFTER, identity=False))
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -144,20 +147,16 @@ class HttpModel(BaseAdapter):
 
         if not self.url or self.url == "???" or not re.match(r"^https?://", self.url):
             raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
-        require_positive(self.timeout, "model.timeout", 0.001)
-        require_positive(self.max_retries, "model.max_retries", 0)
-        require_positive(self.backoff, "model.backoff", 0)
-        require_positive(self.concurrency, "model.concurrency")
-        require_retry_after(self.max_retry_after, "model.max_retry_after")
+        super().check()
         self._template()
         for key in ("citations", "answer", "tokens"):
             expr = getattr(self, key)
             if expr is None:
                 continue
             try:
-                jmespath.compile(expr)
+                compile_expression(expr)
             except JMESPathError as exc:
-                raise RagciteError(f"model.{key}: invalid JMESPath {expr!r}: "
+                raise RagciteError(f"model.{key}: invalid JMESPath {shown(expr)}: "
                                    f"{' '.join(str(exc).split())}") from None
         self._headers()
 

@@ -20,9 +20,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runner.adapters.base import AdapterContext, BaseAdapter
-from runner.adapters.extractive import ExtractiveModel
+from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    RETRY_AFTER,
     Gate,
     ResultStore,
     describe_error,
@@ -31,10 +32,9 @@ from runner.apiclient import (
     refuse_api_error,
     request_key,
     require_key,
-    require_positive,
-    require_retry_after,
     send_all,
 )
+from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
 from runner.prompts import Prompt, load_prompt
 from runner.redact import known_secrets, scrub_data
@@ -126,19 +126,21 @@ class OpenaiModel(BaseAdapter):
     model: str = "gpt-4o-mini"
     base_url: str | None = None
     prompt: str = "rag_answer.j2"
-    top_k: int = 5
-    chunk_unit: str = "sentence"
-    chunk_size: int = 2
-    chunk_overlap: int = 0
+    top_k: int = field(default=5, metadata=allows(POSITIVE))
+    chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
+    chunk_size: int = field(default=2, metadata=allows(POSITIVE))
+    chunk_overlap: int = field(default=0, metadata=allows(COUNT))
     stopwords: str | None = "en"
     structured_output: str = "json_schema"
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    temperature: float = field(default=0.0, metadata=allows(Range(0, 2)))
+    max_tokens: int = field(default=1024, metadata=allows(POSITIVE))
     openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
-    concurrency: int = field(default=16, metadata={"identity": False})
-    timeout: float = field(default=120.0, metadata={"identity": False})
-    max_retries: int = field(default=4, metadata={"identity": False})
-    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
+    concurrency: int = field(default=16, metadata=allows(POSITIVE, identity=False))
+    timeout: float = field(default=120.0, metadata=allows(SECONDS, identity=False))
+    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
+    max_retry_after: float = field(default=MAX_RETRY_AFTER,
+                                   metadata=allows(RETRY_AFTER, identity=False))
+    config_problem = ExtractiveModel.config_problem  # its passages, as the extractive model's
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -152,13 +154,8 @@ class OpenaiModel(BaseAdapter):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         from runner.errors import RagciteError
 
+        super().check()
         require_key(self.openai_api_key, "model", "model=openai")
-        require_positive(self.top_k, "model.top_k")
-        require_positive(self.max_tokens, "model.max_tokens")
-        require_positive(self.concurrency, "model.concurrency")
-        require_positive(self.timeout, "model.timeout", 0.001)
-        require_positive(self.max_retries, "model.max_retries", 0)
-        require_retry_after(self.max_retry_after, "model.max_retry_after")
         if self.structured_output not in STRUCTURED_OUTPUT:
             raise RagciteError(f"model.structured_output must be one of "
                                f"{', '.join(STRUCTURED_OUTPUT)}, got {self.structured_output!r}")

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
+from runner.constraints import POSITIVE, allows
 from runner.data.models import Case, Response
 from runner.plugins import locate
 
@@ -28,7 +29,7 @@ class PythonModel(BaseAdapter):
 
     function: str = "???"
     kwargs: dict[str, Any] = field(default_factory=dict)
-    concurrency: int = field(default=8, metadata={"identity": False})
+    concurrency: int = field(default=8, metadata=allows(POSITIVE, identity=False))
 
     def _callable(self) -> Callable[..., Any]:
         fn = getattr(self, "_fn", None)

@@ -10,7 +10,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from runner.constraints import Range, allows
+from runner.constraints import COUNT, Range, allows
 from runner.schema import CacheConf, ScoringConf, register_configs
 
 
@@ -41,7 +41,7 @@ class CalibrateConf:
     worst: int = field(default=25, metadata=allows(Range(low=0, integer=True)))
     cache: CacheConf = field(default_factory=CacheConf)
     output_root: str = "outputs"
-    seed: int = 0
+    seed: int = field(default=0, metadata=allows(COUNT))
     progress: bool = True
     experiment: str = "ragcite-calibration"
     run_name: Optional[str] = None

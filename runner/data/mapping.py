@@ -45,15 +45,15 @@ class FieldMapping:
                 raise DataError(self.origin, None, key,
                                 f"unknown mapping key; expected one of {', '.join(self.allowed)}")
             try:
-                compiled[key] = jmespath.compile(str(expr))
+                compiled[key] = compile_expression(str(expr))
             except JMESPathError as exc:
                 raise DataError(self.origin, None, key,
-                                f"invalid JMESPath expression {expr!r}: {exc}") from None
+                                f"invalid JMESPath expression {shown(expr)}: {exc}") from None
             unknown = sorted(_function_names(compiled[key].parsed) - set(_FUNCTIONS))
             if unknown:
                 raise DataError(self.origin, None, key,
-                                f"unknown JMESPath function {unknown[0]}() in {expr!r}; the "
-                                f"functions are {', '.join(_FUNCTIONS)}")
+                                f"unknown JMESPath function {unknown[0]}() in {shown(expr)}; "
+                                f"the functions are {', '.join(_FUNCTIONS)}")
         object.__setattr__(self, "_compiled", compiled)
 
     @property
@@ -81,12 +81,28 @@ class FieldMapping:
         for key, expr in compiled.items():
             try:
                 value = expr.search(record)
-            except JMESPathError as exc:  # a type error, or a wrong number of arguments
+            except (JMESPathError, RecursionError) as exc:  # a type error, an arity, a depth
                 raise DataError(path, where, f"mapping.{key}",
-                                f"expression {self.expressions[key]!r} failed: {exc}") from None
+                                f"expression {shown(self.expressions[key])} failed: "
+                                f"{exc}") from None
             _check_shape(key, value, self.expressions[key], path, where)
             out[key] = value
         return out
+
+
+def compile_expression(expr: str) -> Any:
+    """``jmespath.compile``, with nesting too deep for its recursive parser as a
+    :class:`JMESPathError` (a RecursionError otherwise)."""
+    try:
+        return jmespath.compile(expr)
+    except RecursionError:
+        raise JMESPathError("nested too deeply (JMESPath parses each level as a Python call)"
+                            ) from None
+
+
+def shown(expr: str, limit: int = 80) -> str:
+    """An expression quoted for a message, its middle cut when long."""
+    return repr(expr if len(expr) <= limit else f"{expr[:limit // 2]}…{expr[-limit // 2:]}")
 
 
 _FUNCTIONS: tuple[str, ...] = tuple(sorted(Functions.FUNCTION_TABLE))
@@ -132,12 +148,12 @@ def _check_shape(key: str, value: Any, expr: str, path: str, where: str) -> None
     if not test(value):
         got = "null" if value is None else type(value).__name__
         raise DataError(path, where, f"mapping.{key}",
-                        f"expression {expr!r} yielded {got}; expected {expected}")
+                        f"expression {shown(expr)} yielded {got}; expected {expected}")
     if key in ("references", "citations"):
         for item in value:
             if not isinstance(item, dict) or "source" not in item:
                 raise DataError(path, where, f"mapping.{key}",
-                                f"expression {expr!r} yielded a list containing {item!r}; "
+                                f"expression {shown(expr)} yielded a list containing {item!r}; "
                                 "expected {source, content} objects")
 
 

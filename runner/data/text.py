@@ -4,6 +4,7 @@ file is said to be one, and invalid UTF-8 is located by line."""
 from __future__ import annotations
 
 import codecs
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,16 +16,23 @@ ENCODING = "utf-8-sig"
 """UTF-8, with a byte-order mark at the start skipped (as Windows editors write it)."""
 
 
+_SPECIAL = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+            stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
 def check_file(path: Path, shown: str | None = None) -> None:
-    """Refuse a path that is not a readable file, saying what it is.
+    """Refuse a path that is not a readable file, saying what it is: a FIFO or a device
+    (``/dev/zero``) would block or never end, and is never opened.
 
     Raises:
-        DataError: The path is a directory or does not exist.
+        DataError: The path is a directory, a special file or does not exist.
     """
     if path.is_dir():
         raise DataError(shown or str(path), None, None, "is a directory; expected a file")
     if not path.is_file():
-        raise DataError(shown or str(path), None, None, "file not found")
+        kind = _SPECIAL.get(stat.S_IFMT(path.stat().st_mode)) if path.exists() else None
+        raise DataError(shown or str(path), None, None,
+                        f"is {kind}, not a regular file" if kind else "file not found")
 
 
 @contextmanager
@@ -43,7 +51,7 @@ def open_text(path: Path, newline: str | None = None) -> Iterator[TextIO]:
     except (IsADirectoryError, FileNotFoundError):
         check_file(path)
         raise
-    except PermissionError as exc:
+    except OSError as exc:  # no permission, an I/O error (/proc/self/mem)
         raise DataError(str(path), None, None, f"cannot be read ({exc.strerror})") from None
 
 
@@ -78,7 +86,7 @@ def check_utf8(path: Path, hints: tuple[str, ...] = ()) -> bool:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise utf8_error(path) from None
-    except PermissionError as exc:
+    except OSError as exc:
         raise DataError(str(path), None, None, f"cannot be read ({exc.strerror})") from None
     return found
 

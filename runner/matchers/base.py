@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from runner.constraints import check_fields
+
 TextPair = tuple[str, str]
 """A (reference passage, citation passage) pair; both are non-blank when a matcher sees them."""
 
@@ -111,8 +113,9 @@ class BaseMatcher:
 
     Defaults: ``levels`` 0.75 / 0.5 / 0.3, ``similarity_range`` (0, 1), ``cacheable`` True,
     no ``similarity_array`` fast path, ``for_workload`` returns the matcher itself,
-    ``bind_cache`` and ``check`` do nothing, ``usage`` is None. ``identity`` is the class path
-    and every field not marked ``field(metadata={"identity": False})``.
+    ``bind_cache`` does nothing, ``check`` checks the fields' declared ranges, ``usage`` is
+    None. ``identity`` is the class path and every field not marked
+    ``field(metadata={"identity": False})``.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
@@ -143,7 +146,8 @@ class BaseMatcher:
         """No cache of its own by default."""
 
     def check(self) -> None:
-        """Nothing to check by default."""
+        """The fields' declared ranges (runner/constraints.py)."""
+        check_fields(self, "matcher")
 
     def usage(self) -> dict[str, Any] | None:
         """No API usage by default."""

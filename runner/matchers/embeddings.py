@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    RETRY_AFTER,
     Gate,
     ResultStore,
     describe_error,
@@ -28,13 +29,12 @@ from runner.apiclient import (
     openai_client,
     refuse_api_error,
     require_key,
-    require_positive,
-    require_retry_after,
     run_sync,
     send_all,
     waits_too_long,
 )
 from runner.cache import digest, text_key
+from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.matchers.vectors import (
     Vector,
@@ -163,35 +163,24 @@ class EmbeddingsMatcher(EmbeddingVectors):
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.8, "lenient": 0.7}
     similarity_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     model: str = "text-embedding-3-small"
-    dimensions: int | None = None
+    dimensions: int | None = field(default=None, metadata=allows(POSITIVE))
     base_url: str | None = None
     openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
-    max_inputs: int = field(default=2048, metadata={"identity": False})
-    max_request_tokens: int = field(default=300_000, metadata={"identity": False})
-    chars_per_token: float = field(default=3.0, metadata={"identity": False})
-    encoding_format: str = field(default="base64", metadata={"identity": False})
-    concurrency: int = field(default=4, metadata={"identity": False})
-    timeout: float = field(default=60.0, metadata={"identity": False})
-    max_retries: int = field(default=4, metadata={"identity": False})
-    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
+    max_inputs: int = field(default=2048, metadata=allows(POSITIVE, identity=False))
+    max_request_tokens: int = field(default=300_000, metadata=allows(POSITIVE, identity=False))
+    chars_per_token: float = field(default=3.0, metadata=allows(Range(low=0.1), identity=False))
+    encoding_format: str = field(default="base64", metadata=allows(
+        OneOf(("base64", "float"), "encoding"), identity=False))
+    concurrency: int = field(default=4, metadata=allows(POSITIVE, identity=False))
+    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
+    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
+    max_retry_after: float = field(default=MAX_RETRY_AFTER,
+                                   metadata=allows(RETRY_AFTER, identity=False))
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key or bad settings."""
-        from runner.errors import RagciteError
-
+        super().check()
         require_key(self.openai_api_key, "matcher", "matcher=embeddings")
-        require_positive(self.max_inputs, "matcher.max_inputs")
-        require_positive(self.max_request_tokens, "matcher.max_request_tokens")
-        require_positive(self.chars_per_token, "matcher.chars_per_token", 0.1)
-        require_positive(self.concurrency, "matcher.concurrency")
-        require_positive(self.timeout, "matcher.timeout", 0.001)
-        require_positive(self.max_retries, "matcher.max_retries", 0)
-        require_retry_after(self.max_retry_after, "matcher.max_retry_after")
-        if self.dimensions is not None:
-            require_positive(self.dimensions, "matcher.dimensions")
-        if self.encoding_format not in ("base64", "float"):
-            raise RagciteError(f"matcher.encoding_format must be base64 or float, "
-                               f"got {self.encoding_format!r}")
 
     def vector_identity(self) -> dict[str, Any]:
         """Server, model and dimensions: a text's vector depends on nothing else."""

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from runner.apiclient import (
     MAX_RETRY_AFTER,
+    RETRY_AFTER,
     Gate,
     ResultStore,
     describe_error,
@@ -27,11 +28,10 @@ from runner.apiclient import (
     refuse_api_error,
     request_key,
     require_key,
-    require_positive,
-    require_retry_after,
     run_sync,
     send_all,
 )
+from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.prompts import Prompt, load_prompt
 from runner.usage import Usage
@@ -147,13 +147,14 @@ class LlmMatcher(BaseMatcher):
     base_url: str | None = None
     prompt: str = "llm_judge.j2"
     logprobs: bool = True
-    top_logprobs: int = 5
-    max_tokens: int = 3
+    top_logprobs: int = field(default=5, metadata=allows(Range(1, 20, integer=True)))
+    max_tokens: int = field(default=3, metadata=allows(POSITIVE))
     openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
-    concurrency: int = field(default=32, metadata={"identity": False})
-    timeout: float = field(default=60.0, metadata={"identity": False})
-    max_retries: int = field(default=4, metadata={"identity": False})
-    max_retry_after: float = field(default=MAX_RETRY_AFTER, metadata={"identity": False})
+    concurrency: int = field(default=32, metadata=allows(POSITIVE, identity=False))
+    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
+    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
+    max_retry_after: float = field(default=MAX_RETRY_AFTER,
+                                   metadata=allows(RETRY_AFTER, identity=False))
 
     def __post_init__(self) -> None:
         self._cache_dir: Path | None = None
@@ -167,13 +168,8 @@ class LlmMatcher(BaseMatcher):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         from runner.errors import RagciteError
 
+        super().check()
         require_key(self.openai_api_key, "matcher", "matcher=llm")
-        require_positive(self.concurrency, "matcher.concurrency")
-        require_positive(self.timeout, "matcher.timeout", 0.001)
-        require_positive(self.max_retries, "matcher.max_retries", 0)
-        require_retry_after(self.max_retry_after, "matcher.max_retry_after")
-        if self.logprobs and not 1 <= self.top_logprobs <= 20:
-            raise RagciteError(f"matcher.top_logprobs must be in 1..20, got {self.top_logprobs}")
         try:
             self._prompt()
         except ValueError as exc:

@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from runner.apiclient import ResultStore, require_positive
+from runner.apiclient import ResultStore
 from runner.cache import text_key
+from runner.constraints import POSITIVE, allows
 from runner.matchers.base import PairError
 from runner.matchers.embeddings import EmbeddingVectors
 from runner.matchers.vectors import Vector, encode_vector, vector_problem
@@ -66,13 +67,13 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
     similarity_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     model: str = "all-MiniLM-L6-v2"
     device: str = field(default="cpu", metadata={"identity": False})
-    batch_size: int = field(default=64, metadata={"identity": False})
+    batch_size: int = field(default=64, metadata=allows(POSITIVE, identity=False))
 
     def check(self) -> None:
         """Fail early when the optional extra is not installed."""
         from runner.errors import RagciteError
 
-        require_positive(self.batch_size, "matcher.batch_size")
+        super().check()
         try:
             import sentence_transformers  # noqa: F401
         except ImportError:

@@ -13,6 +13,7 @@ Templates live in ``templates/`` (the package ``runner.templates``) and are load
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
@@ -243,9 +244,15 @@ def render(template: str, **context: Any) -> str:
 
 
 def write_html(path: Path, text: str) -> Path:
-    """Write a report atomically: a reader never sees a half-written file."""
+    """Write a report (or a summary) atomically: a reader never sees a half-written file, and
+    a write that fails (a full disk) leaves none behind and names `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # none was made on a read-only file system
+            tmp.unlink()
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     tmp.replace(path)
     return path

@@ -28,7 +28,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from runner.constraints import Range
+from runner.constraints import COUNT, SECONDS, Range
+from runner.folders import file_target, write_problem
 from runner.jsonio import dumps_strict
 from runner.naming import model_text
 from runner.redact import guard_output
@@ -47,7 +48,7 @@ from runner.reports.compare_load import DOWNLOAD_TIMEOUT, CompareError, RunData,
 from runner.reports.compare_names import COMPARE_HTML, output_folder, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
-from runner.scoring.aggregate import bootstrap_ci
+from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
 
 COMPARE_SCHEMA_VERSION = 1
 __all__ = ["CompareError", "RunData", "check_gates", "compare_runs", "load_run", "main",
@@ -290,13 +291,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"ragcite: error: {message}\n")
 
 
-COUNT = Range(low=0, integer=True)
-
 
 def _parser() -> argparse.ArgumentParser:
     """The arguments of ``ragcite-compare``."""
     parser = _Parser(
-        prog="ragcite-compare",
+        prog="ragcite-compare", usage="%(prog)s [options] a b",
         description="Compare two ragcite runs (A = baseline, B = candidate): per-metric "
                     "differences with paired bootstrap intervals, and the cases that changed "
                     "most. Writes an HTML report and a JSON summary.",
@@ -305,34 +304,35 @@ def _parser() -> argparse.ArgumentParser:
                "0 all gates pass, 1 a gate failed, 2 bad input.")
     parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
     parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=file_target, default=None,
                         help="the HTML report (default: compare.html in a new folder "
                              "outputs/compare/<time>_<A>_vs_<B>, A and B named by what differs "
                              "between them); the JSON summary is written beside it")
-    parser.add_argument("--json", type=Path, default=None, dest="json_out",
+    parser.add_argument("--json", type=file_target, default=None, dest="json_out",
                         help="the JSON summary (default: the report's path with .json)")
     parser.add_argument("--gate", action="append", default=[], metavar="METRIC",
                         choices=[*METRIC_KEYS, "all"],
                         help="fail when B is significantly worse than A on METRIC "
                              "(repeatable; 'all' = the six metrics)")
-    parser.add_argument("--max-drop", type=Range(0, 1).argument, default=None, metavar="D",
+    parser.add_argument("--max-drop", type=Range(0, 1), default=None, metavar="D",
                         help="tolerated drop in [0, 1]: fail only when B is worse by more than "
                              "D with confidence; alone, it gates all six metrics (default 0)")
-    parser.add_argument("--max-new-errors", type=COUNT.argument, default=None, metavar="N",
+    parser.add_argument("--max-new-errors", type=COUNT, default=None, metavar="N",
                         help="fail when more than N cases fail in B but not in A (N >= 0)")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow tracking URI for run ids (default: MLFLOW_TRACKING_URI, "
                              "else outputs/mlflow.db when present)")
-    parser.add_argument("--timeout", type=Range(0, 86400, True).argument, metavar="S",
+    parser.add_argument("--timeout", type=SECONDS, metavar="S",
                         default=DOWNLOAD_TIMEOUT, help="seconds the download of one MLflow "
                         f"run may take, up to a day (default {DOWNLOAD_TIMEOUT:g})")
-    parser.add_argument("--resamples", type=Range(1, 100_000, integer=True).argument,
-                        default=2000, help="bootstrap resamples, 1 to 100,000 (default 2000)")
-    parser.add_argument("--confidence", type=Range(0, 1, True, True).argument, default=0.95,
+    parser.add_argument("--resamples", type=Range(1, MAX_RESAMPLES, integer=True),
+                        default=2000, help="bootstrap resamples, 1 to 1,000,000 (default 2000)")
+    parser.add_argument("--confidence", type=Range(0, 1, open_low=True, open_high=True),
+                        default=0.95,
                         help="two-sided confidence of the intervals (default 0.95)")
-    parser.add_argument("--seed", type=COUNT.argument, default=0,
+    parser.add_argument("--seed", type=COUNT, default=0,
                         help="bootstrap seed, >= 0 (default 0)")
-    parser.add_argument("--top", type=COUNT.argument, default=50,
+    parser.add_argument("--top", type=COUNT, default=50,
                         help="changed cases listed in the report (default 50)")
     return parser
 
@@ -361,10 +361,13 @@ def main(argv: list[str] | None = None) -> int:
             Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / COMPARE_HTML
         json_out = args.json_out or out.with_suffix(".json")
         render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(dumps_strict(comparison), encoding="utf-8")
-    except CompareError as exc:
-        print(f"ragcite: error: {exc}", file=sys.stderr)
+        write_html(json_out, dumps_strict(comparison))
+    except (CompareError, OSError) as exc:
+        line = str(exc) if isinstance(exc, CompareError) else write_problem(
+            exc, "the report and the summary are each written whole or not at all")
+        if line is None:
+            raise
+        print(f"ragcite: error: {line}", file=sys.stderr)
         return 2
     _print_summary(comparison, gates, out, json_out)
     return 0 if gates["passed"] else 1

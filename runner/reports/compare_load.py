@@ -21,6 +21,7 @@ from runner.results import (
     passages_path,
     read_cases,
     read_result,
+    require_complete,
     result_dirs,
 )
 from runner.tracking import mlflow_store as store
@@ -49,14 +50,18 @@ class RunData:
     # an MLflow run's params (what differs between the two sides names them)
 
 
-def _read_folder(folder: Path, label: str, source: str, link: str | None = None) -> RunData:
-    """A result folder's ``metrics.json`` and its cases, paired by id."""
+def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
+                 local: bool = True) -> RunData:
+    """A result folder's ``metrics.json`` and its cases, paired by id; a `local` one only when
+    its job finished (an MLflow run's results were logged after ``job.json``)."""
+    if not (folder / METRICS_FILE).is_file():
+        several = [str(d.relative_to(folder)) for d in result_dirs(folder)]
+        hint = (f"; this job decided several thresholds: compare one of its result folders "
+                f"({', '.join(several)})" if several else " (is it a ragcite result folder?)")
+        raise CompareError(f"{source}: no {METRICS_FILE}{hint}")
     try:
-        several = [] if (folder / METRICS_FILE).exists() else [
-            str(d.relative_to(folder)) for d in result_dirs(folder) if d != folder]
-        if several:
-            raise CompareError(f"{source}: this job decided several thresholds: compare one of "
-                               f"its result folders ({', '.join(several)})")
+        if local:
+            require_complete(folder)
         metrics = read_result(folder)
     except (ValueError, OSError) as exc:
         raise CompareError(str(exc)) from None
@@ -151,7 +156,7 @@ def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) ->
     _download(client, holder, PASSAGES_FILE, passages, base)
     link = store.run_link(tracking_uri, None, run.info.experiment_id, run_id)
     data = _read_folder(dst, label=run.info.run_name or run_id[:8],
-                        source=f"mlflow run {run_id}", link=link)
+                        source=f"mlflow run {run_id}", link=link, local=False)
     data.config = dict(run.data.params or {})
     return data
 

@@ -34,7 +34,7 @@ from runner.reports.common import (
     write_html,
 )
 from runner.reports.sentences import diagnosis
-from runner.results import CONFIG_FILE, read_result
+from runner.results import CONFIG_FILE, read_result, require_complete
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 
 REPORT_FILE = "report.html"
@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-link", default=None)
     args = parser.parse_args(argv)
     try:
+        require_complete(args.result_dir)  # a job's own reports come before its job.json
         path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
                                  output=args.out)
     except (OSError, ValueError) as exc:

@@ -20,6 +20,8 @@ from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, f1, precision, recal
 
 DEFAULT_RESAMPLES = 1000
 """Bootstrap resamples of the macro means' confidence intervals."""
+MAX_RESAMPLES = 1_000_000
+"""The most resamples a setting may ask for (a million means of each metric take 48 MB)."""
 DEFAULT_CONFIDENCE = 0.95
 """Two-sided coverage of those intervals."""
 

@@ -6,11 +6,11 @@ once. The command line (runner/cli.py) drives it::
 
     tracker = make_tracker(cfg)
     tracker.check()                      # before any model call: a bad store stops the job
-    ... the job writes its result folders and job.json ...
     try:
-        links = [tracker.open(d) for d in result_dirs(job_dir)]
-        ... render the K reports at once, each with its link ...
-        for d in result_dirs(job_dir):
+        ... the job writes its result folders ...
+        links = [tracker.open(d) for d in result_dirs]
+        ... render the K reports at once, each with its link; then the job writes job.json ...
+        for d in result_dirs:
             tracker.log(d)
             tracker.close("FINISHED", d)
     except BaseException:

@@ -51,7 +51,7 @@ ROWS = [
     Row("a matcher's integer below its range", ["matcher.n=0"], 2,
         "ragcite: error: matcher.n: must be an integer >= 1, got 0"),
     Row("bootstrap resamples below zero", ["scoring.bootstrap.resamples=-1"], 2,
-        "ragcite: error: scoring.bootstrap.resamples: must be an integer >= 0, got -1"),
+        "ragcite: error: scoring.bootstrap.resamples: must be an integer in [0, 1000000], got -1"),
     Row("no such threshold level", ["threshold=nope"], 2,
         "ragcite: error: threshold=nope: no such option; choose one of: default, lenient, "
         "strict or a number"),

@@ -133,7 +133,7 @@ ROWS = [
     Row("confidence 0", ["scoring.bootstrap.confidence=0"], 2,
         f"{E}scoring.bootstrap.confidence: must be a number in (0, 1), got 0.0"),
     Row("negative resamples", ["scoring.bootstrap.resamples=-1"], 2,
-        f"{E}scoring.bootstrap.resamples: must be an integer >= 0, got -1"),
+        f"{E}scoring.bootstrap.resamples: must be an integer in [0, 1000000], got -1"),
     Row("inverted bands", ["scoring.bands.green=0.2"], 2,
         f"{E}scoring.bands: green (0.2) must be >= medium (0.25)"),
     Row("band above 1", ["scoring.bands.medium=1.5"], 2,
