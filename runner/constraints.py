@@ -67,9 +67,8 @@ class Range:
         value: Any = text
         with contextlib.suppress(ValueError):
             value = int(text) if self.integer else float(text)
-        problem = self.problem(value)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
+        if self.problem(value):
+            raise argparse.ArgumentTypeError(f"must be {self.text()}, got {text}")
         return value
 
     def text(self) -> str:

@@ -150,7 +150,7 @@ def _override_values(override: str, value: str) -> set[str]:
     values = {value}
     try:
         parsed = _override_parser().parse_override(override)
-    except HydraException:  # not an override Hydra reads: the value as typed is all there is
+    except (HydraException, RecursionError):  # not one Hydra reads: the value as typed is all
         return values
     if parsed.is_sweep_override():
         values.update(str(v) for v in parsed.sweep_string_iterator())

@@ -1,26 +1,17 @@
 """The results contract: what a job writes, and the one way to read it back.
 
-A job decides one or more thresholds from one pass over its cases. On disk (docs/results.md):
-
-* ``passages.jsonl`` in the job's folder: one line per case with what no threshold changes
-  (``id``, ``query``, ``references``, ``expected_sources``, ``response``, ``metadata`` and the
-  ``similarity`` matrix), written once however many thresholds the job decides;
-* a *result folder* per threshold (the job's folder itself when it decides one, else a
-  subfolder per threshold such as ``t0.5``), holding ``metrics.json`` (a :class:`RunResult`),
-  ``cases.jsonl`` (one line per case, in the order of ``passages.jsonl``: ``id``, ``matched``,
-  ``labels``, ``metrics``, ``counts``, ``bands``, ``explanations``, ``error``) and
-  ``config.yaml`` (the job's config with this threshold).
-
-Every line of both JSONL files starts with ``"v"``, the cases format version; ``metrics.json``
-names its files (``files.passages``, ``files.cases``, relative to its folder). Tracking,
-reports, sweep summaries and re-scoring read these files, as records, through
-:func:`read_result`, :func:`iter_records` and :func:`iter_decisions`; they never recompute a
-figure. ``SCHEMA_VERSION`` and ``CASES_VERSION`` change whenever a field changes meaning.
+A job decides one or more thresholds from one pass over its cases. It writes ``passages.jsonl``
+(what no threshold changes, once per job) and a *result folder* per threshold (the job's folder
+itself when it decides one, else ``t0.5``-like subfolders) with ``metrics.json`` (a
+:class:`RunResult`), ``cases.jsonl`` and ``config.yaml``; ``job.json``, written last, lists the
+result folders. The fields: docs/results.md. Tracking, reports, sweep summaries and re-scoring
+read these files through :func:`read_result`, :func:`iter_records` and :func:`iter_decisions`;
+they never recompute a figure. ``SCHEMA_VERSION`` and ``CASES_VERSION`` change whenever a field
+changes meaning.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -338,11 +329,8 @@ def write_result(result_dir: str | Path, result: RunResult,
 
 def write_job(job_dir: str | Path, results: Sequence[str]) -> None:
     """Write ``job.json``, last: the job's result folders (relative), which makes it complete."""
-    folder = Path(job_dir)
-    tmp = folder / (JOB_FILE + ".tmp")
-    tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "results": list(results)},
-                              indent=2) + "\n", encoding="utf-8")
-    tmp.replace(folder / JOB_FILE)
+    _write_whole(Path(job_dir) / JOB_FILE,
+                 {"schema_version": SCHEMA_VERSION, "results": list(results)})
 
 
 def result_dirs(job_dir: str | Path) -> list[Path]:
@@ -371,8 +359,11 @@ def require_complete(result_dir: str | Path) -> None:
 
 def write_metrics(path: str | Path, result: RunResult | dict[str, Any]) -> None:
     """Write ``metrics.json`` atomically (a partial file never looks complete)."""
-    data = result.to_dict() if isinstance(result, RunResult) else result
-    target = Path(path)
+    _write_whole(Path(path), result.to_dict() if isinstance(result, RunResult) else result)
+
+
+def _write_whole(target: Path, data: Any) -> None:
+    """Write `data` as strict JSON to `target` whole or not at all (a temporary file renamed)."""
     tmp = target.with_suffix(".json.tmp")
     tmp.write_text(dumps_strict(data), encoding="utf-8")
     tmp.replace(target)

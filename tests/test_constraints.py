@@ -125,7 +125,7 @@ def test_every_numeric_setting_declares_its_range() -> None:
     options = {a.dest: a.type for a in _parser()._actions
                if a.type in (int, float) or isinstance(a.type, Range)}
     assert sorted(options) == ["confidence", "max_drop", "max_new_errors", "resamples", "seed",
-                               "top"]
+                               "timeout", "top"]
     assert all(isinstance(kind, Range) for kind in options.values())
 
 

@@ -54,12 +54,12 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
                  local: bool = True) -> RunData:
     """A result folder's ``metrics.json`` and its cases, paired by id; a `local` one only when
     its job finished (an MLflow run's results were logged after ``job.json``)."""
-    if not (folder / METRICS_FILE).is_file():
-        several = [str(d.relative_to(folder)) for d in result_dirs(folder)]
-        hint = (f"; this job decided several thresholds: compare one of its result folders "
-                f"({', '.join(several)})" if several else " (is it a ragcite result folder?)")
-        raise CompareError(f"{source}: no {METRICS_FILE}{hint}")
     try:
+        several = [] if (folder / METRICS_FILE).exists() else [
+            str(d.relative_to(folder)) for d in result_dirs(folder) if d != folder]
+        if several:
+            raise CompareError(f"{source}: this job decided several thresholds: compare one of "
+                               f"its result folders ({', '.join(several)})")
         if local:
             require_complete(folder)
         metrics = read_result(folder)

@@ -38,7 +38,8 @@ def folder(name: str, values: tuple[Any, Any] = (1.0, 0.0), error: str | None = 
                   "error": error if cid == "c2" else None}
                  for cid, value in zip(("c1", "c2"), values)]
     return {f"{name}/metrics.json": json.dumps(metrics), f"{name}/cases.jsonl": _lines(decisions),
-            f"{name}/passages.jsonl": _lines(passages)}
+            f"{name}/passages.jsonl": _lines(passages),
+            f"{name}/job.json": json.dumps({"schema_version": 2, "results": ["."]})}
 
 
 GOOD = folder("A")
@@ -174,15 +175,15 @@ ROWS = [
     option("--max-drop", "1.5", "a number in [0, 1]"),
     option("--max-drop", "nan", "a number in [0, 1]"),
     option("--max-drop", "inf", "a number in [0, 1]"),
-    option("--resamples", "0", "an integer in [1, 100000]"),
-    option("--resamples", "100001", "an integer in [1, 100000]"),
+    option("--resamples", "0", "an integer in [1, 1000000]"),
+    option("--resamples", "1000001", "an integer in [1, 1000000]"),
     option("--confidence", "1", "a number in (0, 1)"),
     option("--confidence", "nan", "a number in (0, 1)"),
     option("--seed", "-1", "an integer >= 0"),
     option("--top", "-1", "an integer >= 0"),
     option("--top", "ten", "an integer >= 0"),
-    option("--timeout", "0", "a number in (0, 86400]"),
-    option("--timeout", "inf", "a number in (0, 86400]"),
+    option("--timeout", "0", "a number of seconds in (0, 86400]"),
+    option("--timeout", "inf", "a number of seconds in (0, 86400]"),
     # Good folders pass the checks: the gate decides (exit 1).
     Row("a case newly failed with --max-new-errors 0", ["A", "B", "--max-new-errors", "0"], 1,
         "ragcite-compare: gate failed: 1 cases fail in B but not in A (max_new_errors 0)",

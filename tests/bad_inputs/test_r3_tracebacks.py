@@ -152,7 +152,7 @@ COMPARE = [
     Row("compare: resamples beyond 64 bits", ["--resamples", BIG], 2,
         f"{C}argument --resamples: must be an integer in [1, 1000000], got {BIG}"),
     Row("compare: an infinite drop", ["--max-drop", "inf"], 2,
-        f"{C}argument --max-drop: must be a number >= 0, got inf"),
+        f"{C}argument --max-drop: must be a number in [0, 1], got inf"),
     # (e) the report and summary go to a file: never over a folder, a FIFO or a device.
     Row("compare: --out a folder", ["--out", "folder"], 2,
         f"{C}argument --out: folder is a folder; give the path of a file to write"),
