@@ -4,8 +4,8 @@
 - :func:`http_client`: the HTTP client of every API component, whose timeout is a deadline: each
   request attempt ends within it, wall-clock, the whole reply included (httpx's own timeout
   bounds each read, so a server trickling a byte a second would never time out).
-- :func:`openai_client`: an ``openai.AsyncOpenAI`` on it with the configured timeout and retries (the
-  SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
+- :func:`openai_client`: an ``openai.AsyncOpenAI`` on it, with the configured timeout and retries
+  (the SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
   ``Retry-After`` is waited out up to ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by
   default, at most the SDK's two minutes), and a longer one fails the call at once with a
   message that says so (:func:`describe_error`).
@@ -135,17 +135,17 @@ def httpx_module() -> Any:
 
 @functools.cache
 def _deadline_client() -> type:
+    import anyio
+
     httpx = httpx_module()
 
-    class DeadlineClient(httpx.AsyncClient):  # type: ignore[misc, name-defined]
+    class DeadlineClient(httpx.AsyncClient):  # type: ignore[name-defined]
         async def send(self, request: Any, **kwargs: Any) -> Any:
-            timeout = request.extensions.get("timeout") or self.timeout.as_dict()
-            seconds = timeout.get("read")
-            if seconds is None:
-                return await super().send(request, **kwargs)
+            seconds = (request.extensions.get("timeout") or self.timeout.as_dict())["read"]
             try:
-                return await asyncio.wait_for(super().send(request, **kwargs), seconds)
-            except asyncio.TimeoutError:
+                with anyio.fail_after(seconds):
+                    return await super().send(request, **kwargs)
+            except TimeoutError:
                 raise httpx.ReadTimeout(f"no complete reply within {seconds:g} s",
                                         request=request) from None
 
