@@ -55,3 +55,22 @@ def test_an_interrupted_sweep_lists_the_jobs_that_never_ran(tmp_path: Path) -> N
     assert [j["job"] for j in summary["jobs"]] == ["0_python-held_ngram"]
     assert summary["jobs"][0]["overrides"] == [*spelled, f"model.function={MODELS}.held"]
     assert f"sweep: 0 results of 3 jobs, 1 incomplete, 2 not run in {sweep}" in err
+
+
+def test_the_summary_lists_each_launched_job_without_a_folder_as_not_run(tmp_path: Path) -> None:
+    from runner.redact import protect
+    from runner.reports.sweep import build_context
+    from runner.sweep import summarize
+
+    secret = "sk-not-run-secret-0123456789"
+    protect([secret])  # as the command line's secrets are
+    (tmp_path / "1_b" / ".hydra").mkdir(parents=True)  # job 1 started; 0 and 2 never did
+    planned = [["m=a"], ["m=b"], ["m=c", f"matcher.openai_api_key={secret}"]]
+    summary = summarize(tmp_path, False, planned)
+    assert summary["not_run"] == [{"num": 0, "overrides": ["m=a"]},
+                                  {"num": 2, "overrides": ["m=c", "matcher.openai_api_key=***"]}]
+    assert (summary["failed"], summary["n_jobs"], summary["incomplete_jobs"]) == (
+        True, 3, ["1_b"])
+    context = build_context(summary, tmp_path)  # the sweep report lists all three
+    assert (context["n_jobs"], context["incomplete"]) == (
+        3, ["1_b", "job 0: not run", "job 2: not run"])

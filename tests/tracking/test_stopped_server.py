@@ -1,16 +1,22 @@
-"""A tracking server that stops answering (SIGSTOP: its port still accepts connections, no reply
-ever comes) during a sweep: every call to it has a deadline, so the sweep stops with one line at
-the deadline, keeps its results, and its summary lists the job that never ran."""
+"""Tracking servers that stop answering: every call to one has a deadline. A server that trickles
+(each read gets a byte, so no read timeout ever fires) fails each call at its deadline; a
+`mlflow server` stopped (SIGSTOP: its port still accepts connections, no reply ever comes)
+during a sweep stops the sweep with one line at the deadline, its results kept and its summary
+listing the job that never ran."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import socket
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from runner.tracking import mlflow_store as store
 from tests.conftest import read_json
 from tests.tracking.conftest import MlflowServer
 from tests.tracking.test_runs_left_running import (
@@ -22,13 +28,70 @@ from tests.tracking.test_runs_left_running import (
     wait_for,
 )
 
-pytestmark = pytest.mark.slow
-
 MODELS = "tests.tracking.fake_models"
 # MLflow alone would wait 3 s per read, 11 times, with back-off between (minutes in all).
 HTTP_ENV = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "3", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "10"}
 
 
+class Trickle:
+    """A server on 127.0.0.1 that answers each request with a header line one byte every 0.1 s,
+    for ever (until :meth:`close`)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.requests = 0
+        self.stopped = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            self.requests += 1
+            for byte in itertools.chain(b"HTTP/1.1 200 OK\r\nX-Pad: ", itertools.repeat(97)):
+                if self.stopped.wait(0.1):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.sock.close()
+
+
+def test_each_call_to_a_trickling_tracking_server_ends_at_its_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "1")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    server = Trickle()
+    try:
+        start = time.monotonic()
+        with pytest.raises(store.Unreachable) as health:
+            store.check_reachable(server.uri, 1.0)
+        with pytest.raises(store.Unreachable) as call:
+            store.client(server.uri).get_experiment_by_name("ragcite")
+        took = time.monotonic() - start
+    finally:
+        server.close()
+    assert str(health.value) == (f"cannot reach the MLflow tracking server at {server.uri} "
+                                 f"(timed out; timeout 1 s)")
+    assert str(call.value) == (f"the MLflow tracking server at {server.uri} did not complete "
+                               f"get_experiment_by_name within 1 s (MLFLOW_HTTP_REQUEST_TIMEOUT)")
+    assert server.requests == 2
+    assert took < 30, took  # two deadlines of 1 s; without them, for ever
+
+
+@pytest.mark.slow
 def test_a_sweep_whose_server_stops_answering_stops_at_the_deadline(tmp_path: Path) -> None:
     (tmp_path / "server").mkdir()
     server = MlflowServer(tmp_path / "server")
