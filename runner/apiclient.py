@@ -1,8 +1,11 @@
 """Shared plumbing of the components that call a server (OpenAI-compatible APIs, RAG services).
 
 - :func:`require_key`: the one-line error for a missing API key, raised before any work.
-- :func:`openai_client`: an ``openai.AsyncOpenAI`` with the configured timeout and retries (the
-  SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
+- :func:`http_client`: the HTTP client of every API component, whose timeout is a deadline: each
+  request attempt ends within it, wall-clock, the whole reply included (httpx's own timeout
+  bounds each read, so a server trickling a byte a second would never time out).
+- :func:`openai_client`: an ``openai.AsyncOpenAI`` on it, with the configured timeout and retries
+  (the SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
   ``Retry-After`` is waited out up to ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by
   default, at most the SDK's two minutes), and a longer one fails the call at once with a
   message that says so (:func:`describe_error`).
@@ -21,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import email.utils
+import functools
+import importlib
 import logging
 import math
 import os
@@ -105,6 +110,40 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
     return None
 
 
+def httpx_module() -> Any:
+    """The HTTP client library: httpx2 (openai 3.x's), else httpx (Python 3.10)."""
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:  # pragma: no cover - Python 3.10
+        return importlib.import_module("httpx")
+
+
+@functools.cache
+def _deadline_client() -> type:
+    import anyio
+
+    httpx = httpx_module()
+
+    class DeadlineClient(httpx.AsyncClient):  # type: ignore[name-defined]
+        async def send(self, request: Any, **kwargs: Any) -> Any:
+            seconds = (request.extensions.get("timeout") or self.timeout.as_dict())["read"]
+            try:
+                with anyio.fail_after(seconds):
+                    return await super().send(request, **kwargs)
+            except TimeoutError:
+                raise httpx.ReadTimeout(f"no complete reply within {seconds:g} s",
+                                        request=request) from None
+
+    return DeadlineClient
+
+
+def http_client(**kwargs: Any) -> Any:
+    """An ``httpx.AsyncClient`` (`kwargs` as for it) whose ``timeout`` is a deadline: a request
+    attempt not completed within it, the whole reply read, raises ``httpx.ReadTimeout``
+    (retried like any timeout by the openai SDK and the `http` adapter)."""
+    return _deadline_client()(**kwargs)
+
+
 def openai_client(api_key: str, base_url: str | None, timeout: float, max_retries: int,
                   max_retry_after: float = MAX_RETRY_AFTER) -> openai.AsyncOpenAI:
     """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it).
@@ -122,10 +161,11 @@ def openai_client(api_key: str, base_url: str | None, timeout: float, max_retrie
         if after is not None and after > ceiling:
             response.headers["x-should-retry"] = "false"
 
-    http_client = openai.DefaultAsyncHttpxClient(event_hooks={"response": [no_long_waits]})
+    client = http_client(event_hooks={"response": [no_long_waits]}, timeout=float(timeout),
+                         limits=openai.DEFAULT_CONNECTION_LIMITS, follow_redirects=True)
     return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
                               timeout=float(timeout), max_retries=int(max_retries),
-                              http_client=http_client)
+                              http_client=client)
 
 
 def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:

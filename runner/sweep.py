@@ -3,7 +3,8 @@
 
 Jobs never send state back to the main process: the summary is gathered from each job's
 results files on disk (``job.json``, each result's ``metrics.json``), so it holds on every
-launcher. A job that fails records no ``job.json`` and is listed as incomplete.
+launcher. A job that fails records no ``job.json`` and is listed as incomplete; a job the
+sweeper launched that never started (the sweep was stopped first) is listed as not run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from runner.errors import RagciteError
+from runner.redact import known_secrets, scrub_data
 from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
 from runner.scoring.metrics import METRIC_KEYS
 from runner.scoring.thresholds import THRESHOLD_KEYS
@@ -34,6 +36,7 @@ class _Sweeps:
     def __init__(self) -> None:
         self.open: tuple[Path, DictConfig] | None = None
         self.last: dict[str, Any] | None = None
+        self.planned: list[list[str]] = []  # each job's overrides, by job number (the sweeper)
 
 
 SWEEPS = _Sweeps()
@@ -105,18 +108,23 @@ def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return best
 
 
-def summarize(sweep_dir: Path, failed: bool) -> dict[str, Any]:
-    """The content of ``sweep.json``."""
+def summarize(sweep_dir: Path, failed: bool,
+              planned: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
+    """The content of ``sweep.json``; `planned`: each launched job's overrides, by job number
+    (those without a folder are listed as ``not_run``)."""
     jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
     incomplete = sorted({j["job"] for j in jobs if not j["complete"]}, key=_job_num)
     gates = [j["dir"] for j in jobs if j["complete"]
              and not ((j["metrics"] or {}).get("gates") or {}).get("passed", True)]
+    started = {j["num"] for j in jobs}
+    not_run = [{"num": num, "overrides": scrub_data(list(job), known_secrets())}
+               for num, job in enumerate(planned) if num not in started]
     return {"schema_version": SCHEMA_VERSION, "sweep_dir": str(sweep_dir.resolve()),
-            "failed": failed or bool(incomplete) or bool(gates),
-            "n_jobs": len({j["job"] for j in jobs}),
+            "failed": failed or bool(incomplete) or bool(gates) or bool(not_run),
+            "n_jobs": len({j["job"] for j in jobs}) + len(not_run),
             "n_results": sum(1 for j in jobs if j["complete"]),
-            "incomplete_jobs": incomplete, "gates_failed": gates, "jobs": jobs,
-            "best": best_results(jobs)}
+            "incomplete_jobs": incomplete, "not_run": not_run, "gates_failed": gates,
+            "jobs": jobs, "best": best_results(jobs)}
 
 
 def start_sweep(config: DictConfig) -> None:
@@ -130,7 +138,7 @@ def start_sweep(config: DictConfig) -> None:
     except RagciteError as exc:
         log.error("ragcite: error: %s", exc)
         raise SystemExit(2) from None
-    SWEEPS.open, SWEEPS.last = (sweep_dir, config), None
+    SWEEPS.open, SWEEPS.last, SWEEPS.planned = (sweep_dir, config), None, []
 
 
 def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, Any] | None:
@@ -147,7 +155,7 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
         return None
     sweep_dir, config = SWEEPS.open
     SWEEPS.open = None
-    summary = summarize(sweep_dir, failed)
+    summary = summarize(sweep_dir, failed, SWEEPS.planned)
     from runner.reports.common import write_html
 
     # Whole or not at all: a full disk leaves no half-written sweep.json that reads as complete.
@@ -168,10 +176,11 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
         end_sweep(config, sweep_dir, summary)
     done = summary["n_results"]
     report = sweep_dir / "sweep.html"
-    log.info("sweep: %d result%s of %d job%s%s in %s%s", done, "" if done == 1 else "s",
+    log.info("sweep: %d result%s of %d job%s%s%s in %s%s", done, "" if done == 1 else "s",
              summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
              f", {len(summary['incomplete_jobs'])} incomplete" if summary["incomplete_jobs"]
-             else "", sweep_dir, f"; report: {report}" if report.is_file() else "")
+             else "", f", {len(summary['not_run'])} not run" if summary["not_run"] else "",
+             sweep_dir, f"; report: {report}" if report.is_file() else "")
     SWEEPS.last = summary
     return summary
 

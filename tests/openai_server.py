@@ -58,12 +58,15 @@ class Scripted:
     """One scripted reply: a status, a JSON (dict/list) or raw (bytes) body, headers, a delay.
 
     ``body=None`` with status 200 means "the default handler's reply, after `delay`".
+    ``trickle`` > 0 sends the body one byte every `trickle` seconds (a server that trickles:
+    each read gets a byte well within any read timeout), until the client hangs up.
     """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    trickle: float = 0.0
 
 
 def default_vector(text: str, dims: int = 8) -> list[float]:
@@ -319,7 +322,13 @@ class _Handler(BaseHTTPRequestHandler):
             for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(data)
+            if scripted is not None and scripted.trickle:
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(scripted.trickle)
+            else:
+                self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
 

@@ -100,9 +100,12 @@ class RagciteSweeper(BasicSweeper):
     @staticmethod
     def split_arguments(overrides: list[Override],
                         max_batch_size: Optional[int]) -> list[list[list[str]]]:
-        """Hydra's batches of jobs, after :func:`group_thresholds`."""
+        """Hydra's batches of jobs, after :func:`group_thresholds` (recorded for the sweep's
+        summary, which lists a job that never ran)."""
+        from runner.sweep import SWEEPS
+
         (jobs,) = BasicSweeper.split_arguments(overrides, None)
-        grouped = group_thresholds(jobs)
+        grouped = SWEEPS.planned = group_thresholds(jobs)
         if max_batch_size is None:
             return [grouped]
         return [grouped[i:i + max_batch_size] for i in range(0, len(grouped), max_batch_size)]

@@ -33,6 +33,8 @@ from runner.apiclient import (
     RETRY_AFTER,
     Gate,
     ResultStore,
+    http_client,
+    httpx_module,
     quiet_http_logs,
     refuse_key,
     request_key,
@@ -49,16 +51,6 @@ from runner.usage import Usage, token_count
 NAMESPACE = "http-replies"
 RETRY_STATUS = frozenset({408, 409, 429})
 MAX_BACKOFF = 8.0
-
-
-def _httpx() -> Any:
-    """The HTTP client library: httpx2 (openai 3.x's), else httpx (Python 3.10)."""
-    import importlib
-
-    try:
-        return importlib.import_module("httpx2")
-    except ImportError:  # pragma: no cover - Python 3.10
-        return importlib.import_module("httpx")
 
 
 def header_value(spec: str, name: str) -> str:
@@ -110,7 +102,7 @@ class HttpModel(BaseAdapter):
         answer: JMESPath of the answer text (null: none).
         tokens: JMESPath of a token-usage object in the reply (``{prompt_tokens,
             completion_tokens}`` or ``{input_tokens, output_tokens}``), null for none.
-        timeout: Seconds per request attempt.
+        timeout: Seconds per request attempt, the whole reply included (a deadline).
         max_retries: Retries of a failed request (408/409/429/5xx, timeouts, connection errors).
         backoff: First retry delay in seconds (doubles per attempt, at most 8 s).
         concurrency: Requests in flight at once.
@@ -249,7 +241,7 @@ class HttpModel(BaseAdapter):
 
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Send every case of the batch, concurrently."""
-        httpx2 = _httpx()
+        httpx2 = httpx_module()
         if not cases:
             return []
         self.check()
@@ -274,8 +266,8 @@ class HttpModel(BaseAdapter):
                 quiet_http_logs()
                 sem = Gate(int(self.concurrency))
                 limits = httpx2.Limits(max_connections=int(self.concurrency))
-                async with httpx2.AsyncClient(timeout=float(self.timeout), limits=limits,
-                                              headers=headers) as client:
+                async with http_client(timeout=float(self.timeout), limits=limits,
+                                       headers=headers) as client:
 
                     async def send(i: int) -> None:
                         async with sem:
@@ -295,7 +287,7 @@ class HttpModel(BaseAdapter):
                             output_tokens=raw.get("completion_tokens", raw.get("output_tokens")))
 
     async def _send(self, client: Any, body: Any, store: ResultStore, key: str) -> Response:
-        httpx2 = _httpx()
+        httpx2 = httpx_module()
         method = self.method.upper()
         start = time.perf_counter()
         last = "no attempt"

@@ -117,7 +117,7 @@ class OpenaiModel(BaseAdapter):
         openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part of
             any output.
         concurrency: Requests in flight at once.
-        timeout: Seconds per request attempt.
+        timeout: Seconds per request attempt, the whole reply included (a deadline).
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
         max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
             longer one fails the case at once, saying so.

@@ -154,7 +154,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
         chars_per_token: ASCII characters per token in that estimate (3 leans safe).
         encoding_format: ``base64`` (compact) or ``float`` (for servers without base64).
         concurrency: Requests in flight at once.
-        timeout: Seconds per request attempt.
+        timeout: Seconds per request attempt, the whole reply included (a deadline).
         max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
         max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
             longer one fails the request's texts at once, saying so.

@@ -266,7 +266,9 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
         "n_results": len(rows),
         "n_complete": sum(1 for r in rows if r["complete"]),
         "incomplete": [*dict.fromkeys([*map(str, summary.get("incomplete_jobs") or []),
-                                       *(r["dir"] for r in rows if not r["complete"])])],
+                                       *(r["dir"] for r in rows if not r["complete"]),
+                                       *(f"job {j.get('num')}: not run"
+                                         for j in summary.get("not_run") or [])])],
         "varying": varying,
         "common": common,
         "rows": rows,

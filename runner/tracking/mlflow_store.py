@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.redact import mask_uri, scrub_files
+from runner.tracking.deadline import Bounded, within
 
 log = logging.getLogger("ragcite")
 
@@ -41,7 +42,7 @@ HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACK
                "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
 """MLflow's HTTP client defaults for a tracking server, unless set in the environment: a server
 that is gone fails a call after ~3 s instead of retrying for minutes (MLflow's own: 7 retries,
-backoff factor 2, timeout 120 s)."""
+backoff factor 2, timeout 120 s); the timeout is also the deadline of each call (:func:`client`)."""
 HOST_TAG, PID_TAG = "ragcite.host", "ragcite.pid"
 """Tags of every run: the host and process that opened it (to find runs left RUNNING)."""
 HEALTH_TIMEOUT = 5.0
@@ -101,9 +102,12 @@ def check_reachable(uri: str, timeout: float) -> None:
     netloc = parts.netloc.rsplit("@", 1)[-1]  # user-info is not sent by urllib; /health is open
     url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/health",
                                    "", ""))
-    try:
+    def health() -> int:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            status = resp.status
+            return int(resp.status)
+
+    try:  # urllib's timeout bounds each read: the deadline bounds the whole reply
+        status = within(timeout, health, lambda: TimeoutError("timed out"))
     except urllib.error.HTTPError as exc:
         status = exc.code
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -138,16 +142,22 @@ def quiet_migrations() -> None:
 
 
 def client(uri: str) -> Any:
-    """An ``MlflowClient`` on `uri` (a new store's migration chatter kept quiet)."""
+    """An ``MlflowClient`` on `uri` (a new sqlite store's migration chatter kept quiet); on a
+    tracking server, each of its calls ends within ``MLFLOW_HTTP_REQUEST_TIMEOUT`` seconds,
+    MLflow's retries included, or raises :class:`Unreachable`."""
     quiet_migrations()
-    if is_remote(uri):
-        # Its retries are bounded below and end in one error line: no "Retrying ..." lines.
-        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-        for name, value in HTTP_LIMITS.items():
-            os.environ.setdefault(name, value)  # read by MLflow at each request
     from mlflow import MlflowClient
 
-    return MlflowClient(tracking_uri=uri)
+    if not is_remote(uri):
+        return MlflowClient(tracking_uri=uri)
+    # Its retries are bounded below and end in one error line: no "Retrying ..." lines.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    for name, value in HTTP_LIMITS.items():
+        os.environ.setdefault(name, value)  # read by MLflow at each request
+    seconds = float(os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"])
+    return Bounded(MlflowClient(tracking_uri=uri), seconds, lambda name: Unreachable(
+        f"the MLflow tracking server at {mask_uri(uri)} did not complete {name} within "
+        f"{seconds:g} s (MLFLOW_HTTP_REQUEST_TIMEOUT)"))
 
 
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
