@@ -18,6 +18,7 @@ import pytest
 
 from runner.tracking import mlflow_store as store
 from tests.conftest import read_json
+from tests.helpers import wait_until
 from tests.tracking.conftest import MlflowServer
 from tests.tracking.test_runs_left_running import (
     GATE_ENV,
@@ -25,7 +26,6 @@ from tests.tracking.test_runs_left_running import (
     parent_id,
     ragcite,
     sweep_of,
-    wait_for,
 )
 
 MODELS = "tests.tracking.fake_models"
@@ -103,7 +103,8 @@ def test_a_sweep_whose_server_stops_answering_stops_at_the_deadline(tmp_path: Pa
                         f"model.function={MODELS}.stored,tests.tracking.test_runs_left_running"
                         f".gated,{MODELS}.marked"], tmp_path, **{GATE_ENV: str(gate)}, **HTTP_ENV)
         try:
-            wait_for(Path(f"{gate}.waiting"), proc)  # job 0 is tracked; job 1 is scoring
+            # job 0 is tracked; job 1 is scoring
+            wait_until(Path(f"{gate}.waiting").exists, "the second job's model call", proc)
             os.killpg(server.proc.pid, signal.SIGSTOP)
             start = time.monotonic()
             gate.touch()
@@ -128,11 +129,15 @@ def test_a_sweep_whose_server_stops_answering_stops_at_the_deadline(tmp_path: Pa
     assert "Traceback" not in err and "Retrying" not in err
     sweep = sweep_of(out)
     summary = read_json(sweep / "sweep.json")
-    assert (summary["failed"], summary["n_jobs"], summary["n_results"]) == (True, 3, 2)
+    assert (summary["failed"], summary["n_jobs"], summary["n_results"]) == (True, 3, 1)
+    assert summary["incomplete_jobs"] == ["1_python-gated_ngram"]
     assert [entry["num"] for entry in summary["not_run"]] == [2]
     escaped = uri.replace(":", "\\:")  # as Hydra spells a job's overrides
     assert summary["not_run"][0]["overrides"][-2:] == [
         f"tracking.tracking_uri={escaped}", f"model.function={MODELS}.marked"]
-    # Both jobs that ran keep their results: they were written before they were tracked.
-    assert sorted(p.parent.name for p in sweep.glob("*/job.json")) == [
-        "0_python-stored_ngram", "1_python-gated_ngram"]
+    # Both jobs that ran keep their results: they were written before they were tracked. Job
+    # 1's report stage (its tracked run opened first, for the report's link) did not finish:
+    # no job.json, the job's last file, so it is listed as incomplete.
+    assert sorted(p.parent.name for p in sweep.glob("*/job.json")) == ["0_python-stored_ngram"]
+    assert [read_json(p)["complete"] for p in sorted(sweep.glob("*/metrics.json"))] == [
+        True, True]
