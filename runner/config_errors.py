@@ -100,6 +100,8 @@ def describe(exc: BaseException) -> str | None:
     if isinstance(exc, ValueError) and str(exc).startswith("Config group override must be"):
         return ("a config group's option must be a name (group=option), got a number; "
                 "see `ragcite --help` for the groups and their options")
+    if isinstance(exc, ValueError) and str(exc).startswith("Only one of --run, --multirun"):
+        return "-m (--multirun) cannot go with --cfg, --info or --shell-completion: give one"
     return None
 
 

@@ -40,6 +40,9 @@ def _special_files(tmp: Path) -> None:
 
 
 RAGCITE = [
+    # Two of Hydra's modes at once: a traceback before.
+    Row("-m with --cfg job", ["-m", "--cfg", "job"], 2,
+        f"{E}-m (--multirun) cannot go with --cfg, --info or --shell-completion: give one"),
     # (a) every numeric setting has its range: tracebacks, silence and a hang before.
     Row("a negative seed", ["seed=-1"], 2, f"{E}seed: must be an integer >= 0, got -1"),
     Row("a batch size beyond 64 bits", [f"scoring.batch_size={BIG}"], 2,
