@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from tests.bad_inputs.table import Row, check
 from tests.conftest import only_run_dir, run_cli
+from tests.helpers import wait_until
 
 E = "ragcite: error: "
 JOB = ("the files written before it are kept, and a job folder without job.json (a sweep "
@@ -162,12 +162,11 @@ def _blocked_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
                              "report._target_=blocking_report.Blocking"], cwd=tmp_path,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "rendering").exists():  # the state: the report stage reached
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the run never reached its report: {proc.communicate()[1][-2000:]}")
-        time.sleep(0.05)
+    try:
+        wait_until((tmp_path / "rendering").exists, "the report stage", proc)
+    except AssertionError:
+        proc.kill()
+        raise
     return proc, only_run_dir(tmp_path / "outputs")
 
 

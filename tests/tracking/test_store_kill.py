@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.helpers import wait_until
 from tests.tracking.conftest import ENV, all_runs, sqlite_uri
 
 pytestmark = pytest.mark.slow
@@ -33,11 +33,7 @@ def test_a_run_killed_while_it_makes_the_store_leaves_no_half_made_store(
              "RAGCITE_TEST_PAUSE_AT": str(nth), "RAGCITE_TEST_MARKER": str(marker)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 300
-        while not marker.exists():
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "the migration never reached the pause"
-            time.sleep(0.05)
+        wait_until(marker.exists, "the migration's pause", proc, bound=300)
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         if proc.poll() is None:
