@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from runner.adapters.base import BaseAdapter
 from runner.constraints import POSITIVE, allows
 from runner.data.models import Case, Response
+from runner.errors import RagciteError
 from runner.plugins import locate
 
 
@@ -36,14 +37,19 @@ class PythonModel(BaseAdapter):
         if fn is None:
             try:
                 obj = locate(self.function)
-            except Exception as exc:
-                raise ValueError(f"model.function: cannot import {self.function!r}: {exc}") \
-                    from None
+            except Exception as exc:  # Hydra's message spans lines: the cause is the reason
+                raise RagciteError(f"model.function: cannot import {self.function!r}: "
+                                   f"{exc.__cause__ or exc}") from None
             fn = obj(**self.kwargs) if inspect.isclass(obj) else obj
             if not callable(fn):
-                raise ValueError(f"model.function: {self.function!r} is not callable")
+                raise RagciteError(f"model.function: {self.function!r} is not callable")
             self._fn = fn
         return fn
+
+    def check(self) -> None:
+        """The fields' ranges, and the function importable (before any case is answered)."""
+        super().check()
+        self._callable()
 
     @staticmethod
     def _coerce(value: Any) -> Response:

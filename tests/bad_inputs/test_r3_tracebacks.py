@@ -40,6 +40,14 @@ def _special_files(tmp: Path) -> None:
 
 
 RAGCITE = [
+    # A python model's function is imported before any case is answered: every case failed
+    # (exit 3) with Hydra's three-line message before.
+    Row("a python model's function that cannot be imported",
+        ["model=python", "model.function=nope.nope"], 2,
+        f"{E}model.function: cannot import 'nope.nope': No module named 'nope'"),
+    Row("a python model's function that is not callable",
+        ["model=python", "model.function=json.__doc__"], 2,
+        f"{E}model.function: 'json.__doc__' is not callable"),
     # Two of Hydra's modes at once: a traceback before.
     Row("-m with --cfg job", ["-m", "--cfg", "job"], 2,
         f"{E}-m (--multirun) cannot go with --cfg, --info or --shell-completion: give one"),
