@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from runner.results import (
 )
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
+from runner.tracking.deadline import within
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PASSAGES_TAG = "ragcite.passages_run_id"
@@ -161,27 +160,6 @@ def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) ->
     return data
 
 
-def _within(seconds: float, what: str, work: Callable[[], RunData]) -> RunData:
-    """`work()`, or CompareError once it has run `seconds` (left in a daemon thread, which
-    ends with the process: a stalled server cannot hold the command)."""
-    box: list[RunData | BaseException] = []
-
-    def run() -> None:
-        try:
-            box.append(work())
-        except BaseException as exc:  # handed to the caller
-            box.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if not box:
-        raise CompareError(f"{what}: no answer within {seconds:g} s (--timeout)")
-    if isinstance(box[0], BaseException):
-        raise box[0]
-    return box[0]
-
-
 def load_run(spec: str, tracking_uri: str | None, workdir: Path,
              timeout: float = DOWNLOAD_TIMEOUT) -> RunData:
     """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)
@@ -209,5 +187,6 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
         raise CompareError(str(exc)) from None
     except Exception as exc:  # a URI MLflow does not take
         raise CompareError(f"MLflow tracking URI {mask_uri(uri)}: {_text(exc)}") from None
-    return _within(timeout, f"MLflow run {run_id} at {mask_uri(uri)}",
-                   lambda: _download_run(mlflow, run_id, uri, workdir))
+    what = f"MLflow run {run_id} at {mask_uri(uri)}"
+    return within(timeout, lambda: _download_run(mlflow, run_id, uri, workdir),
+                  lambda: CompareError(f"{what}: no answer within {timeout:g} s (--timeout)"))
