@@ -101,7 +101,8 @@ def code_lines(source: str) -> int:
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                 and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
             docstrings.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
             tokenize.ENDMARKER}
