@@ -38,6 +38,7 @@ from runner.results import CONFIG_FILE, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 from runner.scoring.gates import check_gates
+from runner.scoring.metrics import summary_figures
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 from runner.usage import usage_section
 from runner.writer import ResultWriter, write_config
@@ -322,10 +323,6 @@ def summary_line(result: RunResult) -> str:
     the dataset's 30 cases)``: the six figures are macro means over the scored cases; the
     passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``.
     """
-    def f(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.3f}"
-
-    m = result.metrics
     n = result.n_scored
     refs, hit = result.counts.get("references"), result.counts.get("references_matched")
     pooled = (f"; {hit} of {refs} ground-truth passage{'' if refs == 1 else 's'} matched"
@@ -335,8 +332,5 @@ def summary_line(result: RunResult) -> str:
         total = int(cover["dataset_cases"])
         pooled += (f"; the system answered {cover['answered']} of the dataset's {total} "
                    f"case{'' if total == 1 else 's'}")
-    return (f"context R/P/F1 {f(m['context_recall'])}/{f(m['context_precision'])}/"
-            f"{f(m['context_f1'])}  source R/P/F1 {f(m['source_recall'])}/"
-            f"{f(m['source_precision'])}/{f(m['source_f1'])}  "
-            f"(means over {n} scored case{'' if n == 1 else 's'}, {result.n_errors} failed"
-            f"{pooled})")
+    return (f"{summary_figures(result.metrics)}  (means over {n} scored "
+            f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")

@@ -1,8 +1,8 @@
 """Score a whole batch of cases at once: the predicate, counts and labels as array operations.
 
-This is the hot path of ``runner.evaluate`` and of every run; :func:`runner.scoring.case.score_case`
-scores one case with the same rules in plain Python, and ``tests/scoring/test_batch.py`` checks
-that the two agree on every field of every case.
+This is the product's one scorer; the tests' oracle (``tests/scoring/oracle.py``) scores one
+case with the same rules in plain Python, and ``tests/scoring/test_batch.py`` checks that the two
+agree on every field of every case.
 
 The batch is laid out flat:
 
@@ -191,12 +191,11 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     errors: dict[int, CaseResult] = {}
     for pos, (case, response) in enumerate(batch):
         if where[pos] < 0:
-            errors[pos] = (error_case(case, None, "no response for this case")
-                           if response is None else error_case(case, response,
-                                                               str(response.error)))
+            errors[pos] = error_case(case, response, "no response for this case"
+                                     if response is None else str(response.error),
+                                     options.metrics)
     return [BatchResults(where, errors,
-                         _decide(prep, options.normalizer, float(t), options.zero_division,
-                                 options.bands) if prep is not None else None)
+                         _decide(prep, options, float(t)) if prep is not None else None)
             for t in thresholds]
 
 
@@ -308,8 +307,7 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
     return sim, failed_msg, len(distinct)
 
 
-def _decide(p: _Prepared, norm: Callable[[str], str], threshold: float, zero_division: str,
-            bands: Any) -> Scored:
+def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     """The decisions, counts and labels of a prepared batch at `threshold`."""
     f = p.flat
     n_cases, ref_case, cit_case, exp_case = p.n_cases, p.ref_case, p.cit_case, p.exp_case
@@ -347,7 +345,7 @@ def _decide(p: _Prepared, norm: Callable[[str], str], threshold: float, zero_div
                    list(zip(n_ref_l, refs_matched.tolist(), n_cit_l, cits_matched.tolist(),
                             n_expected.tolist(), n_cited.tolist(), n_hits.tolist())),
                    sim, needs_sim, matched, cit_label, ref_label, ref_case, cit_case,
-                   failed_cases, failed_msg, norm, zero_division, bands)
+                   failed_cases, failed_msg, options)
 
 
 def _member(codes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:

@@ -5,21 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from runner.results import RunResult
-from runner.scoring.metrics import METRIC_KEYS
-
-GATE_KEYS = (*METRIC_KEYS, "max_error_rate")
-"""Every gate a config may set (``gate.<key>=<value>``)."""
 
 
 def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
-    """The failed quality gates, each as a one-line reason (empty when all pass)."""
+    """The failed quality gates, each as a one-line reason (empty when all pass).
+
+    Every declared metric of the result (``gate.<name>``) may have a minimum; ``max_error_rate``
+    bounds the share of failed cases.
+    """
     failures = []
-    for key in METRIC_KEYS:
+    for key, value in result.metrics.items():
         minimum = gates.get(key)
-        if minimum is None:
-            continue
-        value = result.metrics.get(key)
-        if value is None or value < minimum:
+        if minimum is not None and (value is None or value < minimum):
             shown = "undefined" if value is None else f"{value:.4f}"
             failures.append(f"{key} {shown} < gate {minimum}")
     max_rate = gates.get("max_error_rate")

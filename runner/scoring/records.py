@@ -13,8 +13,8 @@ from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.jsonio import json_line
 from runner.results import CaseResult, CaseSequence
-from runner.scoring.case import ExplainedLater, error_case, figures_of
-from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.case import ExplainedLater, ScoringOptions, error_case, figures_of
+from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS
 
 
@@ -27,8 +27,7 @@ class Scored:
                  counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
                  ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
-                 failed_msg: dict[int, str], norm: Callable[[str], str], zero_division: str,
-                 bands: Any) -> None:
+                 failed_msg: dict[int, str], options: ScoringOptions) -> None:
         # The failed cases' error records now (they need the models); of the others only the
         # field values are kept, so the models can be freed once scored.
         self.failed: dict[int, CaseResult] = {}
@@ -36,7 +35,7 @@ class Scored:
         for k, (nr, nc) in enumerate(zip(n_ref, n_cit)):
             if k in failed:
                 self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
-                                                  slot_first + nr * nc, nc)
+                                                  slot_first + nr * nc, nc, options.metrics)
             slot_first += nr * nc
         self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
                         rd["answer"], rd["usage"], rd["latency_s"])
@@ -47,8 +46,9 @@ class Scored:
         self.sim, self.needs_sim, self.matched = sim, needs_sim, matched
         self.cit_label = cit_label.astype(np.int8)
         self.ref_label = ref_label.astype(np.int8)
-        self.norm, self.zero_division, self.bands = norm, zero_division, bands
-        self.figures = [figures_of(c, zero_division, bands) if k not in failed else None
+        self.norm = options.normalizer
+        self.figures = [figures_of(c, options.zero_division, options.bands, options.metrics)
+                        if k not in failed else None
                         for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
         ok_case = np.ones(len(n_ref), dtype=bool)
@@ -61,8 +61,8 @@ class Scored:
                                  minlength=len(CITATION_LABELS)).tolist()
         ref_counts = np.bincount(self.ref_label[ok_case[ref_case]],
                                  minlength=len(REFERENCE_LABELS)).tolist()
-        self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
-                       **{f"reference_{k}": v for k, v in zip(REFERENCE_LABELS, ref_counts)}}
+        self.labels = {lab.key: v for lab, v in zip((*CITATION, *REFERENCE),
+                                                     cit_counts + ref_counts)}
 
     def same_decisions(self, other: Scored) -> list[bool]:
         """Per case, whether `other` (the same batch at another threshold) decided every one of
@@ -137,12 +137,12 @@ def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: li
 
 
 def _pair_error_case(item: tuple[Case, Response], failed_msg: dict[int, str], s0: int, s1: int,
-                     nc: int) -> CaseResult:
+                     nc: int, metrics: tuple[str, ...]) -> CaseResult:
     """The error case of a case with a failed pair: the first one in row-major order."""
     first = min(s for s in failed_msg if s0 <= s < s1)
     i, j = divmod(first - s0, nc)
     return error_case(item[0], item[1], f"matcher failed on reference {i} / citation {j}: "
-                                        f"{failed_msg[first]}")
+                                        f"{failed_msg[first]}", metrics)
 
 
 class BatchResults(CaseSequence):

@@ -10,9 +10,10 @@ import pytest
 from runner.matchers import NgramMatcher
 from runner.results import CaseResult
 from runner.scoring.aggregate import Aggregator, aggregate, bootstrap_ci, macro_mean, micro_metrics
-from runner.scoring.case import ScoringOptions, case_pairs, error_case, score_case
+from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.metrics import METRIC_KEYS
 from tests.helpers import VPN, case, seed_example_1, seed_example_2, seed_example_3
+from tests.scoring.oracle import case_pairs, score_case
 
 
 def scored(*cases_, zero_division: str = "auto") -> list[CaseResult]:

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from runner.data.models import Case
 from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
 from runner.scoring.batch import score_batch
-from runner.scoring.case import ScoringOptions, case_pairs, score_case
+from runner.scoring.case import ScoringOptions
 from tests.helpers import TableMatcher, case, failing
+from tests.scoring.oracle import case_pairs, score_case
 
 # Few distinct texts and sources, so that cases share pairs, repeat citations, leave passages
 # blank and differ in source spelling only (normalisation).
