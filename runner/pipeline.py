@@ -37,7 +37,7 @@ from runner.responses import get_responses
 from runner.results import CONFIG_FILE, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
-from runner.scoring.gates import check_gates
+from runner.scoring.gates import check_gates, run_metrics
 from runner.scoring.metrics import summary_figures
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 from runner.usage import usage_section
@@ -167,6 +167,7 @@ def scoring_options(scoring: dict[str, Any], threshold: float) -> ScoringOptions
         require_same_source=bool(scoring["require_same_source"]),
         source_normalization=tuple(scoring["source_normalization"]),
         bands=dict(scoring["bands"]),
+        metrics=run_metrics(scoring.get("metrics")),
     )
 
 
@@ -179,7 +180,7 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
                        float(boot["confidence"]), int(cfg.get("seed", 0)), keep_cases=False,
-                       bands=options.bands,
+                       bands=options.bands, metrics=options.metrics,
                        max_failed_listed=int((cfg.get("report") or {}).get("max_failed_listed",
                                                                             500)))
     aggs = [empty.empty() for _ in thresholds]

@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from runner.errors import RagciteError
+from runner.plugins import build
 from runner.results import RunResult
+from runner.scoring.metrics import METRIC_KEYS
+
+
+def run_metrics(section: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The names of a run's metrics: the built-ins, then each metric of ``scoring.metrics``
+    (``<key>: {_target_: <a Metric class>}``), built from its ``_target_``."""
+    return (*METRIC_KEYS, *(build(node, f"scoring.metrics.{key}").name
+                            for key, node in (section or {}).items()))
+
+
+def check_gate_config(cfg: Mapping[str, Any]) -> None:
+    """Check the ``gate`` section against the run's metrics, before any work.
+
+    Raises:
+        RagciteError: A gate of no metric (``gate.context_recal: no such gate; the gates:
+            ...``), or a bound outside [0, 1].
+    """
+    names = (*run_metrics((cfg.get("scoring") or {}).get("metrics")), "max_error_rate")
+    for key, value in (cfg.get("gate") or {}).items():
+        if key not in names:
+            raise RagciteError(f"gate.{key}: no such gate; the gates: {', '.join(names)}")
+        if value is not None and not 0 <= value <= 1:
+            raise RagciteError(f"gate.{key}: must be a number in [0, 1], got {value!r}")
 
 
 def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
