@@ -14,6 +14,7 @@ from typing import Any
 
 from runner.reports.cases import clip
 from runner.reports.common import params_text, safe_href
+from runner.reports.diagnosis import stacked_bars
 from runner.reports.sentences import card_sentence
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.labels import CITATION, REFERENCE
@@ -70,21 +71,12 @@ def interval_bar(value: float | None, ci: list[float] | None, micro: float | Non
 
 
 def label_bars(labels: Mapping[str, int]) -> list[dict[str, Any]]:
-    """A stacked bar each for citation and reference labels."""
-    out = []
-    for kind, declared_labels in (("Citations", CITATION), ("References", REFERENCE)):
-        counts = [(lab, int(labels.get(lab.key, 0))) for lab in declared_labels]
-        total = sum(c for _, c in counts)
-        x = 0.0
-        segments = []
-        for lab, count in counts:
-            w = 100.0 * count / total if total else 0.0
-            segments.append({"label": lab.name, "key": lab.key, "count": count,
-                             "share": w, "x": round(x, 3), "w": round(w, 3),
-                             "text": lab.text})
-            x += w
-        out.append({"kind": kind, "total": total, "segments": segments})
-    return out
+    """A stacked bar each for citation and reference labels (:func:`stacked_bars`), with what
+    each label means."""
+    text = {lab.key: lab.text for lab in (*CITATION, *REFERENCE)}
+    return [{**bar, "kind": bar["kind"].capitalize(), "segments": [
+        {**s, "share": 100.0 * s["count"] / bar["total"] if bar["total"] else 0.0,
+         "text": text[s["key"]]} for s in bar["segments"]]} for bar in stacked_bars(labels)]
 
 
 def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Scoring: the declared metrics and labels, the batch scorer, bands and aggregation."""
 
-from runner.scoring.aggregate import Aggregator, aggregate, bootstrap_ci, micro_metrics
+from runner.scoring.aggregate import Aggregator, bootstrap_ci, micro_metrics
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.metrics import METRIC_KEYS, METRICS, Metric, f1
@@ -14,7 +14,6 @@ __all__ = [
     "Metric",
     "ScoringOptions",
     "SourceNormalizer",
-    "aggregate",
     "band",
     "bootstrap_ci",
     "error_case",

@@ -5,7 +5,6 @@ Cases that carry an error are counted in ``n_errors`` and excluded from every fi
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
@@ -28,8 +27,6 @@ DEFAULT_CONFIDENCE = 0.95
 if TYPE_CHECKING:
     from runner.scoring.records import BatchResults
 
-_CITATION_KEYS = {lab.name: lab.key for lab in CITATION}
-_REFERENCE_KEYS = {lab.name: lab.key for lab in REFERENCE}
 HIST_BINS = 20
 """Bins of the per-metric histograms in ``metrics.json`` (0.05 wide)."""
 MAX_FAILED_LISTED = 500
@@ -61,12 +58,6 @@ def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
         out[key] = {"low": 0.0, "high": 1.0, "bins": bins, "counts": histogram(defined, bins),
                     "undefined": int(col.size - defined.size)}
     return out
-
-
-def macro_mean(values: Sequence[float | None]) -> float | None:
-    """Mean of the defined values; None when none is defined."""
-    defined = [v for v in values if v is not None]
-    return sum(defined) / len(defined) if defined else None
 
 
 def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
@@ -200,29 +191,6 @@ class Aggregator:
         """The kept cases, in the order they were added."""
         return CaseList(self._parts)
 
-    def add(self, case: CaseResult) -> None:
-        """Count one case; an error case is counted but not scored."""
-        self.n_cases += 1
-        if self.keep_cases:
-            if not self._parts or not isinstance(self._parts[-1], list):
-                self._parts.append([])
-            self._parts[-1].append(case)  # type: ignore[attr-defined]
-        if case.error is not None:
-            self.n_errors += 1
-            self._list_failed((case,))
-            return
-        nan = math.nan
-        metrics = case.metrics
-        self.rows.append([nan if (v := metrics[k]) is None else v for k in self.metrics])
-        totals, counts = self.counts, case.counts
-        for k in COUNT_KEYS:
-            totals[k] += counts[k]
-        labels = self.labels
-        for lab in case.citation_labels:
-            labels[_CITATION_KEYS.get(lab) or f"citation_{lab}"] += 1
-        for lab in case.reference_labels:
-            labels[_REFERENCE_KEYS.get(lab) or f"reference_{lab}"] += 1
-
     def add_batch(self, batch: BatchResults) -> None:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
         self.n_cases += len(batch)
@@ -271,11 +239,6 @@ class Aggregator:
         for k, v in other.labels.items():
             self.labels[k] = self.labels.get(k, 0) + v
 
-    def extend(self, cases: Iterable[CaseResult]) -> None:
-        """Add many cases."""
-        for case in cases:
-            self.add(case)
-
     def result(self) -> RunResult:
         """The run-level figures of every case added so far."""
         names = self.metrics
@@ -306,12 +269,3 @@ class Aggregator:
             cases=self.cases if self.keep_cases else [],
         )
 
-
-def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto",
-              resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
-              seed: int = 0, *,
-              bands: Mapping[str, float] | None = None) -> RunResult:
-    """Aggregate scored cases into run-level figures (see :class:`Aggregator`)."""
-    agg = Aggregator(zero_division, resamples, confidence, seed, bands=bands)
-    agg.extend(cases)
-    return agg.result()

@@ -9,13 +9,15 @@ the two agree on every field of every case (``tests/scoring/test_batch.py``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers.base import PairError, Similarity, TextPair
-from runner.results import CaseResult
+from runner.results import CaseResult, RunResult
+from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import band
 from runner.scoring.case import ExplainedLater, ScoringOptions, error_case
 from runner.scoring.metrics import COUNT_KEYS
@@ -176,3 +178,45 @@ def score_case(case: Case, response: Response | None,
         "metrics": metrics, "counts": dict(zip(COUNT_KEYS, counts)),
         "bands": {k: band(v, options.bands) for k, v in metrics.items()}, "error": None,
     }, norm)
+
+
+def macro_mean(values: Sequence[float | None]) -> float | None:
+    """Mean of the defined values; None when none is defined."""
+    defined = [v for v in values if v is not None]
+    return sum(defined) / len(defined) if defined else None
+
+
+def add_case(agg: Aggregator, case: CaseResult) -> None:
+    """Count one scored case into `agg`, as its batch would be (an error case is counted but
+    not scored)."""
+    agg.n_cases += 1
+    if agg.keep_cases:
+        if not agg._parts or not isinstance(agg._parts[-1], list):
+            agg._parts.append([])
+        agg._parts[-1].append(case)  # type: ignore[attr-defined]
+    if case.error is not None:
+        agg.n_errors += 1
+        agg._list_failed((case,))
+        return
+    agg.rows.append([math.nan if (v := case.metrics[k]) is None else v for k in agg.metrics])
+    for k in COUNT_KEYS:
+        agg.counts[k] += case.counts[k]
+    for lab in case.citation_labels:
+        agg.labels[f"citation_{lab}"] += 1
+    for lab in case.reference_labels:
+        agg.labels[f"reference_{lab}"] += 1
+
+
+def add_cases(agg: Aggregator, cases: Iterable[CaseResult]) -> None:
+    """Count many cases into `agg`."""
+    for case in cases:
+        add_case(agg, case)
+
+
+def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto",
+              resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
+              seed: int = 0, *, bands: Mapping[str, float] | None = None) -> RunResult:
+    """Aggregate scored cases, one at a time, into run-level figures."""
+    agg = Aggregator(zero_division, resamples, confidence, seed, bands=bands)
+    add_cases(agg, cases)
+    return agg.result()

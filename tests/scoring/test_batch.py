@@ -13,7 +13,7 @@ from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
 from runner.scoring.batch import score_batch
 from runner.scoring.case import ScoringOptions
 from tests.helpers import TableMatcher, case, failing
-from tests.scoring.oracle import case_pairs, score_case
+from tests.scoring.oracle import add_cases, case_pairs, score_case
 
 # Few distinct texts and sources, so that cases share pairs, repeat citations, leave passages
 # blank and differ in source spelling only (normalisation).
@@ -107,7 +107,7 @@ def test_batch_sums_aggregate_as_the_cases_one_by_one(batch: list[Case],
     by_batch = Aggregator(zero_division, resamples=50, seed=1)
     by_batch.add_batch(score_batch_lazy(items, NgramMatcher(n=2), options))
     by_case = Aggregator(zero_division, resamples=50, seed=1)
-    by_case.extend(score_batch(items, NgramMatcher(n=2), options))
+    add_cases(by_case, score_batch(items, NgramMatcher(n=2), options))
     a, b = by_batch.result(), by_case.result()
     assert (a.n_cases, a.n_scored, a.n_errors, a.counts, a.labels) == (
         b.n_cases, b.n_scored, b.n_errors, b.counts, b.labels)
