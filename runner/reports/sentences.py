@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner.scoring.explain import parts, percent, plural
+from runner.scoring.explain import listing, percent, plural
 from runner.scoring.labels import CITATION, REFERENCE
 from runner.scoring.metrics import F1, METRICS, Metric
 
@@ -99,6 +99,6 @@ def _diagnosis_detail(sup: int, other: int, wrong: int, unexp: int, total: int) 
 def _references_detail(cited: int, p_missed: int, s_missed: int, refs: int) -> str:
     if not refs:
         return "No scored case has a ground-truth passage."
-    return f"Of {plural(refs, 'ground-truth passage')}, " + parts([
+    return f"Of {plural(refs, 'ground-truth passage')}, " + listing([
         f"{n} ({percent(n, refs)}) {lab.sentence}"
         for lab, n in zip(REFERENCE, (cited, p_missed, s_missed))]) + "."

@@ -59,19 +59,9 @@ def count_of(metrics: Mapping[str, Any], section: str, key: str) -> int | None:
     return int(value) if isinstance(value, (int, float)) else None
 
 
-def parts(items: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _join(items: Sequence[str]) -> str:
-    n = len(items)
-    if n == 1:
-        return items[0]
-    if n == 0:
-        return ""
-    items = list(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+def listing(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (``""`` for none)."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def _unique(items: Sequence[str]) -> list[str]:
@@ -94,7 +84,7 @@ def summary(kind: str, r: float | None, p: float | None) -> str:
 
 def _wrong_passage(sources: Sequence[str]) -> str:
     many = len(sources) > 1
-    return (f"the {_join(sources)} citation{'s' if many else ''} use{'' if many else 's'} "
+    return (f"the {listing(sources)} citation{'s' if many else ''} use{'' if many else 's'} "
             "a wrong passage")
 
 
@@ -119,16 +109,16 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     missed = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "source_missed"])
     parts = [_wrong_passage(wrong)] if wrong else []
     if others:
-        parts.append(f"the other {_join(_unique(others))} "
+        parts.append(f"the other {listing(_unique(others))} "
                      f"passage{'s are' if len(others) > 1 else ' is'} not cited")
     if missed:
-        parts.append(f"{_join(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
+        parts.append(f"{listing(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
     return _sentence(parts)
 
 
 def _other_source(sources: Sequence[str]) -> str:
     many = len(sources) > 1
-    return (f"the {_join(sources)} citation{'s' if many else ''} "
+    return (f"the {listing(sources)} citation{'s' if many else ''} "
             f"match{'' if many else 'es'} only a passage of another document")
 
 
@@ -141,7 +131,7 @@ def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> 
     if wrong:
         parts.append(_wrong_passage(wrong))
     if unexpected:
-        parts.append(f"{_join(unexpected)} "
+        parts.append(f"{listing(unexpected)} "
                      f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
                      "reference")
     return _sentence(parts)
@@ -156,11 +146,11 @@ def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: 
     if k_ref == n_ref:
         return (f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
                 "citation — all expected evidence passages are cited." if n_ref == 1 else
-                f"All {n_ref} ground-truth passages ({_join(_unique(ref_sources))}) are matched "
+                f"All {n_ref} ground-truth passages ({listing(_unique(ref_sources))}) are matched "
                 "by response citations — all expected evidence passages are cited.")
     matched = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "cited"])
     if k_ref:
-        lead = (f"Only the {_join(matched)} passage{'s' if k_ref > 1 else ''} "
+        lead = (f"Only the {listing(matched)} passage{'s' if k_ref > 1 else ''} "
                 f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
                 f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
     elif n_ref == 1:
@@ -186,7 +176,7 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
     matched = _unique([s for s, lab in zip(cit_sources, cit_labels)
                        if lab in ("supported", "other_source")])
     if k_cit:
-        lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
+        lead = (f"Only the {listing(matched)} citation{'s' if k_cit > 1 else ''} "
                 f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
                 f"({k_cit} of {n_cit}).")
     elif n_cit == 1:
@@ -208,14 +198,14 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
     if k_exp == n_exp:
         return (f"{expected[0]}, the only expected source, appears in the response citations."
                 if n_exp == 1 else
-                f"All {n_exp} expected sources ({_join(expected)}) appear in the response "
+                f"All {n_exp} expected sources ({listing(expected)}) appear in the response "
                 "citations.")
     if k_exp == 0:
-        return (f"None of the expected sources ({_join(expected)}) "
+        return (f"None of the expected sources ({listing(expected)}) "
                 f"{'is' if n_exp == 1 else 'are'} cited.")
     yes = [s for s, ok in zip(expected, hit) if ok]
     no = [s for s, ok in zip(expected, hit) if not ok]
-    return (f"{_join(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {_join(no)} "
+    return (f"{listing(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {listing(no)} "
             f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
 
 
@@ -227,13 +217,13 @@ def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bo
     if k_cs == n_cs:
         return (f"The only cited document, {cited[0]}, is among the expected sources."
                 if n_cs == 1 else
-                f"All {n_cs} cited documents ({_join(cited)}) are among the expected sources.")
+                f"All {n_cs} cited documents ({listing(cited)}) are among the expected sources.")
     if k_cs == 0:
-        return (f"None of the cited documents ({_join(cited)}) "
+        return (f"None of the cited documents ({listing(cited)}) "
                 f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
     good = [s for s, ok in zip(cited, hit) if ok]
     bad = [s for s, ok in zip(cited, hit) if not ok]
-    return (f"{_join(good)} {'are' if len(good) > 1 else 'is an'} expected "
-            f"source{'s' if len(good) > 1 else ''}, but {_join(bad)} "
+    return (f"{listing(good)} {'are' if len(good) > 1 else 'is an'} expected "
+            f"source{'s' if len(good) > 1 else ''}, but {listing(bad)} "
             f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "
             "expected).")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from runner.scoring import explain as ex
-from runner.scoring.explain import Facts, count_of, parts, percent, plural
+from runner.scoring.explain import Facts, count_of, listing, percent, plural
 
 ZeroDivision = Literal["auto", "nan", "zero", "one"]
 ZERO_DIVISION_POLICIES: tuple[str, ...] = ("auto", "nan", "zero", "one")
@@ -154,7 +154,7 @@ class ContextRecall(Metric):
                           f"{'a document' if source == 1 else 'documents'} not cited")
         if hit == refs:
             return text + "; none is missed."
-        return text + ("; " + parts(missed) if missed else "") + "."
+        return text + ("; " + listing(missed) if missed else "") + "."
 
     def explain(self, facts: Facts) -> str:
         return ex.context_recall(facts.metrics[self.name], facts.ref_sources,
@@ -207,7 +207,7 @@ class ContextPrecision(Metric):
                         "is not expected")
         if hit == cits:
             return text + "; none is spurious."
-        return text + ("; " + parts(rest) if rest else "") + "."
+        return text + ("; " + listing(rest) if rest else "") + "."
 
     def explain(self, facts: Facts) -> str:
         return ex.context_precision(facts.metrics[self.name], facts.cit_sources,
