@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate
+from dataclasses import KW_ONLY, dataclass, field, replace
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -151,8 +152,9 @@ class CaseList(CaseSequence):
             yield from part
 
 
+@dataclass
 class Aggregator:
-    """Accumulates scored cases one at a time and produces the run-level :class:`RunResult`.
+    """Accumulates scored batches and produces the run-level :class:`RunResult`.
 
     Args:
         zero_division: The empty-denominator policy for the micro figures.
@@ -164,27 +166,25 @@ class Aggregator:
         metrics: The names of the declared metrics the cases carry, in order.
     """
 
-    def __init__(self, zero_division: str = "auto", resamples: int = DEFAULT_RESAMPLES,
-                 confidence: float = DEFAULT_CONFIDENCE, seed: int = 0, keep_cases: bool = True, *,
-                 bands: Mapping[str, float] | None = None,
-                 max_failed_listed: int = MAX_FAILED_LISTED,
-                 metrics: Sequence[str] = METRIC_KEYS) -> None:
-        self.zero_division = zero_division
-        self.resamples = resamples
-        self.confidence = confidence
-        self.seed = seed
-        self.keep_cases = keep_cases
-        self.bands = dict(bands if bands is not None else DEFAULT_BANDS)
-        self.max_failed_listed = max_failed_listed
-        self.metrics = tuple(metrics)
-        self.failed_listed: list[dict[str, str]] = []  # the first failed cases: id, error
-        self.rows: list[Sequence[float]] = []
-        self.counts = dict.fromkeys(COUNT_KEYS, 0)
-        self.labels = {lab.key: 0 for lab in (*CITATION, *REFERENCE)}
-        self.n_cases = 0
-        self.n_errors = 0
-        # The kept cases, as runs of single cases (lists) and whole batches (BatchResults).
-        self._parts: list[Sequence[CaseResult]] = []
+    zero_division: str = "auto"
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
+    seed: int = 0
+    keep_cases: bool = True
+    _: KW_ONLY
+    bands: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BANDS))
+    max_failed_listed: int = MAX_FAILED_LISTED
+    metrics: tuple[str, ...] = METRIC_KEYS
+    # The state: the first failed cases (id, error), each scored case's metric row, the sums.
+    failed_listed: list[dict[str, str]] = field(default_factory=list, init=False)
+    rows: list[Sequence[float]] = field(default_factory=list, init=False)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0),
+                                   init=False)
+    labels: dict[str, int] = field(init=False, default_factory=lambda: {
+        lab.key: 0 for lab in (*CITATION, *REFERENCE)})
+    n_cases: int = field(default=0, init=False)
+    n_errors: int = field(default=0, init=False)
+    _parts: list[Sequence[CaseResult]] = field(default_factory=list, init=False)  # kept cases
 
     @property
     def cases(self) -> CaseList:
@@ -207,19 +207,13 @@ class Aggregator:
 
     def _list_failed(self, cases: Iterable[CaseResult]) -> None:
         """List failed cases (id and error) until ``max_failed_listed`` are listed."""
-        listed = self.failed_listed
-        if len(listed) >= self.max_failed_listed:
-            return
-        for case in cases:
-            listed.append({"id": case.id, "error": str(case.error)})
-            if len(listed) >= self.max_failed_listed:
-                return
+        room = max(self.max_failed_listed - len(self.failed_listed), 0)
+        self.failed_listed.extend({"id": c.id, "error": str(c.error)}
+                                  for c in islice(cases, room))
 
     def empty(self) -> Aggregator:
         """A new aggregator with the same settings and no cases."""
-        return Aggregator(self.zero_division, self.resamples, self.confidence, self.seed,
-                          self.keep_cases, bands=self.bands,
-                          max_failed_listed=self.max_failed_listed, metrics=self.metrics)
+        return replace(self)
 
     def merge(self, other: Aggregator) -> None:
         """Add the cases of another aggregator (added after this one's, in order).

@@ -18,7 +18,7 @@ from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers.base import PairError, Similarity, TextPair
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
-from runner.scoring.bands import band
+from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.case import ExplainedLater, ScoringOptions, error_case
 from runner.scoring.metrics import COUNT_KEYS
 
@@ -217,6 +217,7 @@ def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto",
               resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
               seed: int = 0, *, bands: Mapping[str, float] | None = None) -> RunResult:
     """Aggregate scored cases, one at a time, into run-level figures."""
-    agg = Aggregator(zero_division, resamples, confidence, seed, bands=bands)
+    agg = Aggregator(zero_division, resamples, confidence, seed,
+                     bands=DEFAULT_BANDS if bands is None else bands)
     add_cases(agg, cases)
     return agg.result()
