@@ -1,4 +1,5 @@
-"""The batch scorer (runner.scoring.batch) equals scoring each case on its own (score_case)."""
+"""The batch scorer (runner.scoring.batch) equals the oracle scoring each case on its own
+(tests/scoring/oracle.py, score_case)."""
 
 from __future__ import annotations
 
@@ -115,11 +116,10 @@ def test_batch_sums_aggregate_as_the_cases_one_by_one(batch: list[Case],
 
 
 def test_records_are_built_on_first_read() -> None:
-
     scored = case([("A", "the cat sat on the mat")], [("A", "the cat sat on the mat")], id="s")
     failed = case([("A", "x")], [("A", "x")], id="f", error="timeout")
     lazy = score_batch([(scored, scored.response), (failed, failed.response)],
-                            NgramMatcher(), ScoringOptions())
+                       NgramMatcher(), ScoringOptions())
     assert lazy._records is None  # sums only, so far
     assert (len(lazy), lazy.n_errors, lazy.rows) == (2, 1, [(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)])
     assert lazy.labels["citation_supported"] == 1 and lazy.counts["references_matched"] == 1
