@@ -108,30 +108,24 @@ class _Flat:
         """Flatten the cases that have a response without error (pydantic attribute access is
         slow: the models' ``__dict__`` is read directly)."""
         f = cls()
-        rows, items, cfs, rfs = f.rows, f.items, f.case_fields, f.resp_fields
-        ref_src, ref_text, cit_src, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
-        exp_src, n_ref, n_cit, n_exp = f.exp_src, f.n_ref, f.n_cit, f.n_exp
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
             cd, rd = case.__dict__, response.__dict__
-            rows.append(pos)
-            items.append((case, response))
-            cfs.append(cd)
-            rfs.append(rd)
             refs = [r.__dict__ for r in cd["references"]]
             cits = [c.__dict__ for c in rd["citations"]]
-            for d in refs:
-                ref_src.append(d["source"])
-                ref_text.append(d["content"])
-            for d in cits:
-                cit_src.append(d["source"])
-                cit_text.append(d["content"])
-            exp = cd["expected_sources"]
-            exp_src.extend(exp)
-            n_ref.append(len(refs))
-            n_cit.append(len(cits))
-            n_exp.append(len(exp))
+            f.rows.append(pos)
+            f.items.append((case, response))
+            f.case_fields.append(cd)
+            f.resp_fields.append(rd)
+            f.ref_src += [d["source"] for d in refs]
+            f.ref_text += [d["content"] for d in refs]
+            f.cit_src += [d["source"] for d in cits]
+            f.cit_text += [d["content"] for d in cits]
+            f.exp_src += cd["expected_sources"]
+            f.n_ref.append(len(refs))
+            f.n_cit.append(len(cits))
+            f.n_exp.append(len(cd["expected_sources"]))
         return f
 
 

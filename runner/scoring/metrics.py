@@ -92,9 +92,6 @@ class Metric:
         if cls.name:
             METRICS[cls.name] = cls()
 
-    def __reduce__(self) -> tuple[type[Metric], tuple[()]]:
-        return (type(self), ())
-
     def value(self, c: Mapping[str, int], zero_division: str) -> float | None:
         """The metric of a case (or of counts pooled over cases) with counts `c`."""
         raise NotImplementedError
