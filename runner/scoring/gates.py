@@ -8,14 +8,24 @@ from typing import Any
 from runner.errors import RagciteError
 from runner.plugins import build
 from runner.results import RunResult
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import METRIC_KEYS, Metric
 
 
 def run_metrics(section: Mapping[str, Any] | None) -> tuple[str, ...]:
     """The names of a run's metrics: the built-ins, then each metric of ``scoring.metrics``
-    (``<key>: {_target_: <a Metric class>}``), built from its ``_target_``."""
-    return (*METRIC_KEYS, *(build(node, f"scoring.metrics.{key}").name
-                            for key, node in (section or {}).items()))
+    (``<key>: {_target_: <a Metric class>}``), built from its ``_target_``.
+
+    Raises:
+        RagciteError: A class that cannot be built, or that is not a named :class:`Metric`.
+    """
+    names = list(METRIC_KEYS)
+    for key, node in (section or {}).items():
+        metric = build(node, f"scoring.metrics.{key}")
+        if not (isinstance(metric, Metric) and metric.name):
+            raise RagciteError(f"scoring.metrics.{key}: {node.get('_target_')} is not a "
+                               "runner.scoring.metrics.Metric with a name")
+        names.append(metric.name)
+    return tuple(names)
 
 
 def check_gate_config(cfg: Mapping[str, Any]) -> None:

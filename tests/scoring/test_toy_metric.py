@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from runner.errors import RagciteError
 from runner.scoring import Metric
+from runner.scoring.gates import run_metrics
 from tests.conftest import REPO, only_run_dir, read_json, run_cli
 from tests.reports.conftest import parse
-
-pytestmark = pytest.mark.slow
 
 
 class CitationCountRatio(Metric):
@@ -41,6 +41,7 @@ def _case(cid: str, refs: list[str], cits: list[str]) -> dict[str, object]:
                                                        for s in cits]}}
 
 
+@pytest.mark.slow
 def test_a_metric_declared_in_a_test_module(tmp_path: Path) -> None:
     # Per case min(citations, references) / references: 2 cits, 1 ref → 1; 0 cits, 2 refs → 0;
     # 1 cit, 4 refs → 1/4. Mean (1 + 0 + 0.25) / 3 = 0.41667; pooled min(3, 7) / 7 = 3/7.
@@ -82,6 +83,7 @@ def test_a_metric_declared_in_a_test_module(tmp_path: Path) -> None:
     assert found.data.metrics["micro/citation_count_ratio"] == 3 / 7
 
 
+@pytest.mark.slow
 def test_a_gate_of_no_declared_metric_is_refused(tmp_path: Path) -> None:
     proc = run_cli(["progress=false", f"output_root={tmp_path}", "+gate.citation_count_ratio=0.5"],
                    cwd=tmp_path)
@@ -90,3 +92,15 @@ def test_a_gate_of_no_declared_metric_is_refused(tmp_path: Path) -> None:
         "ragcite: error: gate.citation_count_ratio: no such gate; the gates: context_recall, "
         "context_precision, context_f1, source_recall, source_precision, source_f1, "
         "max_error_rate")
+
+
+def test_scoring_metrics_names_metric_classes() -> None:
+    assert run_metrics({"ratio": {"_target_": TARGET}})[-1] == "citation_count_ratio"
+    with pytest.raises(RagciteError) as exc:
+        run_metrics({"bad": {"_target_": "collections.OrderedDict"}})
+    assert str(exc.value) == ("scoring.metrics.bad: collections.OrderedDict is not a "
+                              "runner.scoring.metrics.Metric with a name")
+    with pytest.raises(RagciteError) as exc:
+        run_metrics({"gone": {"_target_": "no.such.Metric"}})
+    assert str(exc.value) == ("scoring.metrics.gone._target_: cannot import no.such.Metric: "
+                              "No module named 'no'")
