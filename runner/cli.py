@@ -36,6 +36,7 @@ from runner.redact import env_secrets, guard_output, scrub_files, scrub_text, se
 from runner.reports.base import make_reports
 from runner.reports.run import REPORT_FILE
 from runner.schema import plain_config, register_configs
+from runner.scoring.gates import check_gate_config
 from runner.sweep import SWEEPS, finish_sweep
 from runner.tracking.base import TrackingLost, make_tracker
 
@@ -168,6 +169,7 @@ def _app(cfg: DictConfig) -> None:
     try:
         plain = plain_config(cfg)
         check_config(cfg)  # what each key allows, before any work
+        check_gate_config(plain)  # the gates of the run's metrics
         outcomes = run(plain, out, names)
         finished = True
         _Status.value = max(_Status.value, _report(outcomes, out))

@@ -32,6 +32,7 @@ from omegaconf.errors import (
 
 from runner.folders import write_problem
 from runner.redact import mask_uri, redact_override
+from runner.scoring.metrics import METRIC_KEYS
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
 GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
@@ -204,12 +205,11 @@ def unknown_key(key: str, schema: Any) -> str:
         key: The full key (``matcher.foo``).
         schema: The structured-config class of the node that lacks it, if known.
     """
+    if key.rpartition(".")[0] == "gate":  # the built-in metrics' (runner.scoring.gates)
+        return f"{key}: no such gate; the gates: {', '.join((*METRIC_KEYS, 'max_error_rate'))}"
     if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
         return f"{key}: no such key"
     names = [f.name for f in dataclasses.fields(schema) if not f.name.startswith("_")]
-    parent = key.rpartition(".")[0]
-    if parent == "gate":
-        return f"{key}: no such gate; the gates: {', '.join(names)}"
     name = schema.__name__.removesuffix("Conf")
     owner = "the config" if name in ("Ragcite", "Calibrate") else name
     if not names:

@@ -37,7 +37,8 @@ from runner.responses import get_responses
 from runner.results import CONFIG_FILE, RunResult
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
-from runner.scoring.gates import check_gates
+from runner.scoring.gates import check_gates, run_metrics
+from runner.scoring.metrics import summary_figures
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 from runner.usage import usage_section
 from runner.writer import ResultWriter, write_config
@@ -166,6 +167,7 @@ def scoring_options(scoring: dict[str, Any], threshold: float) -> ScoringOptions
         require_same_source=bool(scoring["require_same_source"]),
         source_normalization=tuple(scoring["source_normalization"]),
         bands=dict(scoring["bands"]),
+        metrics=run_metrics(scoring.get("metrics")),
     )
 
 
@@ -178,7 +180,7 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
                        float(boot["confidence"]), int(cfg.get("seed", 0)), keep_cases=False,
-                       bands=options.bands,
+                       bands=options.bands, metrics=options.metrics,
                        max_failed_listed=int((cfg.get("report") or {}).get("max_failed_listed",
                                                                             500)))
     aggs = [empty.empty() for _ in thresholds]
@@ -322,10 +324,6 @@ def summary_line(result: RunResult) -> str:
     the dataset's 30 cases)``: the six figures are macro means over the scored cases; the
     passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``.
     """
-    def f(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.3f}"
-
-    m = result.metrics
     n = result.n_scored
     refs, hit = result.counts.get("references"), result.counts.get("references_matched")
     pooled = (f"; {hit} of {refs} ground-truth passage{'' if refs == 1 else 's'} matched"
@@ -335,8 +333,5 @@ def summary_line(result: RunResult) -> str:
         total = int(cover["dataset_cases"])
         pooled += (f"; the system answered {cover['answered']} of the dataset's {total} "
                    f"case{'' if total == 1 else 's'}")
-    return (f"context R/P/F1 {f(m['context_recall'])}/{f(m['context_precision'])}/"
-            f"{f(m['context_f1'])}  source R/P/F1 {f(m['source_recall'])}/"
-            f"{f(m['source_precision'])}/{f(m['source_f1'])}  "
-            f"(means over {n} scored case{'' if n == 1 else 's'}, {result.n_errors} failed"
-            f"{pooled})")
+    return (f"{summary_figures(result.metrics)}  (means over {n} scored "
+            f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")

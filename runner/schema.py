@@ -21,6 +21,7 @@ from runner.constraints import CHECK, COUNT, POSITIVE, SECONDS, OneOf, Range, al
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
+from runner.scoring.metrics import METRIC_KEYS
 from runner.scoring.sources import DEFAULT_STEPS, STEPS
 from runner.tracking.table import DEFAULT_TABLE_ROWS
 
@@ -183,19 +184,7 @@ class ScoringConf:
     batch_size: int = field(default=DEFAULT_BATCH_SIZE,
                             metadata=allows(Range(low=1, integer=True)))
     workers: Optional[int] = field(default=None, metadata=allows(COUNT))
-
-
-@dataclass
-class GateConf:
-    """Quality gates: the run exits non-zero when one fails. ``null`` = no gate."""
-
-    context_recall: Optional[float] = field(default=None, metadata=allows(UNIT))
-    context_precision: Optional[float] = field(default=None, metadata=allows(UNIT))
-    context_f1: Optional[float] = field(default=None, metadata=allows(UNIT))
-    source_recall: Optional[float] = field(default=None, metadata=allows(UNIT))
-    source_precision: Optional[float] = field(default=None, metadata=allows(UNIT))
-    source_f1: Optional[float] = field(default=None, metadata=allows(UNIT))
-    max_error_rate: Optional[float] = field(default=None, metadata=allows(UNIT))
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -279,7 +268,10 @@ class RagciteConf:
     scoring: ScoringConf = MISSING
     tracking: Any = MISSING
     report: Any = MISSING
-    gate: GateConf = field(default_factory=GateConf)
+    # Quality gates (the run exits 1 when one fails; null = none): gate.<metric> is a
+    # minimum of a metric of the run, gate.max_error_rate a maximum share of failed cases.
+    gate: dict[str, Optional[float]] = field(
+        default_factory=lambda: dict.fromkeys((*METRIC_KEYS, "max_error_rate")))
     cache: CacheConf = field(default_factory=CacheConf)
     output_root: str = "outputs"
     seed: int = field(default=0, metadata=allows(COUNT))

@@ -3,7 +3,7 @@
 A report embeds three blocks per case (short keys keep big reports small):
 
 * the **row** (``ragcite-cases``), all the table needs to show, sort and filter: ``id``; ``q``
-  query; ``m`` the six metric values in METRIC_KEYS order; ``b`` their bands as one letter each
+  query; ``m`` the metric values in the record's order; ``b`` their bands as one letter each
   (g/m/r, ``-`` undefined); ``cl`` / ``rl`` the citation and reference labels; ``err`` the error;
 * the **scores** (``ragcite-details``), read when a case is expanded: ``S`` similarity matrix
   [ref][cit]; ``M`` match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order;
@@ -57,13 +57,14 @@ def _round(value: Any, digits: int) -> float | None:
 
 def row_record(decided: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
     """The table row of one case from its ``cases.jsonl`` record and its (clipped) query."""
-    metrics, bands = decided.get("metrics") or {}, decided.get("bands") or {}
+    metrics = decided.get("metrics") or dict.fromkeys(METRIC_KEYS)  # the run's declared metrics
+    bands = decided.get("bands") or {}
     labels = decided.get("labels") or {}
     row: dict[str, Any] = {
         "id": decided["id"],
         "q": query,
-        "m": [_round(metrics.get(k), 6) for k in METRIC_KEYS],
-        "b": "".join(BAND_CODE.get(bands.get(k) or "", "-") for k in METRIC_KEYS),
+        "m": [_round(v, 6) for v in metrics.values()],
+        "b": "".join(BAND_CODE.get(bands.get(k) or "", "-") for k in metrics),
         "cl": list(labels.get("citations") or []),
         "rl": list(labels.get("references") or []),
     }

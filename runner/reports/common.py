@@ -31,31 +31,15 @@ import orjson
 from markupsafe import Markup
 
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import METRIC_KEYS, METRICS, declared
 
 TEMPLATE_PACKAGE = "runner.templates"
 CSS_FILE = "report.css"
 JS_FILE = "report.js"
 
-METRIC_NAMES: dict[str, str] = {
-    "context_recall": "Context Recall",
-    "context_precision": "Context Precision",
-    "context_f1": "Context F1",
-    "source_recall": "Source Recall",
-    "source_precision": "Source Precision",
-    "source_f1": "Source F1",
-}
-LABEL_TEXT: dict[str, str] = {
-    "supported": "its passage matches a reference",
-    "wrong_passage": "right document, but its passage matches no reference",
-    "unexpected_source": "a document that is not expected",
-    "other_source": "its passage matches only a reference of another document (shared text)",
-    "cited": "matched by a citation",
-    "passage_missed": "its document was cited, but not this passage",
-    "source_missed": "its document was not cited at all",
-}
-EXPLANATION_KEYS = ("context_recall", "context_precision", "context",
-                    "source_recall", "source_precision", "source")
+METRIC_NAMES = {m.name: m.title for m in declared(METRIC_KEYS)}
+"""The built-in metrics' display names (the sweep and compare reports)."""
+EXPLANATION_KEYS = tuple(m.explains for m in declared(METRIC_KEYS) if m.explains)
 """The explanations of a case in the order the reports show them."""
 
 
@@ -213,7 +197,7 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place)
-    env.globals.update(METRIC_KEYS=METRIC_KEYS, METRIC_NAMES=METRIC_NAMES,
+    env.globals.update(METRIC_KEYS=METRIC_KEYS, METRICS=METRICS,
                        CITATION_LABELS=CITATION_LABELS, REFERENCE_LABELS=REFERENCE_LABELS)
     return env
 

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from runner.reports.cases import clip
-from runner.reports.common import LABEL_TEXT, METRIC_KEYS, METRIC_NAMES, params_text, safe_href
+from runner.reports.common import params_text, safe_href
+from runner.reports.diagnosis import stacked_bars
 from runner.reports.sentences import card_sentence
-from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS, band
-from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.bands import DEFAULT_BANDS, band
+from runner.scoring.labels import CITATION, REFERENCE
+from runner.scoring.metrics import Metric, declared
 
 
 def run_bands(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -24,21 +26,27 @@ def run_bands(metrics: Mapping[str, Any]) -> dict[str, float]:
     return dict((metrics.get("scoring") or {}).get("bands") or DEFAULT_BANDS)
 
 
+def run_metrics(metrics: Mapping[str, Any]) -> list[Metric]:
+    """The declarations of the run's metrics (``metrics.json``'s ``metrics``), in its order."""
+    return declared(metrics.get("metrics") or {})
+
+
 def metric_cards(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One card per metric: its mean, band (``metrics.json``'s ``bands``), interval, micro."""
     bounds = run_bands(metrics)
     cards = []
-    for key in METRIC_KEYS:
+    for m in run_metrics(metrics):
+        key = m.name
         value = (metrics.get("metrics") or {}).get(key)
         ci = (metrics.get("ci") or {}).get(key)
         micro = (metrics.get("micro") or {}).get(key)
         name = (metrics.get("bands") or {}).get(key) or "none"
         cards.append({
-            "key": key, "name": METRIC_NAMES[key], "value": value, "band": name,
+            "key": key, "name": m.title, "short": m.short, "about": m.about, "value": value,
+            "band": name,
             "sentence": card_sentence(key, metrics),
             # The seed's texts: what 1.0, 0.5 and 0.0 mean (a legend, not about this run).
-            "legend": [("1.0", BAND_TEXT[key]["green"]), ("0.5", BAND_TEXT[key]["medium"]),
-                       ("0.0", BAND_TEXT[key]["red"])],
+            "legend": list(zip(("1.0", "0.5", "0.0"), m.band_text)),
             "ci": ci, "micro": micro, "bar": interval_bar(value, ci, micro, bounds),
         })
     return cards
@@ -63,22 +71,12 @@ def interval_bar(value: float | None, ci: list[float] | None, micro: float | Non
 
 
 def label_bars(labels: Mapping[str, int]) -> list[dict[str, Any]]:
-    """A stacked bar each for citation and reference labels."""
-    out = []
-    for kind, prefix, names in (("Citations", "citation_", CITATION_LABELS),
-                                ("References", "reference_", REFERENCE_LABELS)):
-        counts = [(name, int(labels.get(prefix + name, 0))) for name in names]
-        total = sum(c for _, c in counts)
-        x = 0.0
-        segments = []
-        for name, count in counts:
-            w = 100.0 * count / total if total else 0.0
-            segments.append({"label": name, "key": prefix + name, "count": count,
-                             "share": w, "x": round(x, 3), "w": round(w, 3),
-                             "text": LABEL_TEXT[name]})
-            x += w
-        out.append({"kind": kind, "total": total, "segments": segments})
-    return out
+    """A stacked bar each for citation and reference labels (:func:`stacked_bars`), with what
+    each label means."""
+    text = {lab.key: lab.text for lab in (*CITATION, *REFERENCE)}
+    return [{**bar, "kind": bar["kind"].capitalize(), "segments": [
+        {**s, "share": 100.0 * s["count"] / bar["total"] if bar["total"] else 0.0,
+         "text": text[s["key"]]} for s in bar["segments"]]} for bar in stacked_bars(labels)]
 
 
 def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -88,7 +86,8 @@ def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     bounds = run_bands(metrics)
     means = metrics.get("metrics") or {}
     out = []
-    for key in METRIC_KEYS:
+    for m in run_metrics(metrics):
+        key = m.name
         hist = (metrics.get("histograms") or {}).get(key) or {}
         counts = [int(c) for c in hist.get("counts") or []]
         low, high = float(hist.get("low", 0.0)), float(hist.get("high", 1.0))
@@ -104,7 +103,7 @@ def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "range": f"{edge:.2f}–{edge + step:.2f}"
                                   + (f" (incl. {high:.2f})" if last else "")})
         mean = means.get(key)
-        out.append({"key": key, "name": METRIC_NAMES[key], "bars": bars, "width": width,
+        out.append({"key": key, "name": m.title, "bars": bars, "width": width,
                     "height": height, "n": sum(counts), "counts": counts,
                     "undefined": int(hist.get("undefined") or 0),
                     "mean_x": None if mean is None else round(min(max(mean, 0), 1) * width, 2),

@@ -25,9 +25,6 @@ from runner.reports import figures
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
 from runner.reports.common import (
     EXPLANATION_KEYS,
-    LABEL_TEXT,
-    METRIC_KEYS,
-    METRIC_NAMES,
     embed_json,
     embed_packed,
     render,
@@ -35,7 +32,7 @@ from runner.reports.common import (
 )
 from runner.reports.sentences import diagnosis
 from runner.results import CONFIG_FILE, read_result, require_complete
-from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 
 REPORT_FILE = "report.html"
 __all__ = ["EXPLANATION_KEYS", "HtmlOptions", "build_context", "render_run_report",
@@ -143,8 +140,9 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     n_failed, failed = figures.failed_list(metrics, opts.max_failed_listed)
     n_embedded = len(embedded.rows)
     gates = metrics.get("gates") or {}
+    declared = figures.run_metrics(metrics)
     meta = {
-        "metrics": list(METRIC_KEYS), "names": METRIC_NAMES,
+        "metrics": [m.name for m in declared], "names": {m.name: m.title for m in declared},
         "citation_labels": list(CITATION_LABELS), "reference_labels": list(REFERENCE_LABELS),
         "label_text": LABEL_TEXT, "page_size": opts.page_size,
         "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": n_embedded,

@@ -5,18 +5,18 @@ Cases that carry an error are counted in ``n_errors`` and excluded from every fi
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate
+from dataclasses import KW_ONLY, dataclass, field, replace
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from runner.results import CaseResult, CaseSequence, RunResult
 from runner.scoring.bands import DEFAULT_BANDS, band
-from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
-from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, f1, precision, recall
+from runner.scoring.labels import CITATION, REFERENCE
+from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, declared
 
 DEFAULT_RESAMPLES = 1000
 """Bootstrap resamples of the macro means' confidence intervals."""
@@ -28,8 +28,6 @@ DEFAULT_CONFIDENCE = 0.95
 if TYPE_CHECKING:
     from runner.scoring.records import BatchResults
 
-_CITATION_KEYS = {k: f"citation_{k}" for k in CITATION_LABELS}
-_REFERENCE_KEYS = {k: f"reference_{k}" for k in REFERENCE_LABELS}
 HIST_BINS = 20
 """Bins of the per-metric histograms in ``metrics.json`` (0.05 wide)."""
 MAX_FAILED_LISTED = 500
@@ -50,11 +48,12 @@ def histogram(values: Sequence[float] | np.ndarray, bins: int = HIST_BINS) -> li
     return counts
 
 
-def histograms(values: np.ndarray, bins: int = HIST_BINS) -> dict[str, dict[str, Any]]:
-    """Per metric (the columns of `values`, NaN = undefined): its defined values binned over
-    [0, 1] (:func:`histogram`) and how many are undefined."""
+def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
+               bins: int = HIST_BINS) -> dict[str, dict[str, Any]]:
+    """Per metric (`names`, the columns of `values`, NaN = undefined): its defined values
+    binned over [0, 1] (:func:`histogram`) and how many are undefined."""
     out: dict[str, dict[str, Any]] = {}
-    for k, key in enumerate(METRIC_KEYS):
+    for k, key in enumerate(names):
         col = values[:, k]
         defined = col[~np.isnan(col)]
         out[key] = {"low": 0.0, "high": 1.0, "bins": bins, "counts": histogram(defined, bins),
@@ -62,27 +61,12 @@ def histograms(values: np.ndarray, bins: int = HIST_BINS) -> dict[str, dict[str,
     return out
 
 
-def macro_mean(values: Sequence[float | None]) -> float | None:
-    """Mean of the defined values; None when none is defined."""
-    defined = [v for v in values if v is not None]
-    return sum(defined) / len(defined) if defined else None
-
-
-def micro_metrics(counts: dict[str, int], zero_division: str = "auto") -> dict[str, float | None]:
-    """The six metrics from counts pooled over cases.
-
-    Context recall = Σ matched references / Σ references; context precision = Σ matched
-    citations / Σ citations; source recall and precision likewise from Σ |S_exp ∩ S_cit|,
-    Σ |S_exp| and Σ |S_cit|; F1s from the pooled P and R. Empty pools follow `zero_division`.
-    """
-    cr = recall(counts["references_matched"], counts["references"], zero_division)
-    cp = precision(counts["citations_matched"], counts["citations"], counts["references"],
-                   zero_division)
-    sr = recall(counts["sources_hit"], counts["expected_sources"], zero_division)
-    sp = precision(counts["sources_hit"], counts["cited_sources"], counts["expected_sources"],
-                   zero_division)
-    return {"context_recall": cr, "context_precision": cp, "context_f1": f1(cp, cr),
-            "source_recall": sr, "source_precision": sp, "source_f1": f1(sp, sr)}
+def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
+                  names: Sequence[str] = METRIC_KEYS) -> dict[str, float | None]:
+    """The metrics `names` of counts pooled over cases: each declared formula applied to the
+    sums (context recall = Σ matched references / Σ references, ...; F1s from the pooled P and
+    R). Empty pools follow `zero_division`."""
+    return {m.name: m.value(counts, zero_division) for m in declared(names)}
 
 
 def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
@@ -168,8 +152,9 @@ class CaseList(CaseSequence):
             yield from part
 
 
+@dataclass
 class Aggregator:
-    """Accumulates scored cases one at a time and produces the run-level :class:`RunResult`.
+    """Accumulates scored batches and produces the run-level :class:`RunResult`.
 
     Args:
         zero_division: The empty-denominator policy for the micro figures.
@@ -178,56 +163,33 @@ class Aggregator:
         bands: Lower bounds of the green and medium bands (``RunResult.bands``).
         max_failed_listed: Failed cases listed by id and error (``RunResult.failed``), the
             first ones in case order.
+        metrics: The names of the declared metrics the cases carry, in order.
     """
 
-    def __init__(self, zero_division: str = "auto", resamples: int = DEFAULT_RESAMPLES,
-                 confidence: float = DEFAULT_CONFIDENCE, seed: int = 0, keep_cases: bool = True, *,
-                 bands: Mapping[str, float] | None = None,
-                 max_failed_listed: int = MAX_FAILED_LISTED) -> None:
-        self.zero_division = zero_division
-        self.resamples = resamples
-        self.confidence = confidence
-        self.seed = seed
-        self.keep_cases = keep_cases
-        self.bands = dict(bands if bands is not None else DEFAULT_BANDS)
-        self.max_failed_listed = max_failed_listed
-        self.failed_listed: list[dict[str, str]] = []  # the first failed cases: id, error
-        self.rows: list[Sequence[float]] = []
-        self.counts = dict.fromkeys(COUNT_KEYS, 0)
-        self.labels = {f"citation_{k}": 0 for k in CITATION_LABELS}
-        self.labels.update({f"reference_{k}": 0 for k in REFERENCE_LABELS})
-        self.n_cases = 0
-        self.n_errors = 0
-        # The kept cases, as runs of single cases (lists) and whole batches (BatchResults).
-        self._parts: list[Sequence[CaseResult]] = []
+    zero_division: str = "auto"
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
+    seed: int = 0
+    keep_cases: bool = True
+    _: KW_ONLY
+    bands: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BANDS))
+    max_failed_listed: int = MAX_FAILED_LISTED
+    metrics: tuple[str, ...] = METRIC_KEYS
+    # The state: the first failed cases (id, error), each scored case's metric row, the sums.
+    failed_listed: list[dict[str, str]] = field(default_factory=list, init=False)
+    rows: list[Sequence[float]] = field(default_factory=list, init=False)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0),
+                                   init=False)
+    labels: dict[str, int] = field(init=False, default_factory=lambda: {
+        lab.key: 0 for lab in (*CITATION, *REFERENCE)})
+    n_cases: int = field(default=0, init=False)
+    n_errors: int = field(default=0, init=False)
+    _parts: list[Sequence[CaseResult]] = field(default_factory=list, init=False)  # kept cases
 
     @property
     def cases(self) -> CaseList:
         """The kept cases, in the order they were added."""
         return CaseList(self._parts)
-
-    def add(self, case: CaseResult) -> None:
-        """Count one case; an error case is counted but not scored."""
-        self.n_cases += 1
-        if self.keep_cases:
-            if not self._parts or not isinstance(self._parts[-1], list):
-                self._parts.append([])
-            self._parts[-1].append(case)  # type: ignore[attr-defined]
-        if case.error is not None:
-            self.n_errors += 1
-            self._list_failed((case,))
-            return
-        nan = math.nan
-        metrics = case.metrics
-        self.rows.append([nan if (v := metrics[k]) is None else v for k in METRIC_KEYS])
-        totals, counts = self.counts, case.counts
-        for k in COUNT_KEYS:
-            totals[k] += counts[k]
-        labels = self.labels
-        for lab in case.citation_labels:
-            labels[_CITATION_KEYS.get(lab) or f"citation_{lab}"] += 1
-        for lab in case.reference_labels:
-            labels[_REFERENCE_KEYS.get(lab) or f"reference_{lab}"] += 1
 
     def add_batch(self, batch: BatchResults) -> None:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
@@ -245,19 +207,13 @@ class Aggregator:
 
     def _list_failed(self, cases: Iterable[CaseResult]) -> None:
         """List failed cases (id and error) until ``max_failed_listed`` are listed."""
-        listed = self.failed_listed
-        if len(listed) >= self.max_failed_listed:
-            return
-        for case in cases:
-            listed.append({"id": case.id, "error": str(case.error)})
-            if len(listed) >= self.max_failed_listed:
-                return
+        room = max(self.max_failed_listed - len(self.failed_listed), 0)
+        self.failed_listed.extend({"id": c.id, "error": str(c.error)}
+                                  for c in islice(cases, room))
 
     def empty(self) -> Aggregator:
         """A new aggregator with the same settings and no cases."""
-        return Aggregator(self.zero_division, self.resamples, self.confidence, self.seed,
-                          self.keep_cases, bands=self.bands,
-                          max_failed_listed=self.max_failed_listed)
+        return replace(self)
 
     def merge(self, other: Aggregator) -> None:
         """Add the cases of another aggregator (added after this one's, in order).
@@ -277,27 +233,23 @@ class Aggregator:
         for k, v in other.labels.items():
             self.labels[k] = self.labels.get(k, 0) + v
 
-    def extend(self, cases: Iterable[CaseResult]) -> None:
-        """Add many cases."""
-        for case in cases:
-            self.add(case)
-
     def result(self) -> RunResult:
         """The run-level figures of every case added so far."""
-        values = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), len(METRIC_KEYS))
+        names = self.metrics
+        values = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), len(names))
         metrics: dict[str, float | None] = {}
-        for k, key in enumerate(METRIC_KEYS):
+        for k, key in enumerate(names):
             col = values[:, k]
             col = col[~np.isnan(col)]
             metrics[key] = float(col.mean()) if col.size else None
         ci = bootstrap_ci(values, self.resamples, self.confidence, self.seed)
         return RunResult(
             metrics=metrics,
-            ci=dict(zip(METRIC_KEYS, ci)),
+            ci=dict(zip(names, ci)),
             # With no scored case there is nothing to pool: the micro figures are undefined
             # (the zero-division rule would otherwise report a perfect 1.0 under `auto`).
-            micro=(micro_metrics(self.counts, self.zero_division) if self.rows
-                   else dict.fromkeys(METRIC_KEYS)),
+            micro=(micro_metrics(self.counts, self.zero_division, names) if self.rows
+                   else dict.fromkeys(names)),
             labels=dict(self.labels),
             n_cases=self.n_cases,
             n_scored=len(self.rows),
@@ -305,18 +257,9 @@ class Aggregator:
             counts=dict(self.counts),
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
-            histograms=histograms(values),
+            histograms=histograms(values, names),
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
             cases=self.cases if self.keep_cases else [],
         )
 
-
-def aggregate(cases: Iterable[CaseResult], zero_division: str = "auto",
-              resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
-              seed: int = 0, *,
-              bands: Mapping[str, float] | None = None) -> RunResult:
-    """Aggregate scored cases into run-level figures (see :class:`Aggregator`)."""
-    agg = Aggregator(zero_division, resamples, confidence, seed, bands=bands)
-    agg.extend(cases)
-    return agg.result()

@@ -1,8 +1,8 @@
 """Score a whole batch of cases at once: the predicate, counts and labels as array operations.
 
-This is the hot path of ``runner.evaluate`` and of every run; :func:`runner.scoring.case.score_case`
-scores one case with the same rules in plain Python, and ``tests/scoring/test_batch.py`` checks
-that the two agree on every field of every case.
+This is the product's one scorer; the tests' oracle (``tests/scoring/oracle.py``) scores one
+case with the same rules in plain Python, and ``tests/scoring/test_batch.py`` checks that the two
+agree on every field of every case.
 
 The batch is laid out flat:
 
@@ -108,36 +108,36 @@ class _Flat:
         """Flatten the cases that have a response without error (pydantic attribute access is
         slow: the models' ``__dict__`` is read directly)."""
         f = cls()
-        rows, items, cfs, rfs = f.rows, f.items, f.case_fields, f.resp_fields
-        ref_src, ref_text, cit_src, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
-        exp_src, n_ref, n_cit, n_exp = f.exp_src, f.n_ref, f.n_cit, f.n_exp
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
             cd, rd = case.__dict__, response.__dict__
-            rows.append(pos)
-            items.append((case, response))
-            cfs.append(cd)
-            rfs.append(rd)
             refs = [r.__dict__ for r in cd["references"]]
             cits = [c.__dict__ for c in rd["citations"]]
-            for d in refs:
-                ref_src.append(d["source"])
-                ref_text.append(d["content"])
-            for d in cits:
-                cit_src.append(d["source"])
-                cit_text.append(d["content"])
-            exp = cd["expected_sources"]
-            exp_src.extend(exp)
-            n_ref.append(len(refs))
-            n_cit.append(len(cits))
-            n_exp.append(len(exp))
+            f.rows.append(pos)
+            f.items.append((case, response))
+            f.case_fields.append(cd)
+            f.resp_fields.append(rd)
+            f.ref_src += [d["source"] for d in refs]
+            f.ref_text += [d["content"] for d in refs]
+            f.cit_src += [d["source"] for d in cits]
+            f.cit_text += [d["content"] for d in cits]
+            f.exp_src += cd["expected_sources"]
+            f.n_ref.append(len(refs))
+            f.n_cit.append(len(cits))
+            f.n_exp.append(len(cd["expected_sources"]))
         return f
 
 
 def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-                options: ScoringOptions) -> list[CaseResult]:
+                options: ScoringOptions) -> BatchResults:
     """Score many cases with one matcher call for all their distinct pairs.
+
+    The decisions, counts, labels and the run-level sums are computed at once
+    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
+    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
+    dicts of the results files, a third of the scoring time and most of its memory — are built
+    for the whole batch when one of them is read.
 
     Args:
         batch: Cases with their responses (``None`` when the system produced none).
@@ -148,19 +148,6 @@ def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
     Returns:
         One :class:`CaseResult` per input, in order; a case whose response failed, or whose
         needed pair failed (:class:`PairError`), is an error case.
-    """
-    return list(score_batch_lazy(batch, matcher, options))
-
-
-def score_batch_lazy(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-                     options: ScoringOptions) -> BatchResults:
-    """:func:`score_batch`, with the records built only when first read.
-
-    The decisions, counts, labels and the run-level sums are computed at once
-    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
-    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
-    dicts of the results files, a third of the scoring time and most of its memory — are built
-    for the whole batch when one of them is read.
     """
     return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]
 
@@ -191,12 +178,11 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     errors: dict[int, CaseResult] = {}
     for pos, (case, response) in enumerate(batch):
         if where[pos] < 0:
-            errors[pos] = (error_case(case, None, "no response for this case")
-                           if response is None else error_case(case, response,
-                                                               str(response.error)))
+            errors[pos] = error_case(case, response, "no response for this case"
+                                     if response is None else str(response.error),
+                                     options.metrics)
     return [BatchResults(where, errors,
-                         _decide(prep, options.normalizer, float(t), options.zero_division,
-                                 options.bands) if prep is not None else None)
+                         _decide(prep, options, float(t)) if prep is not None else None)
             for t in thresholds]
 
 
@@ -308,51 +294,32 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
     return sim, failed_msg, len(distinct)
 
 
-def _decide(p: _Prepared, norm: Callable[[str], str], threshold: float, zero_division: str,
-            bands: Any) -> Scored:
+def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     """The decisions, counts and labels of a prepared batch at `threshold`."""
-    f = p.flat
-    n_cases, ref_case, cit_case, exp_case = p.n_cases, p.ref_case, p.cit_case, p.exp_case
-    ref_sid, cit_sid, exp_sid, n_src = p.ref_sid, p.cit_sid, p.exp_sid, p.n_src
-    per_ref, ref_slot_first, slot_ref, slot_cit = (p.per_ref, p.ref_slot_first, p.slot_ref,
-                                                   p.slot_cit)
-    s_ref_blank, s_same, needs_sim, sim = p.s_ref_blank, p.s_same, p.needs_sim, p.sim
-    failed_msg = p.failed_msg
-    n_ref_l, n_cit_l = f.n_ref, f.n_cit
-    matched = np.where(s_ref_blank, s_same, needs_sim & (sim >= threshold))
+    f, n_cases, n_src = p.flat, p.n_cases, p.n_src
+    matched = np.where(p.s_ref_blank, p.s_same, p.needs_sim & (p.sim >= threshold))
 
     # Per reference / citation / case.
     m_cum = np.concatenate([[0], np.cumsum(matched, dtype=np.int64)])
-    ref_matched = (m_cum[ref_slot_first + per_ref] - m_cum[ref_slot_first]) > 0
-    cit_matched = np.bincount(slot_cit, weights=matched, minlength=p.n_cits) > 0
-    refs_matched = np.bincount(ref_case, weights=ref_matched, minlength=n_cases).astype(np.int64)
-    cits_matched = np.bincount(cit_case, weights=cit_matched, minlength=n_cases).astype(np.int64)
+    ref_matched = (m_cum[p.ref_slot_first + p.per_ref] - m_cum[p.ref_slot_first]) > 0
+    cit_matched = np.bincount(p.slot_cit, weights=matched, minlength=p.n_cits) > 0
+    refs_matched = np.bincount(p.ref_case, weights=ref_matched, minlength=n_cases)
+    cits_matched = np.bincount(p.cit_case, weights=cit_matched, minlength=n_cases)
     # Source sets of each case as sorted codes case * n_src + source id.
-    expected = np.unique(exp_case * n_src + exp_sid)
-    cited = np.unique(cit_case * n_src + cit_sid)
+    expected = np.unique(p.exp_case * n_src + p.exp_sid)
+    cited = np.unique(p.cit_case * n_src + p.cit_sid)
     hits = np.intersect1d(expected, cited, assume_unique=True)
-    n_expected = np.bincount(expected // n_src, minlength=n_cases)
-    n_cited = np.bincount(cited // n_src, minlength=n_cases)
-    n_hits = np.bincount(hits // n_src, minlength=n_cases)
     # A matched citation whose every match is a reference of another source: other_source.
-    cit_own = np.bincount(slot_cit, weights=matched & s_same, minlength=p.n_cits) > 0
+    cit_own = np.bincount(p.slot_cit, weights=matched & p.s_same, minlength=p.n_cits) > 0
     cit_label = np.where(cit_matched, np.where(cit_own, _SUPPORTED, _OTHER_SOURCE), np.where(
-        _member(cit_case * n_src + cit_sid, expected), _WRONG_PASSAGE, _UNEXPECTED))
+        np.isin(p.cit_case * n_src + p.cit_sid, expected), _WRONG_PASSAGE, _UNEXPECTED))
     ref_label = np.where(ref_matched, _CITED, np.where(
-        _member(ref_case * n_src + ref_sid, cited), _PASSAGE_MISSED, _SOURCE_MISSED))
-
-    failed_cases = ({int(ref_case[slot_ref[s]]) for s in failed_msg} if failed_msg else set())
+        np.isin(p.ref_case * n_src + p.ref_sid, cited), _PASSAGE_MISSED, _SOURCE_MISSED))
+    counts = list(zip(f.n_ref, refs_matched.astype(np.int64).tolist(), f.n_cit,
+                      cits_matched.astype(np.int64).tolist(),
+                      *(np.bincount(codes // n_src, minlength=n_cases).tolist()
+                        for codes in (expected, cited, hits))))
+    failed = {int(p.ref_case[p.slot_ref[s]]) for s in p.failed_msg}
     return Scored(f.items, f.case_fields, f.resp_fields, f.ref_src, f.ref_text, f.cit_src,
-                   f.cit_text, n_ref_l, n_cit_l,
-                   list(zip(n_ref_l, refs_matched.tolist(), n_cit_l, cits_matched.tolist(),
-                            n_expected.tolist(), n_cited.tolist(), n_hits.tolist())),
-                   sim, needs_sim, matched, cit_label, ref_label, ref_case, cit_case,
-                   failed_cases, failed_msg, norm, zero_division, bands)
-
-
-def _member(codes: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Whether each code is in `sorted_set` (sorted, distinct)."""
-    if not len(sorted_set):
-        return np.zeros(len(codes), dtype=bool)
-    pos = np.minimum(np.searchsorted(sorted_set, codes), len(sorted_set) - 1)
-    return np.asarray(sorted_set[pos] == codes)
+                  f.cit_text, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
+                  cit_label, ref_label, p.ref_case, p.cit_case, failed, p.failed_msg, options)

@@ -1,18 +1,67 @@
-"""Plain-language explanations of a case's scores, in the style of the seed's examples."""
+"""The words of the metrics' sentences: a case's explanations, in the style of the seed's
+examples, and the helpers of the run-level sentences (:meth:`Metric.sentence
+<runner.scoring.metrics.Metric.sentence>`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 
-def _join(items: Sequence[str]) -> str:
-    n = len(items)
-    if n == 1:
-        return items[0]
-    if n == 0:
-        return ""
-    items = list(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+class Facts(NamedTuple):
+    """What a case's explanations say: its metric values, and per reference, citation and
+    distinct source what happened (sources as written).
+
+    Attributes:
+        metrics: The case's metric values.
+        ref_sources, ref_labels: Each reference's source and label.
+        cit_sources, cit_labels: Each citation's source and label.
+        expected_display, expected_hit: Each distinct expected source (as first written) and
+            whether it was cited.
+        cited_display, cited_hit: Each distinct cited source and whether it is expected.
+        ref_wrong_cited: For each reference, whether a citation of its source has a wrong
+            passage (label ``wrong_passage``); a ``passage_missed`` reference without one is
+            "not cited" rather than blamed on a wrong citation.
+    """
+
+    metrics: Mapping[str, float | None]
+    ref_sources: Sequence[str]
+    ref_labels: Sequence[str]
+    cit_sources: Sequence[str]
+    cit_labels: Sequence[str]
+    expected_display: Sequence[str]
+    expected_hit: Sequence[bool]
+    cited_display: Sequence[str]
+    cited_hit: Sequence[bool]
+    ref_wrong_cited: Sequence[bool]
+
+
+def percent(part: float, whole: float) -> str:
+    """``part / whole`` as a whole percentage that never rounds a partial share to 0 or 100."""
+    if not whole:
+        return "n/a"
+    share = part / whole
+    if 0 < share < 0.005:
+        return "<1%"
+    if 0.995 <= share < 1:
+        return ">99%"
+    return f"{100 * share:.0f}%"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 citation``, ``2 citations`` (`many` for an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def count_of(metrics: Mapping[str, Any], section: str, key: str) -> int | None:
+    """A count of a ``metrics.json`` section (``counts``, ``labels``), or None."""
+    value = (metrics.get(section) or {}).get(key)
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def listing(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (``""`` for none)."""
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def _unique(items: Sequence[str]) -> list[str]:
@@ -23,7 +72,7 @@ def _fmt(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.2f}"
 
 
-def _summary(kind: str, r: float | None, p: float | None) -> str:
+def summary(kind: str, r: float | None, p: float | None) -> str:
     if r is not None and p is not None and r == p:
         if r == 1.0:
             return f"Both {kind} recall and precision are perfect."
@@ -35,7 +84,7 @@ def _summary(kind: str, r: float | None, p: float | None) -> str:
 
 def _wrong_passage(sources: Sequence[str]) -> str:
     many = len(sources) > 1
-    return (f"the {_join(sources)} citation{'s' if many else ''} use{'' if many else 's'} "
+    return (f"the {listing(sources)} citation{'s' if many else ''} use{'' if many else 's'} "
             "a wrong passage")
 
 
@@ -60,16 +109,16 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     missed = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "source_missed"])
     parts = [_wrong_passage(wrong)] if wrong else []
     if others:
-        parts.append(f"the other {_join(_unique(others))} "
+        parts.append(f"the other {listing(_unique(others))} "
                      f"passage{'s are' if len(others) > 1 else ' is'} not cited")
     if missed:
-        parts.append(f"{_join(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
+        parts.append(f"{listing(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
     return _sentence(parts)
 
 
 def _other_source(sources: Sequence[str]) -> str:
     many = len(sources) > 1
-    return (f"the {_join(sources)} citation{'s' if many else ''} "
+    return (f"the {listing(sources)} citation{'s' if many else ''} "
             f"match{'' if many else 'es'} only a passage of another document")
 
 
@@ -82,13 +131,13 @@ def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> 
     if wrong:
         parts.append(_wrong_passage(wrong))
     if unexpected:
-        parts.append(f"{_join(unexpected)} "
+        parts.append(f"{listing(unexpected)} "
                      f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
                      "reference")
     return _sentence(parts)
 
 
-def _context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
+def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
                     ref_wrong_cited: Sequence[bool] | None) -> str:
     n_ref, k_ref = len(ref_labels), ref_labels.count("cited")
     if n_ref == 0:
@@ -97,11 +146,11 @@ def _context_recall(value: float | None, ref_sources: Sequence[str], ref_labels:
     if k_ref == n_ref:
         return (f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
                 "citation — all expected evidence passages are cited." if n_ref == 1 else
-                f"All {n_ref} ground-truth passages ({_join(_unique(ref_sources))}) are matched "
+                f"All {n_ref} ground-truth passages ({listing(_unique(ref_sources))}) are matched "
                 "by response citations — all expected evidence passages are cited.")
     matched = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "cited"])
     if k_ref:
-        lead = (f"Only the {_join(matched)} passage{'s' if k_ref > 1 else ''} "
+        lead = (f"Only the {listing(matched)} passage{'s' if k_ref > 1 else ''} "
                 f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
                 f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
     elif n_ref == 1:
@@ -112,7 +161,7 @@ def _context_recall(value: float | None, ref_sources: Sequence[str], ref_labels:
     return lead + _reference_details(ref_sources, ref_labels, ref_wrong_cited)
 
 
-def _context_precision(value: float | None, cit_sources: Sequence[str],
+def context_precision(value: float | None, cit_sources: Sequence[str],
                        cit_labels: list[str]) -> str:
     n_cit = len(cit_labels)
     k_cit = cit_labels.count("supported") + cit_labels.count("other_source")
@@ -127,7 +176,7 @@ def _context_precision(value: float | None, cit_sources: Sequence[str],
     matched = _unique([s for s, lab in zip(cit_sources, cit_labels)
                        if lab in ("supported", "other_source")])
     if k_cit:
-        lead = (f"Only the {_join(matched)} citation{'s' if k_cit > 1 else ''} "
+        lead = (f"Only the {listing(matched)} citation{'s' if k_cit > 1 else ''} "
                 f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
                 f"({k_cit} of {n_cit}).")
     elif n_cit == 1:
@@ -141,7 +190,7 @@ def _context_precision(value: float | None, cit_sources: Sequence[str],
     return lead + _citation_details(cit_sources, cit_labels)
 
 
-def _source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bool]) -> str:
+def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bool]) -> str:
     n_exp, k_exp = len(expected), list(hit).count(True)
     if n_exp == 0:
         return ("No source documents are expected, so source recall is "
@@ -149,18 +198,18 @@ def _source_recall(value: float | None, expected: Sequence[str], hit: Sequence[b
     if k_exp == n_exp:
         return (f"{expected[0]}, the only expected source, appears in the response citations."
                 if n_exp == 1 else
-                f"All {n_exp} expected sources ({_join(expected)}) appear in the response "
+                f"All {n_exp} expected sources ({listing(expected)}) appear in the response "
                 "citations.")
     if k_exp == 0:
-        return (f"None of the expected sources ({_join(expected)}) "
+        return (f"None of the expected sources ({listing(expected)}) "
                 f"{'is' if n_exp == 1 else 'are'} cited.")
     yes = [s for s, ok in zip(expected, hit) if ok]
     no = [s for s, ok in zip(expected, hit) if not ok]
-    return (f"{_join(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {_join(no)} "
+    return (f"{listing(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {listing(no)} "
             f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
 
 
-def _source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
+def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
     n_cs, k_cs = len(cited), list(hit).count(True)
     if n_cs == 0:
         return ("The response cites no source documents, so source precision is "
@@ -168,55 +217,13 @@ def _source_precision(value: float | None, cited: Sequence[str], hit: Sequence[b
     if k_cs == n_cs:
         return (f"The only cited document, {cited[0]}, is among the expected sources."
                 if n_cs == 1 else
-                f"All {n_cs} cited documents ({_join(cited)}) are among the expected sources.")
+                f"All {n_cs} cited documents ({listing(cited)}) are among the expected sources.")
     if k_cs == 0:
-        return (f"None of the cited documents ({_join(cited)}) "
+        return (f"None of the cited documents ({listing(cited)}) "
                 f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
     good = [s for s, ok in zip(cited, hit) if ok]
     bad = [s for s, ok in zip(cited, hit) if not ok]
-    return (f"{_join(good)} {'are' if len(good) > 1 else 'is an'} expected "
-            f"source{'s' if len(good) > 1 else ''}, but {_join(bad)} "
+    return (f"{listing(good)} {'are' if len(good) > 1 else 'is an'} expected "
+            f"source{'s' if len(good) > 1 else ''}, but {listing(bad)} "
             f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "
             "expected).")
-
-
-def explain_case(
-    metrics: Mapping[str, float | None],
-    ref_sources: Sequence[str],
-    ref_labels: Sequence[str],
-    cit_sources: Sequence[str],
-    cit_labels: Sequence[str],
-    expected_display: Sequence[str],
-    expected_hit: Sequence[bool],
-    cited_display: Sequence[str],
-    cited_hit: Sequence[bool],
-    ref_wrong_cited: Sequence[bool] | None = None,
-) -> dict[str, str]:
-    """Explain each metric of one case in a sentence or two.
-
-    Args:
-        metrics: The case's six metric values.
-        ref_sources, ref_labels: Each reference's source (as written) and label.
-        cit_sources, cit_labels: Each citation's source (as written) and label.
-        expected_display, expected_hit: Each distinct expected source (as first written) and
-            whether it was cited.
-        cited_display, cited_hit: Each distinct cited source and whether it is expected.
-        ref_wrong_cited: For each reference, whether a citation of its source has a wrong
-            passage (label ``wrong_passage``). A ``passage_missed`` reference without one is
-            "not cited" rather than blamed on a wrong citation. Default: all True.
-
-    Returns:
-        Keys ``context_recall``, ``context_precision``, ``context``, ``source_recall``,
-        ``source_precision`` and ``source``.
-    """
-    m = metrics
-    return {
-        "context_recall": _context_recall(m["context_recall"], ref_sources, list(ref_labels),
-                                          ref_wrong_cited),
-        "context_precision": _context_precision(m["context_precision"], cit_sources,
-                                                list(cit_labels)),
-        "context": _summary("context", m["context_recall"], m["context_precision"]),
-        "source_recall": _source_recall(m["source_recall"], expected_display, expected_hit),
-        "source_precision": _source_precision(m["source_precision"], cited_display, cited_hit),
-        "source": _summary("source", m["source_recall"], m["source_precision"]),
-    }

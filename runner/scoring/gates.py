@@ -2,24 +2,57 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from runner.errors import RagciteError
+from runner.plugins import build
 from runner.results import RunResult
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import METRIC_KEYS, Metric
 
-GATE_KEYS = (*METRIC_KEYS, "max_error_rate")
-"""Every gate a config may set (``gate.<key>=<value>``)."""
+
+def run_metrics(section: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The names of a run's metrics: the built-ins, then each metric of ``scoring.metrics``
+    (``<key>: {_target_: <a Metric class>}``), built from its ``_target_``.
+
+    Raises:
+        RagciteError: A class that cannot be built, or that is not a named :class:`Metric`.
+    """
+    names = list(METRIC_KEYS)
+    for key, node in (section or {}).items():
+        metric = build(node, f"scoring.metrics.{key}")
+        if not (isinstance(metric, Metric) and metric.name):
+            raise RagciteError(f"scoring.metrics.{key}: {node.get('_target_')} is not a "
+                               "runner.scoring.metrics.Metric with a name")
+        names.append(metric.name)
+    return tuple(names)
+
+
+def check_gate_config(cfg: Mapping[str, Any]) -> None:
+    """Check the ``gate`` section against the run's metrics, before any work.
+
+    Raises:
+        RagciteError: A gate of no metric (``gate.context_recal: no such gate; the gates:
+            ...``), or a bound outside [0, 1].
+    """
+    names = (*run_metrics((cfg.get("scoring") or {}).get("metrics")), "max_error_rate")
+    for key, value in (cfg.get("gate") or {}).items():
+        if key not in names:
+            raise RagciteError(f"gate.{key}: no such gate; the gates: {', '.join(names)}")
+        if value is not None and not 0 <= value <= 1:
+            raise RagciteError(f"gate.{key}: must be a number in [0, 1], got {value!r}")
 
 
 def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
-    """The failed quality gates, each as a one-line reason (empty when all pass)."""
+    """The failed quality gates, each as a one-line reason (empty when all pass).
+
+    Every declared metric of the result (``gate.<name>``) may have a minimum; ``max_error_rate``
+    bounds the share of failed cases.
+    """
     failures = []
-    for key in METRIC_KEYS:
+    for key, value in result.metrics.items():
         minimum = gates.get(key)
-        if minimum is None:
-            continue
-        value = result.metrics.get(key)
-        if value is None or value < minimum:
+        if minimum is not None and (value is None or value < minimum):
             shown = "undefined" if value is None else f"{value:.4f}"
             failures.append(f"{key} {shown} < gate {minimum}")
     max_rate = gates.get("max_error_rate")

@@ -1,42 +1,52 @@
-"""Citation and reference labels (SPEC 6): where a citation went wrong, or right."""
+"""Citation and reference labels (SPEC 6), each declared once: where a citation went wrong, or
+right. The batch scorer (:mod:`runner.scoring.batch`) decides them in this order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-CITATION_LABELS = ("supported", "wrong_passage", "unexpected_source", "other_source")
-REFERENCE_LABELS = ("cited", "passage_missed", "source_missed")
+from typing import NamedTuple
 
 
-def citation_labels(cit_matched: Sequence[bool], cit_sources: Sequence[str],
-                    expected: set[str], cit_own: Sequence[bool] | None = None) -> list[str]:
-    """Each citation's label.
+class Label(NamedTuple):
+    """One label.
 
-    ``supported`` if the citation matches a reference of its own (normalised) source;
-    ``other_source`` if it matches references, but only of other sources (possible without
-    ``require_same_source``: the passages share text, such as a boilerplate sentence); else
-    ``wrong_passage`` when its source is expected; else ``unexpected_source``.
-
-    Args:
-        cit_matched: Whether each citation matches some reference.
-        cit_sources: Each citation's normalised source.
-        expected: The normalised expected sources.
-        cit_own: Whether each citation matches some reference of its own source (default:
-            whenever it matches one).
+    Attributes:
+        kind: ``citation`` or ``reference``.
+        name: As written to ``cases.jsonl``.
+        text: What it means (the reports' legend).
+        sentence: What the labelled items do, in the plural (the run report's diagnosis).
     """
-    own = cit_matched if cit_own is None else cit_own
-    return [
-        ("supported" if mine else "other_source") if ok
-        else ("wrong_passage" if src in expected else "unexpected_source")
-        for ok, mine, src in zip(cit_matched, own, cit_sources)
-    ]
+
+    kind: str
+    name: str
+    text: str
+    sentence: str
+
+    @property
+    def key(self) -> str:
+        """Its count's key in ``metrics.json`` → ``labels`` (``citation_supported``)."""
+        return f"{self.kind}_{self.name}"
 
 
-def reference_labels(ref_matched: Sequence[bool], ref_sources: Sequence[str],
-                     cited: set[str]) -> list[str]:
-    """``cited`` if some citation matches the reference; else ``passage_missed`` when its
-    (normalised) source was cited; else ``source_missed``."""
-    return [
-        "cited" if ok else ("passage_missed" if src in cited else "source_missed")
-        for ok, src in zip(ref_matched, ref_sources)
-    ]
+CITATION = (
+    Label("citation", "supported", "its passage matches a reference",
+          "quote a ground-truth passage of their own document"),
+    Label("citation", "wrong_passage", "right document, but its passage matches no reference",
+          "cite an expected document but a passage that matches none"),
+    Label("citation", "unexpected_source", "a document that is not expected",
+          "cite a document that is not expected"),
+    Label("citation", "other_source",
+          "its passage matches only a reference of another document (shared text)",
+          "match only a passage of another document (other_source: shared text such as "
+          "boilerplate; scoring.require_same_source=true would not credit them)"),
+)
+REFERENCE = (
+    Label("reference", "cited", "matched by a citation", "are cited"),
+    Label("reference", "passage_missed", "its document was cited, but not this passage",
+          "are missed although their document is cited"),
+    Label("reference", "source_missed", "its document was not cited at all",
+          "belong to documents not cited"),
+)
+CITATION_LABELS = tuple(lab.name for lab in CITATION)
+REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
+LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE)}
+"""What each label means, by name."""

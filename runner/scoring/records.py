@@ -3,7 +3,7 @@ per-case Python loop of scoring, run for the whole batch when a record is first 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from itertools import accumulate
 from typing import Any, cast
 
@@ -13,8 +13,8 @@ from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.jsonio import json_line
 from runner.results import CaseResult, CaseSequence
-from runner.scoring.case import ExplainedLater, error_case, figures_of
-from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.case import ExplainedLater, ScoringOptions, error_case, figures_of
+from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS
 
 
@@ -27,8 +27,7 @@ class Scored:
                  counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
                  ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
-                 failed_msg: dict[int, str], norm: Callable[[str], str], zero_division: str,
-                 bands: Any) -> None:
+                 failed_msg: dict[int, str], options: ScoringOptions) -> None:
         # The failed cases' error records now (they need the models); of the others only the
         # field values are kept, so the models can be freed once scored.
         self.failed: dict[int, CaseResult] = {}
@@ -36,7 +35,7 @@ class Scored:
         for k, (nr, nc) in enumerate(zip(n_ref, n_cit)):
             if k in failed:
                 self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
-                                                  slot_first + nr * nc, nc)
+                                                  slot_first + nr * nc, nc, options.metrics)
             slot_first += nr * nc
         self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
                         rd["answer"], rd["usage"], rd["latency_s"])
@@ -47,8 +46,9 @@ class Scored:
         self.sim, self.needs_sim, self.matched = sim, needs_sim, matched
         self.cit_label = cit_label.astype(np.int8)
         self.ref_label = ref_label.astype(np.int8)
-        self.norm, self.zero_division, self.bands = norm, zero_division, bands
-        self.figures = [figures_of(c, zero_division, bands) if k not in failed else None
+        self.norm = options.normalizer
+        self.figures = [figures_of(c, options.zero_division, options.bands, options.metrics)
+                        if k not in failed else None
                         for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
         ok_case = np.ones(len(n_ref), dtype=bool)
@@ -61,8 +61,8 @@ class Scored:
                                  minlength=len(CITATION_LABELS)).tolist()
         ref_counts = np.bincount(self.ref_label[ok_case[ref_case]],
                                  minlength=len(REFERENCE_LABELS)).tolist()
-        self.labels = {**{f"citation_{k}": v for k, v in zip(CITATION_LABELS, cit_counts)},
-                       **{f"reference_{k}": v for k, v in zip(REFERENCE_LABELS, ref_counts)}}
+        self.labels = {lab.key: v for lab, v in zip((*CITATION, *REFERENCE),
+                                                     cit_counts + ref_counts)}
 
     def same_decisions(self, other: Scored) -> list[bool]:
         """Per case, whether `other` (the same batch at another threshold) decided every one of
@@ -76,73 +76,60 @@ class Scored:
 
     def records(self, select: Collection[int] | None = None) -> list[CaseResult | None]:
         """Every case's record (failed ones as their error records), in case order; with
-        `select`, only those cases' (None in the others' places)."""
+        `select`, only those cases' (None in the others' places).
+
+        The only per-case loop of scoring, over lists converted once: everything that is per
+        reference or per citation (its dict, its similarity row) is built for the whole batch in
+        one comprehension and sliced per case.
+        """
         sim_list: list[Any] = self.sim.tolist()
         for s in np.flatnonzero(~self.needs_sim).tolist():
             sim_list[s] = None
-        return _records(self.fields, self.ref_src, self.ref_text, self.cit_src, self.cit_text,
-                        self.n_ref, self.n_cit, self.counts_rows, self.figures, sim_list,
-                        self.matched.tolist(),
-                        [CITATION_LABELS[i] for i in self.cit_label.tolist()],
-                        [REFERENCE_LABELS[i] for i in self.ref_label.tolist()],
-                        self.failed, self.norm, select)
-
-
-def _records(fields: list[tuple[Any, ...]], ref_src_raw: list[str], ref_text: list[str],
-             cit_src_raw: list[str], cit_text: list[str], n_ref_l: list[int],
-             n_cit_l: list[int], counts_rows: list[tuple[int, ...]], figures: list[Any],
-             sim_list: list[Any], matched_list: list[bool], cit_labels: list[str],
-             ref_labels: list[str], failed: dict[int, CaseResult],
-             norm: Callable[[str], str],
-             select: Collection[int] | None = None) -> list[CaseResult | None]:
-    """The per-case records of a batch, from lists converted once (the only per-case loop);
-    with `select`, only those cases' (None in the others' places).
-
-    Everything that is per reference or per citation (its dict, its similarity row) is built
-    for the whole batch in one comprehension and sliced per case.
-    """
-    ref_dicts = [{"source": s, "content": t} for s, t in zip(ref_src_raw, ref_text)]
-    cit_dicts = [{"source": s, "content": t} for s, t in zip(cit_src_raw, cit_text)]
-    # Row i of a case = its reference i's slots; a reference's slots follow each other.
-    row_len = [nc for nr, nc in zip(n_ref_l, n_cit_l) for _ in range(nr)]
-    row_end = list(accumulate(row_len))
-    sim_rows = [sim_list[e - n:e] for n, e in zip(row_len, row_end)]
-    matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
-    new = ExplainedLater.from_fields
-    out: list[CaseResult | None] = []
-    r0 = c0 = 0
-    for k, (f, counts_t, fig) in enumerate(zip(fields, counts_rows, figures)):
-        nr, nc = counts_t[0], counts_t[2]
-        r1, c1 = r0 + nr, c0 + nc
-        if select is not None and k not in select:
-            out.append(None)
-        elif fig is None:
-            out.append(failed[k])
-        else:
-            case_id, query, expected, metadata, answer, usage, latency = f
-            out.append(new({
-                "id": case_id, "query": query,
-                "references": ref_dicts[r0:r1],
-                "expected_sources": list(expected),
-                "response": {"answer": answer, "citations": cit_dicts[c0:c1],
-                             "usage": usage, "latency_s": latency, "error": None},
-                "metadata": dict(metadata),
-                "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
-                "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
-                "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, counts_t)),
-                "bands": dict(fig[1]), "error": None,
-            }, norm))
-        r0, c0 = r1, c1
-    return out
+        matched_list = self.matched.tolist()
+        cit_labels = [CITATION_LABELS[i] for i in self.cit_label.tolist()]
+        ref_labels = [REFERENCE_LABELS[i] for i in self.ref_label.tolist()]
+        ref_dicts = [{"source": s, "content": t} for s, t in zip(self.ref_src, self.ref_text)]
+        cit_dicts = [{"source": s, "content": t} for s, t in zip(self.cit_src, self.cit_text)]
+        # Row i of a case = its reference i's slots; a reference's slots follow each other.
+        row_len = [nc for nr, nc in zip(self.n_ref, self.n_cit) for _ in range(nr)]
+        row_end = list(accumulate(row_len))
+        sim_rows = [sim_list[e - n:e] for n, e in zip(row_len, row_end)]
+        matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
+        new = ExplainedLater.from_fields
+        out: list[CaseResult | None] = []
+        r0 = c0 = 0
+        for k, (f, counts_t, fig) in enumerate(zip(self.fields, self.counts_rows, self.figures)):
+            nr, nc = counts_t[0], counts_t[2]
+            r1, c1 = r0 + nr, c0 + nc
+            if select is not None and k not in select:
+                out.append(None)
+            elif fig is None:
+                out.append(self.failed[k])
+            else:
+                case_id, query, expected, metadata, answer, usage, latency = f
+                out.append(new({
+                    "id": case_id, "query": query,
+                    "references": ref_dicts[r0:r1],
+                    "expected_sources": list(expected),
+                    "response": {"answer": answer, "citations": cit_dicts[c0:c1],
+                                 "usage": usage, "latency_s": latency, "error": None},
+                    "metadata": dict(metadata),
+                    "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
+                    "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
+                    "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, counts_t)),
+                    "bands": dict(fig[1]), "error": None,
+                }, self.norm))
+            r0, c0 = r1, c1
+        return out
 
 
 def _pair_error_case(item: tuple[Case, Response], failed_msg: dict[int, str], s0: int, s1: int,
-                     nc: int) -> CaseResult:
+                     nc: int, metrics: tuple[str, ...]) -> CaseResult:
     """The error case of a case with a failed pair: the first one in row-major order."""
     first = min(s for s in failed_msg if s0 <= s < s1)
     i, j = divmod(first - s0, nc)
     return error_case(item[0], item[1], f"matcher failed on reference {i} / citation {j}: "
-                                        f"{failed_msg[first]}")
+                                        f"{failed_msg[first]}", metrics)
 
 
 class BatchResults(CaseSequence):

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from runner.data.loading import iter_cases
-from runner.scoring.case import ScoringOptions, case_pairs
+from runner.scoring.case import ScoringOptions
 from tests.apis.conftest import CASES, KB, KEY
 from tests.conftest import read_json, run_cli
 from tests.openai_server import FakeOpenAI
+from tests.scoring.oracle import case_pairs
 
 pytestmark = pytest.mark.slow
 

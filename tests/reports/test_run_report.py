@@ -15,8 +15,7 @@ from playwright.sync_api import expect
 from runner.reports.common import embed_json, fmt, safe_href
 from runner.reports.run import EXPLANATION_KEYS, HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sentences import card_sentence
-from runner.scoring.bands import BAND_TEXT
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import METRIC_KEYS, METRICS
 from tests.conftest import REPO, only_run_dir, run_cli
 from tests.reports.conftest import (
     CLOSE,
@@ -81,8 +80,7 @@ def test_report_numbers_equal_metrics_json(tmp_path: Path) -> None:
         assert metrics["bands"][key] == band  # written by scoring, shown as it is
         assert text == card_sentence(key, metrics)
         # The seed's texts stay as the legend of what 1.0, 0.5 and 0.0 mean.
-        assert page.texts(data_legend=key) == [BAND_TEXT[key][b]
-                                               for b in ("green", "medium", "red")]
+        assert page.texts(data_legend=key) == list(METRICS[key].band_text)
     # Five scored cases (one failed): seed-1 (1 of 1 reference matched), seed-2 (1 of 3; the
     # Remote Work passage missed though its document is cited, Acceptable Use not cited),
     # seed-3 (its only reference's document not cited), empty-ref (1 of 1), no-cits (0 of 1,

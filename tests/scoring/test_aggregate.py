@@ -9,10 +9,11 @@ import pytest
 
 from runner.matchers import NgramMatcher
 from runner.results import CaseResult
-from runner.scoring.aggregate import Aggregator, aggregate, bootstrap_ci, macro_mean, micro_metrics
-from runner.scoring.case import ScoringOptions, case_pairs, error_case, score_case
+from runner.scoring.aggregate import Aggregator, bootstrap_ci, micro_metrics
+from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.metrics import METRIC_KEYS
 from tests.helpers import VPN, case, seed_example_1, seed_example_2, seed_example_3
+from tests.scoring.oracle import add_case, add_cases, aggregate, case_pairs, macro_mean, score_case
 
 
 def scored(*cases_, zero_division: str = "auto") -> list[CaseResult]:
@@ -188,7 +189,7 @@ def test_aggregate_records_bootstrap_settings_and_uses_the_seed() -> None:
 def test_aggregator_streams_and_can_drop_cases() -> None:
     agg = Aggregator(keep_cases=False)
     for r in scored(seed_example_1(), seed_example_2()):
-        agg.add(r)
+        add_case(agg, r)
     result = agg.result()
     assert result.cases == []
     assert result.n_scored == 2
@@ -205,10 +206,10 @@ def test_merged_aggregators_equal_one_over_all_cases() -> None:
     whole = aggregate([ok[0], ok[1], failed, ok[2]], resamples=200, seed=7)
 
     first = Aggregator(resamples=200, seed=7)
-    first.extend(ok[:2])
+    add_cases(first, ok[:2])
     second = first.empty()
     assert (second.n_cases, second.rows, second.resamples, second.seed) == (0, [], 200, 7)
-    second.extend([failed, ok[2]])
+    add_cases(second, [failed, ok[2]])
     first.merge(second)
     merged = first.result()
     assert merged.to_dict() == whole.to_dict()
@@ -284,7 +285,7 @@ def _failed(cid: str, error: str) -> CaseResult:
 def test_failed_cases_listed_in_case_order_up_to_the_limit() -> None:
     ok = scored(seed_example_1(), seed_example_2())
     agg = Aggregator(resamples=0, max_failed_listed=2)
-    agg.extend([_failed("f1", "timeout"), ok[0], _failed("f2", "HTTP 500"), ok[1],
+    add_cases(agg, [_failed("f1", "timeout"), ok[0], _failed("f2", "HTTP 500"), ok[1],
                 _failed("f3", "boom")])
     result = agg.result()
     assert result.failed == {"count": 3, "listed": [{"id": "f1", "error": "timeout"},
@@ -295,10 +296,10 @@ def test_failed_cases_listed_in_case_order_up_to_the_limit() -> None:
 
 def test_failed_cases_keep_their_order_across_merged_chunks() -> None:
     first = Aggregator(resamples=0, max_failed_listed=3)
-    first.extend([_failed("a1", "x"), _failed("a2", "y")])
+    add_cases(first, [_failed("a1", "x"), _failed("a2", "y")])
     second = first.empty()
     assert second.max_failed_listed == 3
-    second.extend([_failed("b1", "z"), _failed("b2", "w")])
+    add_cases(second, [_failed("b1", "z"), _failed("b2", "w")])
     first.merge(second)
     result = first.result()
     assert result.failed["count"] == 4

@@ -1,4 +1,5 @@
-"""The batch scorer (runner.scoring.batch) equals scoring each case on its own (score_case)."""
+"""The batch scorer (runner.scoring.batch) equals the oracle scoring each case on its own
+(tests/scoring/oracle.py, score_case)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from hypothesis import strategies as st
 from runner.data.models import Case
 from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
 from runner.scoring.batch import score_batch
-from runner.scoring.case import ScoringOptions, case_pairs, score_case
+from runner.scoring.case import ScoringOptions
 from tests.helpers import TableMatcher, case, failing
+from tests.scoring.oracle import add_cases, case_pairs, score_case
 
 # Few distinct texts and sources, so that cases share pairs, repeat citations, leave passages
 # blank and differ in source spelling only (normalisation).
@@ -99,14 +101,13 @@ def test_no_case_and_only_error_cases() -> None:
 def test_batch_sums_aggregate_as_the_cases_one_by_one(batch: list[Case],
                                                       zero_division: str) -> None:
     from runner.scoring.aggregate import Aggregator
-    from runner.scoring.batch import score_batch_lazy
 
     options = ScoringOptions(zero_division=zero_division)
     items = [(c, c.response) for c in batch]
     by_batch = Aggregator(zero_division, resamples=50, seed=1)
-    by_batch.add_batch(score_batch_lazy(items, NgramMatcher(n=2), options))
+    by_batch.add_batch(score_batch(items, NgramMatcher(n=2), options))
     by_case = Aggregator(zero_division, resamples=50, seed=1)
-    by_case.extend(score_batch(items, NgramMatcher(n=2), options))
+    add_cases(by_case, score_batch(items, NgramMatcher(n=2), options))
     a, b = by_batch.result(), by_case.result()
     assert (a.n_cases, a.n_scored, a.n_errors, a.counts, a.labels) == (
         b.n_cases, b.n_scored, b.n_errors, b.counts, b.labels)
@@ -115,12 +116,10 @@ def test_batch_sums_aggregate_as_the_cases_one_by_one(batch: list[Case],
 
 
 def test_records_are_built_on_first_read() -> None:
-    from runner.scoring.batch import score_batch_lazy
-
     scored = case([("A", "the cat sat on the mat")], [("A", "the cat sat on the mat")], id="s")
     failed = case([("A", "x")], [("A", "x")], id="f", error="timeout")
-    lazy = score_batch_lazy([(scored, scored.response), (failed, failed.response)],
-                            NgramMatcher(), ScoringOptions())
+    lazy = score_batch([(scored, scored.response), (failed, failed.response)],
+                       NgramMatcher(), ScoringOptions())
     assert lazy._records is None  # sums only, so far
     assert (len(lazy), lazy.n_errors, lazy.rows) == (2, 1, [(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)])
     assert lazy.labels["citation_supported"] == 1 and lazy.counts["references_matched"] == 1
@@ -165,7 +164,7 @@ def test_thresholds_of_one_pass_score_as_from_scratch(
         batch: list[Case], thresholds: list[float], same_source: bool) -> None:
     # The batch is laid out and its similarities asked for once; each threshold's records and
     # sums equal scoring that threshold alone.
-    from runner.scoring.batch import score_batch_lazy, score_batch_thresholds
+    from runner.scoring.batch import score_batch_thresholds
 
     items = [(c, c.response) for c in batch]
     matcher = _CountingMatcher(n=2)
@@ -175,10 +174,10 @@ def test_thresholds_of_one_pass_score_as_from_scratch(
     assert len(decided) == len(thresholds)
     for t, again in zip(thresholds, decided):
         options = ScoringOptions(threshold=t, require_same_source=same_source)
-        fresh = score_batch_lazy(items, NgramMatcher(n=2), options)
+        fresh = score_batch(items, NgramMatcher(n=2), options)
         assert [c.to_dict() for c in again] == [c.to_dict() for c in fresh]
         assert (again.rows, again.counts, again.labels) == (fresh.rows, fresh.counts,
                                                             fresh.labels)
     alone = _CountingMatcher(n=2)
-    score_batch_lazy(items, alone, ScoringOptions(require_same_source=same_source))
+    score_batch(items, alone, ScoringOptions(require_same_source=same_source))
     assert once == alone.asked  # one threshold or several: the same pairs, asked once

@@ -9,11 +9,9 @@ import pytest
 from runner.data.models import Case, Citation, Reference
 from runner.matchers import Matcher, NgramMatcher, PairError, SubstringMatcher
 from runner.results import CaseResult
-from runner.scoring.bands import BAND_TEXT, DEFAULT_BANDS, band
-from runner.scoring.case import ScoringOptions, case_pairs, error_case, score_case
-from runner.scoring.labels import citation_labels, reference_labels
-from runner.scoring.metrics import METRIC_KEYS
-from runner.scoring.predicate import Rule, decide_rule, needed_pairs
+from runner.scoring.bands import DEFAULT_BANDS, band
+from runner.scoring.case import ScoringOptions, error_case
+from runner.scoring.metrics import METRIC_KEYS, METRICS
 from tests.helpers import (
     REMOTE_REQUEST,
     VPN,
@@ -22,6 +20,15 @@ from tests.helpers import (
     seed_example_1,
     seed_example_2,
     seed_example_3,
+)
+from tests.scoring.oracle import (
+    Rule,
+    case_pairs,
+    citation_labels,
+    decide_rule,
+    needed_pairs,
+    reference_labels,
+    score_case,
 )
 
 MATCHERS = [NgramMatcher(), SubstringMatcher()]
@@ -497,15 +504,15 @@ def test_custom_bands_in_scoring() -> None:
 
 
 def test_band_texts_are_the_seeds() -> None:
-    assert set(BAND_TEXT) == set(METRIC_KEYS)
-    assert all(set(t) == {"green", "medium", "red"} for t in BAND_TEXT.values())
-    assert BAND_TEXT["context_recall"]["green"] == (
+    text = {k: dict(zip(("green", "medium", "red"), METRICS[k].band_text)) for k in METRIC_KEYS}
+    assert all(len(METRICS[k].band_text) == 3 for k in METRIC_KEYS)
+    assert text["context_recall"]["green"] == (
         "All ground-truth passages are each matched by at least one response citation - the "
         "model correctly cited all expected supporting passages.")
-    assert BAND_TEXT["source_precision"]["red"] == (
+    assert text["source_precision"]["red"] == (
         "The cited source documents are not among the expected sources - these citations refer "
         "to unexpected or irrelevant source documents.")
-    assert BAND_TEXT["context_precision"]["medium"] == (
+    assert text["context_precision"]["medium"] == (
         "Half of the response citations' passages match a ground-truth reference - some "
         "citations are correct while others are spurious or refer to an unexpected passage.")
 

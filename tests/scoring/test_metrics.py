@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.scoring.metrics import (
-    METRIC_KEYS,
-    context_metrics,
-    f1,
-    precision,
-    recall,
-    source_metrics,
-)
+from runner.scoring.case import ScoringOptions
+from runner.scoring.metrics import METRIC_KEYS, f1, precision, recall
+from tests.scoring.oracle import context_metrics, source_metrics
 
 
 def test_metric_keys() -> None:
@@ -62,11 +57,9 @@ def test_precision_with_nothing_cited(policy: str, nothing_expected: float | Non
 
 def test_unknown_policy() -> None:
     with pytest.raises(ValueError) as exc:
-        recall(1, 1, "ignore")
+        ScoringOptions(zero_division="ignore")
     assert str(exc.value) == ("scoring.zero_division must be one of auto, nan, zero, one, got "
                               "'ignore'")
-    with pytest.raises(ValueError):
-        precision(1, 1, 1, "ignore")
 
 
 def test_context_metrics_duplicates_count_twice() -> None:
