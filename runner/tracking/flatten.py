@@ -117,3 +117,21 @@ def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
         for parts, value in _figures(data[top], [top]):
             out[key(parts, "/")] = value
     return out
+
+
+def result_tags(data: dict[str, Any]) -> dict[str, str]:
+    """The tags a result's ``metrics.json`` gives its run (names, system, digest, threshold,
+    gates)."""
+    model, dataset = data.get("model") or {}, data.get("dataset") or {}
+    threshold, gates = data.get("threshold") or {}, data.get("gates") or {}
+    values = {"ragcite.complete": bool(data.get("complete")),
+              **{f"ragcite.{s}": (data.get(s) or {}).get("name")
+                 for s in ("dataset", "model", "matcher")},
+              "ragcite.system": model.get("system"),  # the system under test (runner/naming.py)
+              "ragcite.dataset_digest": dataset.get("digest"),
+              "ragcite.threshold": threshold.get("value"),
+              "ragcite.threshold_level": threshold.get("level"),
+              "ragcite.threshold_index": threshold.get("index"),
+              "ragcite.gates_passed": gates.get("passed")}
+    return {k: param_value(v) for k, v in values.items() if v not in (None, "")
+            and (k != "ragcite.gates_passed" or isinstance(v, bool))}

@@ -3,9 +3,9 @@
 The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
 what each run gets is listed in docs/tracking.md. A job's result folders share one
 ``passages.jsonl``: it is logged once, with the first run of the job, and every run names that
-run in its tag ``ragcite.passages_run_id``. Inside a sweep, ``<sweep>/.ragcite/parent_run.json``
-above a result folder (:mod:`runner.tracking.mlflow_sweep`) makes its run a child of the sweep's
-parent run.
+run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
+(:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
+folder makes its run a child of the sweep's parent run.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import RagciteError
-from runner.redact import env_secrets, redact_override, scrub_text, secret_values
+from runner.redact import redact_override, scrub_text
 from runner.results import (
     CASES_FILE,
     CONFIG_FILE,
@@ -26,9 +26,10 @@ from runner.results import (
     read_result,
 )
 from runner.tracking import mlflow_store as store
+from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking import sqlite_store
 from runner.tracking.base import TrackingLost
-from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, param_value
+from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, result_tags
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
@@ -56,31 +57,6 @@ def job_overrides(job_dir: Path) -> list[str] | None:
     except Exception:  # unreadable: the run goes without the tag
         return None
     return [redact_override(str(x)) for x in data] if isinstance(data, list) else None
-
-
-def result_tags(data: dict[str, Any]) -> dict[str, str]:
-    """The tags a result's ``metrics.json`` gives its run (names, system, digest, threshold,
-    gates)."""
-    tags = {"ragcite.complete": str(bool(data.get("complete"))).lower()}
-    for section in ("dataset", "model", "matcher"):
-        name = (data.get(section) or {}).get("name")
-        if name:
-            tags[f"ragcite.{section}"] = str(name)
-    system = (data.get("model") or {}).get("system")
-    if system:
-        tags["ragcite.system"] = str(system)  # the system under test (runner/naming.py)
-    digest = (data.get("dataset") or {}).get("digest")
-    if digest:
-        tags["ragcite.dataset_digest"] = str(digest)
-    threshold = data.get("threshold") or {}
-    for field, tag in (("value", "ragcite.threshold"), ("level", "ragcite.threshold_level"),
-                       ("index", "ragcite.threshold_index")):
-        if threshold.get(field) is not None:
-            tags[tag] = param_value(threshold[field])
-    passed = (data.get("gates") or {}).get("passed")
-    if isinstance(passed, bool):
-        tags["ragcite.gates_passed"] = str(passed).lower()
-    return tags
 
 
 def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
@@ -159,7 +135,7 @@ class MlflowTracker:
         self.table_rows = table_rows
         self.ui_url = ui_url
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        self.secrets = env_secrets() | secret_values(self.uri)
+        self.secrets = all_secrets({"uri": self.uri, "ui_url": ui_url, "tags": self.tags})
         self.client: Any = None
         self.experiment_id: str | None = None
         self.disabled = False
@@ -243,11 +219,11 @@ class MlflowTracker:
         return self.link
 
     def _open(self, result_dir: Path) -> None:
-        parent = store.find_parent(result_dir) or {}
+        parent = sweeps.find_parent(result_dir) or {}
         if parent.get("disabled"):  # the sweep runs untracked (and said so)
             self.disabled, self.disabled_reason = True, str(parent.get("reason") or "")
             return
-        tags = {**store.code_tags(), "ragcite.result_dir": str(result_dir.resolve())}
+        tags = {"ragcite.result_dir": str(result_dir.resolve())}
         self.parent_run_id = str(parent["run_id"]) if parent.get("run_id") else None
         if self.parent_run_id:
             if parent.get("tracking_uri") and parent["tracking_uri"] != self.uri:
@@ -263,13 +239,17 @@ class MlflowTracker:
         if overrides is not None:
             tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
                                                    ensure_ascii=False)
-        tags.update(self.tags)
         name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
-        tags = {k: scrub_text(v, self.secrets) for k, v in tags.items()}
-        run = self.client.create_run(self.experiment_id, tags=tags,
-                                     run_name=scrub_text(name, self.secrets))
-        self.run_id = self.runs[result_dir.resolve()] = str(run.info.run_id)
+        self.run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
         self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), self.run_id)
+
+    def _new_run(self, name: str, tags: dict[str, str]) -> str:
+        """Create a run named `name` with the code tags, `tags` and ``tracking.tags``, secrets
+        scrubbed; returns its id."""
+        tags = {**store.code_tags(), **tags, **self.tags}
+        run = self.client.create_run(self.experiment_id, run_name=scrub_text(name, self.secrets),
+                                     tags={k: scrub_text(v, self.secrets) for k, v in tags.items()})
+        return str(run.info.run_id)
 
     def log(self, result_dir: Path) -> None:
         """Log the result folder's params, metrics, tags, artifacts, table and dataset.
@@ -349,3 +329,51 @@ class MlflowTracker:
                                   if not store.is_remote(self.uri) else store.mask_uri(self.uri))
             log.info("MLflow run %s: %s", run_id, where)
 
+
+    def start_sweep(self, sweep_dir: Path, name: str, sweep: dict[str, Any]) -> None:
+        """Open the sweep's parent run (`sweep` as its params ``sweep.overrides`` and
+        ``sweep.params.<key>``) and write ``<sweep_dir>/.ragcite/parent_run.json`` for the jobs.
+
+        With ``tracking.required=false`` and an unusable store, a warning, and the parent file
+        says ``{"disabled": true, "reason": ...}``: the jobs then run untracked.
+
+        Raises:
+            RagciteError: The store is unusable and ``required`` is true (no parent file).
+        """
+        self.check()
+        if not self.disabled:
+            try:
+                run_id = self._new_run(name, {"ragcite.kind": "sweep",
+                                              "ragcite.sweep_dir": str(sweep_dir.resolve())})
+                store.log_batch(self.client, run_id,
+                                params=flatten_params({"sweep": sweep}, self.secrets))
+            except Exception as exc:
+                self.fail("cannot open the sweep's parent run on", exc, up_front=True)
+        if self.disabled:
+            sweeps.write_parent_file(sweep_dir, {"disabled": True, "reason": self.disabled_reason})
+            return
+        sweeps.write_parent_file(sweep_dir, {
+            "run_id": run_id, "tracking_uri": self.uri, "experiment_id": self.experiment_id,
+            "experiment": self.experiment, "sweep_dir": str(sweep_dir.resolve())})
+        link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
+        log.info("MLflow sweep run %s%s", run_id,
+                 f": {link}" if link else f" in {store.mask_uri(self.uri)}")
+
+    def end_sweep(self, sweep_dir: Path, summary: dict[str, Any], status: str) -> None:
+        """Log the summary to the sweep's parent run (unless ``KILLED``: metrics ``best/<metric>``
+        with tags ``ragcite.best.<metric>``, ``n_jobs``, ``n_results``, ``n_complete_results``,
+        ``n_failed_jobs``, tag ``ragcite.failed``; artifacts ``sweep.json`` and ``sweep.html``),
+        end its children still RUNNING and itself as `status`. Never raises."""
+        found = sweeps.parent_run(sweep_dir)
+        if found is None:
+            return
+        mlflow, uri, run_id = found
+        children = sweeps.child_runs(mlflow, run_id)
+        if status != "KILLED":
+            try:
+                links = sweeps.run_pages(children, sweep_dir, uri, self.ui_url)
+                sweeps.log_summary(mlflow, run_id, sweep_dir, summary, links, self.secrets)
+            except Exception as exc:
+                log.error("ragcite: tracking: could not log the sweep summary: %s",
+                          store.one_line(exc))
+        sweeps.end_runs(mlflow, run_id, children, status)
