@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -61,34 +62,27 @@ def job_overrides(job_dir: Path) -> list[str] | None:
 
 def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
     """Dataset lineage (``log_inputs``): name, digest and source of the test set."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import DatasetInput, InputTag
 
+    from runner.data.loading import resolve_path
+
     path = str(dataset.get("path") or "")
-    source: Any
-    if path.lower().startswith(("http://", "https://")):
-        from mlflow.data.http_dataset_source import HTTPDatasetSource
-
-        source = HTTPDatasetSource(url=path)
-    else:
-        from mlflow.data.dataset_source_registry import get_dataset_source_from_json
-
-        from runner.data.loading import resolve_path
-
-        # MLflow defines its local source class at run time; build it through the registry.
-        uri = str(resolve_path(path).resolve()) if path else "."
-        source = get_dataset_source_from_json(json.dumps({"uri": uri}), source_type="local")
+    with warnings.catch_warnings():  # MLflow finds a local path a local source in two ways
+        warnings.simplefilter("ignore")
+        source = resolve_dataset_source(path if store.is_remote(path) else
+                                        str(resolve_path(path).resolve()) if path else ".")
     meta = MetaDataset(  # type: ignore[abstract]
         source, name=str(dataset.get("name") or "dataset"),
         digest=str(dataset.get("digest") or "") or None)
-    tags = [InputTag("mlflow.data.context", "evaluation"), InputTag("ragcite.path", path)]
-    if dataset.get("n_cases") is not None:
-        tags.append(InputTag("ragcite.n_cases", str(dataset["n_cases"])))
+    tags = [InputTag("mlflow.data.context", "evaluation"), InputTag("ragcite.path", path),
+            *([InputTag("ragcite.n_cases", str(dataset["n_cases"]))]
+              if dataset.get("n_cases") is not None else [])]
     inputs = [DatasetInput(meta._to_mlflow_entity(), tags)]
     for attempt in range(3):
         try:
-            mlflow.log_inputs(run_id, datasets=inputs)
-            return
+            return mlflow.log_inputs(run_id, datasets=inputs)
         except Exception as exc:
             # Jobs of a parallel sweep log the same dataset at the same moment: the store
             # creates its dataset row once, and the job that loses the race gets a UNIQUE
@@ -141,11 +135,10 @@ class MlflowTracker:
         self.disabled = False
         self.disabled_reason: str | None = None
         self.runs: dict[Path, str] = {}  # open runs by result folder (a job's K thresholds)
-        self.run_id: str | None = None  # the run opened last
         self.parent_run_id: str | None = None
         self.link: str | None = None
-        self._passages_runs: dict[Path, str] = {}  # a shared passages.jsonl → the run holding it
-        self._table_parts: dict[Path, list[bytes]] = {}  # its cases' table cells, for the job
+        # The job's passages.jsonl → the run holding it and, shared by K results, table cells.
+        self._passages: dict[Path, tuple[str, list[bytes] | None]] = {}
 
     def fail(self, what: str, exc: BaseException, up_front: bool = False) -> None:
         """Stop tracking after `exc`: end an open run FAILED, then raise or warn.
@@ -156,21 +149,17 @@ class MlflowTracker:
         """
         if store.is_remote(self.uri) and not isinstance(exc, store.TrackingError):
             exc = store.unreachable(self.uri, self.timeout_s) or exc  # say so in plain words
-        detail = store.one_line(exc)
-        if isinstance(exc, store.TrackingError):
-            reason = detail
-        else:
-            reason = f"{what} {store.mask_uri(self.uri)}: {type(exc).__name__}: {detail}"
-        self.disabled, self.disabled_reason = True, reason
-        if isinstance(exc, store.Unreachable):
+        reason = self.disabled_reason = store.one_line(exc) if isinstance(
+            exc, store.TrackingError) else (f"{what} {store.mask_uri(self.uri)}: "
+                                            f"{type(exc).__name__}: {store.one_line(exc)}")
+        self.disabled, lost = True, isinstance(exc, store.Unreachable)
+        if lost:
             self.runs.clear()  # no retries: the next run here ends them KILLED (end_dead_runs)
-        else:
-            self.close("FAILED")
+        self.close("FAILED")
         if self.required:
             hint = (" (set tracking.required=false to run without it, or tracking=none)"
                     if up_front else "")
-            error = TrackingLost if isinstance(exc, store.Unreachable) else RagciteError
-            raise error(f"tracking: {reason}{hint}") from None
+            raise (TrackingLost if lost else RagciteError)(f"tracking: {reason}{hint}") from None
         log.warning("ragcite: warning: tracking: %s; continuing without MLflow tracking "
                     "(results stay in the run folder)", reason)
 
@@ -240,8 +229,8 @@ class MlflowTracker:
             tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
                                                    ensure_ascii=False)
         name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
-        self.run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
-        self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), self.run_id)
+        run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
+        self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
 
     def _new_run(self, name: str, tags: dict[str, str]) -> str:
         """Create a run named `name` with the code tags, `tags` and ``tracking.tags``, secrets
@@ -269,8 +258,15 @@ class MlflowTracker:
         data = read_result(result_dir)
         config = read_config(result_dir / CONFIG_FILE)
         secrets = self.secrets | all_secrets(config)
-        tags = result_tags(data)
-        tags["ragcite.passages_run_id"] = self._log_passages(result_dir, data, run_id, secrets)
+        passages = passages_path(result_dir, data).resolve()
+        shared = passages.parent != result_dir.resolve()  # by the K results of a job
+        if not shared or passages not in self._passages:  # logged with the job's first run
+            store.log_artifact(self.client, run_id, passages, secrets)
+            parts = passage_parts(result_dir, self.table_rows) if shared and self.log_table \
+                else None
+            self._passages = {passages: (run_id, parts)}
+        holder, parts = self._passages[passages]
+        tags = {**result_tags(data), "ragcite.passages_run_id": holder}
         store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
                         params=flatten_params(config, secrets),
                         tags={k: scrub_text(v, secrets) for k, v in tags.items()})
@@ -278,33 +274,9 @@ class MlflowTracker:
             if (result_dir / name).is_file():
                 store.log_artifact(self.client, run_id, result_dir / name, secrets)
         if self.log_table:
-            log_case_table(self.client, run_id, result_dir, self._parts(result_dir, data),
-                           self.table_rows)
+            log_case_table(self.client, run_id, result_dir, parts, self.table_rows)
         if data.get("dataset"):
             log_dataset(self.client, run_id, data["dataset"])
-
-    def _parts(self, result_dir: Path, data: dict[str, Any]) -> list[bytes] | None:
-        """The table cells of a shared ``passages.jsonl``, made once for the job's results."""
-        path = passages_path(result_dir, data).resolve()
-        if path.parent == result_dir.resolve():  # a job of one threshold: read once anyway
-            return None
-        if path not in self._table_parts:  # one job's at a time
-            self._table_parts = {path: passage_parts(result_dir, self.table_rows)}
-        return self._table_parts[path]
-
-    def _log_passages(self, result_dir: Path, data: dict[str, Any], run_id: str,
-                      secrets: set[str]) -> str:
-        """Log the result's ``passages.jsonl`` unless a run of this job holds it already;
-        returns the id of the run that holds it."""
-        path = passages_path(result_dir, data).resolve()
-        shared = path.parent != result_dir.resolve()
-        holder = self._passages_runs.get(path) if shared else None
-        if holder is None:
-            store.log_artifact(self.client, run_id, path, secrets)
-            holder = run_id
-            if shared:
-                self._passages_runs[path] = run_id
-        return holder
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``
@@ -314,8 +286,6 @@ class MlflowTracker:
                 self.close(status, folder)
             return
         run_id = self.runs.pop(Path(result_dir).resolve(), None)
-        if run_id == self.run_id:
-            self.run_id = None
         if run_id is None or self.client is None:
             return
         try:
@@ -328,7 +298,6 @@ class MlflowTracker:
             where = self.link or (f"mlflow ui --backend-store-uri {store.mask_uri(self.uri)}"
                                   if not store.is_remote(self.uri) else store.mask_uri(self.uri))
             log.info("MLflow run %s: %s", run_id, where)
-
 
     def start_sweep(self, sweep_dir: Path, name: str, sweep: dict[str, Any]) -> None:
         """Open the sweep's parent run (`sweep` as its params ``sweep.overrides`` and
