@@ -94,12 +94,6 @@ def sweep_tracker(config: Any) -> Tracker:
         return NullTracker()
 
 
-def _plain(config: DictConfig) -> dict[str, Any]:
-    # The sweep-level config: job-level interpolations may not resolve here.
-    data = OmegaConf.to_container(config, resolve=False)
-    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
-
-
 def _job_num(name: str) -> int:
     head = name.split("_", 1)[0]
     return int(head) if head.isdigit() else 10**9
@@ -107,8 +101,7 @@ def _job_num(name: str) -> int:
 
 def _overrides(job_dir: Path) -> list[str]:
     path = job_dir / ".hydra" / "overrides.yaml"
-    data = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else []
-    return [str(o) for o in data] if isinstance(data, list) else []
+    return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
 
 
 def _with_threshold(overrides: Sequence[str], threshold: dict[str, Any]) -> list[str]:
@@ -229,22 +222,21 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
 
     # Whole or not at all: a full disk leaves no half-written sweep.json that reads as complete.
     write_html(sweep_dir / SWEEP_FILE, json.dumps(summary, indent=2, default=str) + "\n")
-    cfg = _plain(config)
     try:
         from runner.reports.base import make_reports
 
-        make_reports(cfg).render_sweep(sweep_dir)
+        plain = OmegaConf.to_container(config)  # job-level interpolations may not resolve here
+        make_reports(plain).render_sweep(sweep_dir)  # type: ignore[arg-type]
     except Exception as exc:  # a report must not hide the sweep's own outcome
         log.error("ragcite: could not write the sweep report: %s", exc)
         summary["failed"] = True
     tracker.end_sweep(sweep_dir, summary, status or ("FAILED" if summary["failed"] else
                                                      "FINISHED"))
-    done = summary["n_results"]
-    report = sweep_dir / "sweep.html"
+    done, report = summary["n_results"], sweep_dir / "sweep.html"
     log.info("sweep: %d result%s of %d job%s%s%s in %s%s", done, "" if done == 1 else "s",
-             summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
-             f", {len(summary['incomplete_jobs'])} incomplete" if summary["incomplete_jobs"]
-             else "", f", {len(summary['not_run'])} not run" if summary["not_run"] else "",
+             summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s", *(
+                 f", {len(summary[key])} {word}" if summary[key] else ""
+                 for key, word in (("incomplete_jobs", "incomplete"), ("not_run", "not run"))),
              sweep_dir, f"; report: {report}" if report.is_file() else "")
     SWEEPS.last = summary
     return summary

@@ -14,6 +14,8 @@ import json
 import logging
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +165,15 @@ class MlflowTracker:
         log.warning("ragcite: warning: tracking: %s; continuing without MLflow tracking "
                     "(results stay in the run folder)", reason)
 
+    @contextmanager
+    def _failing(self, what: str, up_front: bool = False) -> Iterator[None]:
+        """Hand an error of the block to :meth:`fail` (which raises, or warns and stops
+        tracking)."""
+        try:
+            yield
+        except Exception as exc:
+            self.fail(what, exc, up_front)
+
     def check(self) -> None:
         """Open the store: reach a remote server, open (or create) the experiment, and end
         KILLED the runs of this host left RUNNING by processes that are gone.
@@ -172,7 +183,7 @@ class MlflowTracker:
         """
         if self.client is not None or self.disabled:
             return
-        try:
+        with self._failing("cannot use the MLflow tracking store", up_front=True):
             store.check_reachable(self.uri, self.timeout_s)
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
@@ -181,8 +192,6 @@ class MlflowTracker:
                 self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
             self.client = mlflow
             store.end_dead_runs(mlflow, self.experiment_id)
-        except Exception as exc:
-            self.fail("cannot use the MLflow tracking store", exc, up_front=True)
 
     def open(self, result_dir: Path) -> str | None:
         """Open the run of `result_dir` (a child of the sweep's parent run, in a sweep).
@@ -201,36 +210,32 @@ class MlflowTracker:
         self.link = None
         if self.disabled:
             return None
-        try:
-            self._open(Path(result_dir))
-        except Exception as exc:
-            self.fail("cannot open a run on", exc)
+        with self._failing("cannot open a run on"):
+            result_dir = Path(result_dir)
+            parent = sweeps.find_parent(result_dir) or {}
+            if parent.get("disabled"):  # the sweep runs untracked (and said so)
+                self.disabled, self.disabled_reason = True, str(parent.get("reason") or "")
+                return None
+            tags = {"ragcite.result_dir": str(result_dir.resolve())}
+            self.parent_run_id = str(parent["run_id"]) if parent.get("run_id") else None
+            if self.parent_run_id:
+                if parent.get("tracking_uri") and parent["tracking_uri"] != self.uri:
+                    self.uri = str(parent["tracking_uri"])
+                    self.client = store.client(self.uri)
+                self.experiment_id = str(parent.get("experiment_id") or self.experiment_id)
+                tags["mlflow.parentRunId"] = self.parent_run_id
+                tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
+            data = read_result(result_dir) if (result_dir / METRICS_FILE).is_file() else {}
+            job_dir = passages_path(result_dir, data).parent if data else result_dir
+            tags["ragcite.job_dir"] = str(job_dir.resolve())
+            overrides = job_overrides(job_dir)
+            if overrides is not None:
+                tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
+                                                       ensure_ascii=False)
+            name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
+            run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
+            self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
         return self.link
-
-    def _open(self, result_dir: Path) -> None:
-        parent = sweeps.find_parent(result_dir) or {}
-        if parent.get("disabled"):  # the sweep runs untracked (and said so)
-            self.disabled, self.disabled_reason = True, str(parent.get("reason") or "")
-            return
-        tags = {"ragcite.result_dir": str(result_dir.resolve())}
-        self.parent_run_id = str(parent["run_id"]) if parent.get("run_id") else None
-        if self.parent_run_id:
-            if parent.get("tracking_uri") and parent["tracking_uri"] != self.uri:
-                self.uri = str(parent["tracking_uri"])
-                self.client = store.client(self.uri)
-            self.experiment_id = str(parent.get("experiment_id") or self.experiment_id)
-            tags["mlflow.parentRunId"] = self.parent_run_id
-            tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
-        data = read_result(result_dir) if (result_dir / METRICS_FILE).is_file() else {}
-        job_dir = passages_path(result_dir, data).parent if data else result_dir
-        tags["ragcite.job_dir"] = str(job_dir.resolve())
-        overrides = job_overrides(job_dir)
-        if overrides is not None:
-            tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
-                                                   ensure_ascii=False)
-        name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
-        run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
-        self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
 
     def _new_run(self, name: str, tags: dict[str, str]) -> str:
         """Create a run named `name` with the code tags, `tags` and ``tracking.tags``, secrets
@@ -249,10 +254,8 @@ class MlflowTracker:
         run_id = self.runs.get(Path(result_dir).resolve())
         if self.disabled or run_id is None:
             return
-        try:
+        with self._failing("cannot log the results to"):
             self._log(Path(result_dir), run_id)
-        except Exception as exc:
-            self.fail("cannot log the results to", exc)
 
     def _log(self, result_dir: Path, run_id: str) -> None:
         data = read_result(result_dir)
@@ -311,13 +314,11 @@ class MlflowTracker:
         """
         self.check()
         if not self.disabled:
-            try:
+            with self._failing("cannot open the sweep's parent run on", up_front=True):
                 run_id = self._new_run(name, {"ragcite.kind": "sweep",
                                               "ragcite.sweep_dir": str(sweep_dir.resolve())})
                 store.log_batch(self.client, run_id,
                                 params=flatten_params({"sweep": sweep}, self.secrets))
-            except Exception as exc:
-                self.fail("cannot open the sweep's parent run on", exc, up_front=True)
         if self.disabled:
             sweeps.write_parent_file(sweep_dir, {"disabled": True, "reason": self.disabled_reason})
             return
