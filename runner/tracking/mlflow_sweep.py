@@ -53,10 +53,8 @@ def read_parent_file(sweep_dir: Path) -> dict[str, Any] | None:
 
 def find_parent(result_dir: Path, levels: int = 4) -> dict[str, Any] | None:
     """The sweep's ``parent_run.json`` in one of the `levels` folders above `result_dir`."""
-    for folder in list(result_dir.resolve().parents)[:levels]:
-        if (folder / PARENT_FILE).is_file():
-            return read_parent_file(folder)
-    return None
+    return next((read_parent_file(folder) for folder in list(result_dir.resolve().parents)[:levels]
+                 if (folder / PARENT_FILE).is_file()), None)
 
 
 def write_parent_file(sweep_dir: Path, data: dict[str, Any]) -> None:
@@ -169,14 +167,14 @@ def end_runs(mlflow: Any, parent_id: str, children: list[Any], status: str) -> N
     """End the parent run `status`, and first every child of it still RUNNING (its job died
     without closing it): ``KILLED`` when `status` is, else ``FAILED``. Never raises."""
     ended = "KILLED" if status == "KILLED" else "FAILED"
-    for run_id in [c.info.run_id for c in children if c.info.status == "RUNNING"]:
-        log.warning("ragcite: tracking: child run %s was still running; marked %s",
-                    run_id, ended)
-        try:
+    try:
+        for run_id in [c.info.run_id for c in children if c.info.status == "RUNNING"]:
+            log.warning("ragcite: tracking: child run %s was still running; marked %s",
+                        run_id, ended)
             mlflow.set_terminated(run_id, ended)
-        except Exception as exc:
-            log.error("ragcite: tracking: could not check the sweep's child runs: %s",
-                      store.one_line(exc))
+    except Exception as exc:
+        log.error("ragcite: tracking: could not check the sweep's child runs: %s",
+                  store.one_line(exc))
     try:
         mlflow.set_terminated(parent_id, status)
     except Exception as exc:
