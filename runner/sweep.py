@@ -19,22 +19,24 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from runner.errors import RagciteError
-from runner.redact import known_secrets, scrub_data
+from runner.redact import known_secrets, redact, scrub_data
 from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
 from runner.scoring.metrics import METRIC_KEYS
 from runner.scoring.thresholds import THRESHOLD_KEYS
+from runner.tracking.base import NullTracker, Tracker, make_tracker
 
 log = logging.getLogger("ragcite")
 SWEEP_FILE = "sweep.json"
-
+SWEPT = ("range(", "choice(", "glob(", "interval(")
 
 
 class _Sweeps:
-    """The sweep this process has open (its folder and config) and the summary of the one it
-    closed last: what ``main`` needs for its exit status and for closing on an interrupt."""
+    """The sweep this process has open (its folder, config and tracker) and the summary of the
+    one it closed last: what ``main`` needs for its exit status and for closing on an
+    interrupt."""
 
     def __init__(self) -> None:
-        self.open: tuple[Path, DictConfig] | None = None
+        self.open: tuple[Path, DictConfig, Tracker] | None = None
         self.last: dict[str, Any] | None = None
         self.planned: list[list[str]] = []  # each job's overrides, by job number (the sweeper)
 
@@ -42,10 +44,54 @@ class _Sweeps:
 SWEEPS = _Sweeps()
 
 
-def _plain(config: DictConfig) -> dict[str, Any]:
-    # The sweep-level config: job-level interpolations may not resolve here.
-    data = OmegaConf.to_container(config, resolve=False)
-    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else {}
+def _select(config: Any, name: str, default: Any = None) -> Any:
+    """A resolved, plain value of a sweep-level config (`default` when it does not resolve)."""
+    try:
+        node = OmegaConf.select(config, name, default=default)
+        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+    except Exception:  # an interpolation only a job can resolve
+        return default
+
+
+def swept_keys(config: Any) -> list[str]:
+    """What a sweep varies: the keys given several values on the command line
+    (``matcher=substring,ngram``, ``range(...)``) or by the sweeper's ``params`` (a preset)."""
+    keys = [str(name) for name in _select(config, "hydra.sweeper.params") or {}]
+    for override in _select(config, "hydra.overrides.task", []) or []:
+        name, _, value = str(override).partition("=")
+        if ("," in value and not value.startswith(("[", "{", "'", '"'))) or \
+                value.startswith(SWEPT):
+            keys.append(name.lstrip("+~"))
+    return list(dict.fromkeys("threshold" if k == "scoring.threshold" else k for k in keys))
+
+
+def sweep_name(config: Any) -> str:
+    """A sweep's name (``<run_name>_sweep`` when ``run_name`` is set): dataset, model (and its
+    system when one is fixed) and what is swept, e.g. ``demo · precomputed · sweep
+    matcher×threshold``."""
+    from runner.naming import system_name
+
+    if _select(config, "run_name"):
+        return f"{_select(config, 'run_name')}_sweep"
+    swept = swept_keys(config)
+    dataset = str(_select(config, "hydra.runtime.choices.dataset") or "?")
+    model = str(_select(config, "hydra.runtime.choices.model") or "?")
+    if not any(k == "model" or k.startswith("model.") for k in swept):
+        settings = _select(config, "model") or {}
+        system = system_name(settings if isinstance(settings, dict) else {},
+                             _select(config, "dataset") or {}, model)
+        model = model if system == model else f"{model} · {system}"
+    return f"{dataset} · {model} · sweep {'×'.join(swept) or 'of one job'}"
+
+
+def sweep_tracker(config: Any) -> Tracker:
+    """The tracker of the sweep-level config (a :class:`NullTracker` when it cannot be built
+    here: each job then says why)."""
+    try:
+        return make_tracker({key: _select(config, key)
+                             for key in ("tracking", "experiment", "output_root")})
+    except RagciteError:
+        return NullTracker()
 
 
 def _job_num(name: str) -> int:
@@ -55,8 +101,7 @@ def _job_num(name: str) -> int:
 
 def _overrides(job_dir: Path) -> list[str]:
     path = job_dir / ".hydra" / "overrides.yaml"
-    data = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else []
-    return [str(o) for o in data] if isinstance(data, list) else []
+    return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
 
 
 def _with_threshold(overrides: Sequence[str], threshold: dict[str, Any]) -> list[str]:
@@ -127,59 +172,71 @@ def summarize(sweep_dir: Path, failed: bool,
             "jobs": jobs, "best": best_results(jobs)}
 
 
-def start_sweep(config: DictConfig) -> None:
-    """Open the sweep: its folder and the tracking parent run (main process)."""
-    from runner.tracking.mlflow_sweep import start_sweep as open_parent
+def start_tracking(config: Any, sweep_dir: Path) -> Tracker:
+    """The sweep's tracker (:func:`sweep_tracker`), checked, with its sweep run opened.
 
+    Raises:
+        RagciteError: The tracker cannot record the sweep.
+    """
+    tracker = sweep_tracker(config)
+    params = _select(config, "hydra.sweeper.params") or {}
+    sweep = {"overrides": [str(o) for o in _select(config, "hydra.overrides.task", []) or []],
+             **({"params": params} if isinstance(params, dict) and params else {})}
+    tracker.check()  # a store that cannot be used stops the sweep here
+    tracker.start_sweep(sweep_dir, sweep_name(config), redact(sweep))
+    return tracker
+
+
+def start_sweep(config: DictConfig) -> None:
+    """Open the sweep: its folder and its tracker's sweep run (main process).
+
+    Raises:
+        SystemExit: 2, the tracker cannot record the sweep (one ``ragcite: error:`` line).
+    """
     sweep_dir = Path(str(config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
     try:
-        open_parent(config, sweep_dir)  # a store that cannot be used stops the sweep here
+        tracker = start_tracking(config, sweep_dir)
     except RagciteError as exc:
         log.error("ragcite: error: %s", exc)
         raise SystemExit(2) from None
-    SWEEPS.open, SWEEPS.last, SWEEPS.planned = (sweep_dir, config), None, []
+    SWEEPS.open, SWEEPS.last, SWEEPS.planned = (sweep_dir, config, tracker), None, []
 
 
 def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, Any] | None:
-    """Write ``sweep.json`` and the sweep report, and close the tracking parent run.
+    """Write ``sweep.json`` and the sweep report, and end the tracker's sweep run.
 
     Args:
         failed: Something failed outside the jobs' own results.
-        status: The parent run's end status when not decided by the summary (``KILLED``).
+        status: The sweep run's end status when not decided by the summary (``KILLED``).
 
     Returns:
         The summary, or None when no sweep is open.
     """
     if SWEEPS.open is None:
         return None
-    sweep_dir, config = SWEEPS.open
+    sweep_dir, config, tracker = SWEEPS.open
     SWEEPS.open = None
     summary = summarize(sweep_dir, failed, SWEEPS.planned)
     from runner.reports.common import write_html
 
     # Whole or not at all: a full disk leaves no half-written sweep.json that reads as complete.
     write_html(sweep_dir / SWEEP_FILE, json.dumps(summary, indent=2, default=str) + "\n")
-    cfg = _plain(config)
     try:
         from runner.reports.base import make_reports
 
-        make_reports(cfg).render_sweep(sweep_dir)
+        plain = OmegaConf.to_container(config)  # job-level interpolations may not resolve here
+        make_reports(plain).render_sweep(sweep_dir)  # type: ignore[arg-type]
     except Exception as exc:  # a report must not hide the sweep's own outcome
         log.error("ragcite: could not write the sweep report: %s", exc)
         summary["failed"] = True
-    from runner.tracking.mlflow_sweep import close_open_sweep, end_sweep
-
-    if status is not None:
-        close_open_sweep(sweep_dir, status)
-    else:
-        end_sweep(config, sweep_dir, summary)
-    done = summary["n_results"]
-    report = sweep_dir / "sweep.html"
+    tracker.end_sweep(sweep_dir, summary, status or ("FAILED" if summary["failed"] else
+                                                     "FINISHED"))
+    done, report = summary["n_results"], sweep_dir / "sweep.html"
     log.info("sweep: %d result%s of %d job%s%s%s in %s%s", done, "" if done == 1 else "s",
-             summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s",
-             f", {len(summary['incomplete_jobs'])} incomplete" if summary["incomplete_jobs"]
-             else "", f", {len(summary['not_run'])} not run" if summary["not_run"] else "",
+             summary["n_jobs"], "" if summary["n_jobs"] == 1 else "s", *(
+                 f", {len(summary[key])} {word}" if summary[key] else ""
+                 for key, word in (("incomplete_jobs", "incomplete"), ("not_run", "not run"))),
              sweep_dir, f"; report: {report}" if report.is_file() else "")
     SWEEPS.last = summary
     return summary

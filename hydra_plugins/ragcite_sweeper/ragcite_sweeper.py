@@ -35,18 +35,14 @@ def _check(spec: str) -> None:
                              f"({', '.join(LEVELS)})") from None
 
 
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def _spec(job: Sequence[str]) -> tuple[Optional[str], list[str]]:
     """The threshold a job's overrides choose (the value over the level) and its other ones."""
     found: dict[str, str] = {}
     rest = []
     for override in job:
-        key = _key(override)
-        if key in THRESHOLD_KEYS and "=" in override:
-            found[key] = override.split("=", 1)[1]
+        key, eq, value = override.partition("=")
+        if eq and key.lstrip("+~") in THRESHOLD_KEYS:
+            found[key.lstrip("+~")] = value
         else:
             rest.append(override)
     spec = found.get("scoring.threshold", found.get("threshold"))
@@ -65,33 +61,17 @@ def group_thresholds(jobs: Sequence[Sequence[str]]) -> list[list[str]]:
         The jobs to launch: a job that shares everything but its threshold with others carries
         ``scoring.threshold=[a,b,...]`` (in order, without repeats); any other job is as given.
     """
-    groups: dict[tuple[str, ...], list[str]] = {}
-    first: dict[tuple[str, ...], list[str]] = {}  # each group's first job, as given
-    alone: dict[tuple[str, ...], list[str]] = {}
-    order: list[tuple[str, tuple[str, ...]]] = []
+    groups: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}  # → (first job, specs)
     for job in jobs:
         spec, rest = _spec(job)
-        key = tuple(rest)
-        if spec is None:
-            alone[tuple(job)] = list(job)
-            order.append(("alone", tuple(job)))
-            continue
-        _check(spec)
-        if key not in groups:
-            groups[key] = []
-            first[key] = list(job)
-            order.append(("group", key))
-        if spec not in groups[key]:
-            groups[key].append(spec)
-    out: list[list[str]] = []
-    for kind, key in order:
-        if kind == "alone":
-            out.append(alone[key])
-        elif len(groups[key]) == 1:
-            out.append(first[key])
-        else:
-            out.append([*key, f"scoring.threshold=[{','.join(groups[key])}]"])
-    return out
+        if spec is not None:
+            _check(spec)
+        key = (str(len(groups)),) if spec is None else ("", *rest)  # a job alone: its own key
+        _, specs = groups.setdefault(key, (list(job), []))
+        if spec is not None and spec not in specs:
+            specs.append(spec)
+    return [first if len(specs) < 2 else [*key[1:], f"scoring.threshold=[{','.join(specs)}]"]
+            for key, (first, specs) in groups.items()]
 
 
 class RagciteSweeper(BasicSweeper):

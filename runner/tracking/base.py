@@ -1,4 +1,4 @@
-"""The tracker protocol: how a job reports its results to an experiment tracker.
+"""The tracker protocol: how a job, and a sweep, report their results to an experiment tracker.
 
 A tracker only reads the files a job has written (docs/results.md); it never recomputes a figure.
 One tracker object serves one job, whose K thresholds give K result folders: K runs, open at
@@ -17,13 +17,15 @@ once. The command line (runner/cli.py) drives it::
         tracker.close("FAILED")          # every run still open; "KILLED" on Ctrl-C
         raise
 
-A sweep's parent run is opened and closed by :func:`runner.tracking.mlflow_sweep.start_sweep`
-and :func:`~runner.tracking.mlflow_sweep.end_sweep`; a job's runs find it on their own.
+A sweep (runner/sweep.py) builds the tracker of its sweep-level config in its main process and
+calls ``check``, then ``start_sweep`` before any job and ``end_sweep`` after the last; each job's
+own tracker, in whatever process runs it, finds what ``start_sweep`` left in the sweep folder.
 
 Which tracker a config asks for is its ``tracking._target_`` (``conf/tracking/*.yaml``): any
 class implementing :class:`Tracker`, built by :func:`make_tracker` with the keys of the
 ``tracking`` section plus two keyword arguments from the root config, ``experiment`` and
-``output_root``.
+``output_root``. A class that subclasses :class:`Tracker` inherits a no-op for each method it
+leaves out.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from runner.errors import RagciteError
 
 
 class Tracker(Protocol):
-    """An experiment tracker for one job: one run per result folder, one after another."""
+    """An experiment tracker for one job (one run per result folder) or one sweep."""
 
     def check(self) -> None:
         """Make sure the tracker can record runs, before any model call.
@@ -44,21 +46,44 @@ class Tracker(Protocol):
         Raises:
             RagciteError: A required store is unusable or unreachable (one line).
         """
+        return None
 
     def open(self, result_dir: Path) -> str | None:
         """Open the run of a result folder whose results are written (in a sweep, a child of
-        the parent run named by ``<sweep>/.ragcite/parent_run.json`` above it).
+        the sweep's run, found from `result_dir`).
 
         Returns:
             A link to the run for the report, or None.
         """
+        return None
 
     def log(self, result_dir: Path) -> None:
         """Log the result folder given to :meth:`open`: params, metrics, tags, artifacts."""
+        return None
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``,
         ``FAILED`` or ``KILLED``; never raises."""
+        return None
+
+    def start_sweep(self, sweep_dir: Path, name: str, sweep: dict[str, Any]) -> None:
+        """Open the sweep's own run, after :meth:`check` and before any job (main process).
+
+        Args:
+            sweep_dir: The sweep folder; the jobs' result folders are below it.
+            name: The sweep's name (``demo · precomputed · sweep matcher``).
+            sweep: ``{"overrides": [...], "params": {...}}``: the sweep's command-line
+                overrides and its sweeper's params, secrets masked.
+
+        Raises:
+            RagciteError: A required store is unusable (one line): the sweep stops.
+        """
+        return None
+
+    def end_sweep(self, sweep_dir: Path, summary: dict[str, Any], status: str) -> None:
+        """Close the sweep's run as `status` (``FINISHED``, ``FAILED``, or ``KILLED`` when
+        interrupted), with its summary (the content of ``sweep.json``); never raises."""
+        return None
 
 
 class TrackingLost(RagciteError):
@@ -67,25 +92,12 @@ class TrackingLost(RagciteError):
     KILLED by the next run against it (runner/tracking/mlflow_store.py::end_dead_runs)."""
 
 
-class NullTracker:
+class NullTracker(Tracker):
     """Tracking switched off (``tracking=none``): every call does nothing (the arguments every
     tracker is built with are ignored)."""
 
     def __init__(self, experiment: str = "ragcite", output_root: str = "outputs") -> None:
         del experiment, output_root
-
-    def check(self) -> None:
-        """Nothing to check."""
-
-    def open(self, result_dir: Path) -> str | None:
-        """Nothing to open; no link."""
-        return None
-
-    def log(self, result_dir: Path) -> None:
-        """Nothing to log."""
-
-    def close(self, status: str, result_dir: Path | None = None) -> None:
-        """Nothing to close."""
 
 
 def make_tracker(cfg: Mapping[str, Any]) -> Tracker:

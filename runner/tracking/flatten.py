@@ -31,11 +31,7 @@ def all_secrets(cfg: Any) -> set[str]:
 
 def param_value(value: Any) -> str:
     """A config value as an MLflow param: JSON for lists and mappings, ``null``/``true``."""
-    if value is None:
-        text = "null"
-    elif isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, (dict, list, tuple)):
+    if value is None or isinstance(value, (bool, dict, list, tuple)):
         text = json.dumps(value, ensure_ascii=False, default=str)
     else:
         text = str(value)
@@ -99,21 +95,31 @@ def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
     figures (``null``, NaN) and the sections that describe the run (:data:`NOT_FIGURES`) are
     left out.
     """
-    out: dict[str, float] = {}
     headline = data.get("metrics") or {}
-    for name in (*METRIC_KEYS, *(k for k in headline if k not in METRIC_KEYS)):
-        value = _figure(headline.get(name))
-        if value is not None:
-            out[key([name])] = value
-    threshold = _figure((data.get("threshold") or {}).get("value"))
-    if threshold is not None:
-        out["threshold"] = threshold
     passed = (data.get("gates") or {}).get("passed")
-    if isinstance(passed, bool):
-        out["gates/passed"] = 1.0 if passed else 0.0
+    first = {**{k: headline[k] for k in (*METRIC_KEYS, *headline) if k in headline},
+             "threshold": (data.get("threshold") or {}).get("value"),
+             "gates/passed": float(passed) if isinstance(passed, bool) else None}
+    out = {key([k]): figure for k, v in first.items() if (figure := _figure(v)) is not None}
     # How the run went (timings, cache, workers) comes last, after every figure of the result.
-    tops = [t for t in data if t not in NOT_FIGURES and t != "execution"]
-    for top in [*tops, *(["execution"] if "execution" in data else [])]:
-        for parts, value in _figures(data[top], [top]):
-            out[key(parts, "/")] = value
+    for top in sorted((t for t in data if t not in NOT_FIGURES), key=lambda t: t == "execution"):
+        out.update((key(parts, "/"), value) for parts, value in _figures(data[top], [top]))
     return out
+
+
+def result_tags(data: dict[str, Any]) -> dict[str, str]:
+    """The tags a result's ``metrics.json`` gives its run (names, system, digest, threshold,
+    gates)."""
+    model, dataset = data.get("model") or {}, data.get("dataset") or {}
+    threshold, gates = data.get("threshold") or {}, data.get("gates") or {}
+    values = {"ragcite.complete": bool(data.get("complete")),
+              **{f"ragcite.{s}": (data.get(s) or {}).get("name")
+                 for s in ("dataset", "model", "matcher")},
+              "ragcite.system": model.get("system"),  # the system under test (runner/naming.py)
+              "ragcite.dataset_digest": dataset.get("digest"),
+              "ragcite.threshold": threshold.get("value"),
+              "ragcite.threshold_level": threshold.get("level"),
+              "ragcite.threshold_index": threshold.get("index"),
+              "ragcite.gates_passed": gates.get("passed")}
+    return {k: param_value(v) for k, v in values.items() if v not in (None, "")
+            and (k != "ragcite.gates_passed" or isinstance(v, bool))}

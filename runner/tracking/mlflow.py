@@ -3,9 +3,9 @@
 The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
 what each run gets is listed in docs/tracking.md. A job's result folders share one
 ``passages.jsonl``: it is logged once, with the first run of the job, and every run names that
-run in its tag ``ragcite.passages_run_id``. Inside a sweep, ``<sweep>/.ragcite/parent_run.json``
-above a result folder (:mod:`runner.tracking.mlflow_sweep`) makes its run a child of the sweep's
-parent run.
+run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
+(:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
+folder makes its run a child of the sweep's parent run.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from runner.errors import RagciteError
-from runner.redact import env_secrets, redact_override, scrub_text, secret_values
+from runner.redact import redact_override, scrub_text
 from runner.results import (
     CASES_FILE,
     CONFIG_FILE,
@@ -26,9 +29,10 @@ from runner.results import (
     read_result,
 )
 from runner.tracking import mlflow_store as store
+from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking import sqlite_store
 from runner.tracking.base import TrackingLost
-from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, param_value
+from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, result_tags
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
@@ -58,61 +62,29 @@ def job_overrides(job_dir: Path) -> list[str] | None:
     return [redact_override(str(x)) for x in data] if isinstance(data, list) else None
 
 
-def result_tags(data: dict[str, Any]) -> dict[str, str]:
-    """The tags a result's ``metrics.json`` gives its run (names, system, digest, threshold,
-    gates)."""
-    tags = {"ragcite.complete": str(bool(data.get("complete"))).lower()}
-    for section in ("dataset", "model", "matcher"):
-        name = (data.get(section) or {}).get("name")
-        if name:
-            tags[f"ragcite.{section}"] = str(name)
-    system = (data.get("model") or {}).get("system")
-    if system:
-        tags["ragcite.system"] = str(system)  # the system under test (runner/naming.py)
-    digest = (data.get("dataset") or {}).get("digest")
-    if digest:
-        tags["ragcite.dataset_digest"] = str(digest)
-    threshold = data.get("threshold") or {}
-    for field, tag in (("value", "ragcite.threshold"), ("level", "ragcite.threshold_level"),
-                       ("index", "ragcite.threshold_index")):
-        if threshold.get(field) is not None:
-            tags[tag] = param_value(threshold[field])
-    passed = (data.get("gates") or {}).get("passed")
-    if isinstance(passed, bool):
-        tags["ragcite.gates_passed"] = str(passed).lower()
-    return tags
-
-
 def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
     """Dataset lineage (``log_inputs``): name, digest and source of the test set."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import DatasetInput, InputTag
 
+    from runner.data.loading import resolve_path
+
     path = str(dataset.get("path") or "")
-    source: Any
-    if path.lower().startswith(("http://", "https://")):
-        from mlflow.data.http_dataset_source import HTTPDatasetSource
-
-        source = HTTPDatasetSource(url=path)
-    else:
-        from mlflow.data.dataset_source_registry import get_dataset_source_from_json
-
-        from runner.data.loading import resolve_path
-
-        # MLflow defines its local source class at run time; build it through the registry.
-        uri = str(resolve_path(path).resolve()) if path else "."
-        source = get_dataset_source_from_json(json.dumps({"uri": uri}), source_type="local")
+    with warnings.catch_warnings():  # MLflow finds a local path a local source in two ways
+        warnings.simplefilter("ignore")
+        source = resolve_dataset_source(path if store.is_remote(path) else
+                                        str(resolve_path(path).resolve()) if path else ".")
     meta = MetaDataset(  # type: ignore[abstract]
         source, name=str(dataset.get("name") or "dataset"),
         digest=str(dataset.get("digest") or "") or None)
-    tags = [InputTag("mlflow.data.context", "evaluation"), InputTag("ragcite.path", path)]
-    if dataset.get("n_cases") is not None:
-        tags.append(InputTag("ragcite.n_cases", str(dataset["n_cases"])))
+    tags = [InputTag("mlflow.data.context", "evaluation"), InputTag("ragcite.path", path),
+            *([InputTag("ragcite.n_cases", str(dataset["n_cases"]))]
+              if dataset.get("n_cases") is not None else [])]
     inputs = [DatasetInput(meta._to_mlflow_entity(), tags)]
     for attempt in range(3):
         try:
-            mlflow.log_inputs(run_id, datasets=inputs)
-            return
+            return mlflow.log_inputs(run_id, datasets=inputs)
         except Exception as exc:
             # Jobs of a parallel sweep log the same dataset at the same moment: the store
             # creates its dataset row once, and the job that loses the race gets a UNIQUE
@@ -159,17 +131,16 @@ class MlflowTracker:
         self.table_rows = table_rows
         self.ui_url = ui_url
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        self.secrets = env_secrets() | secret_values(self.uri)
+        self.secrets = all_secrets({"uri": self.uri, "ui_url": ui_url, "tags": self.tags})
         self.client: Any = None
         self.experiment_id: str | None = None
         self.disabled = False
         self.disabled_reason: str | None = None
         self.runs: dict[Path, str] = {}  # open runs by result folder (a job's K thresholds)
-        self.run_id: str | None = None  # the run opened last
         self.parent_run_id: str | None = None
         self.link: str | None = None
-        self._passages_runs: dict[Path, str] = {}  # a shared passages.jsonl → the run holding it
-        self._table_parts: dict[Path, list[bytes]] = {}  # its cases' table cells, for the job
+        # The job's passages.jsonl → the run holding it and, shared by K results, table cells.
+        self._passages: dict[Path, tuple[str, list[bytes] | None]] = {}
 
     def fail(self, what: str, exc: BaseException, up_front: bool = False) -> None:
         """Stop tracking after `exc`: end an open run FAILED, then raise or warn.
@@ -180,23 +151,28 @@ class MlflowTracker:
         """
         if store.is_remote(self.uri) and not isinstance(exc, store.TrackingError):
             exc = store.unreachable(self.uri, self.timeout_s) or exc  # say so in plain words
-        detail = store.one_line(exc)
-        if isinstance(exc, store.TrackingError):
-            reason = detail
-        else:
-            reason = f"{what} {store.mask_uri(self.uri)}: {type(exc).__name__}: {detail}"
-        self.disabled, self.disabled_reason = True, reason
-        if isinstance(exc, store.Unreachable):
+        reason = self.disabled_reason = store.one_line(exc) if isinstance(
+            exc, store.TrackingError) else (f"{what} {store.mask_uri(self.uri)}: "
+                                            f"{type(exc).__name__}: {store.one_line(exc)}")
+        self.disabled, lost = True, isinstance(exc, store.Unreachable)
+        if lost:
             self.runs.clear()  # no retries: the next run here ends them KILLED (end_dead_runs)
-        else:
-            self.close("FAILED")
+        self.close("FAILED")
         if self.required:
             hint = (" (set tracking.required=false to run without it, or tracking=none)"
                     if up_front else "")
-            error = TrackingLost if isinstance(exc, store.Unreachable) else RagciteError
-            raise error(f"tracking: {reason}{hint}") from None
+            raise (TrackingLost if lost else RagciteError)(f"tracking: {reason}{hint}") from None
         log.warning("ragcite: warning: tracking: %s; continuing without MLflow tracking "
                     "(results stay in the run folder)", reason)
+
+    @contextmanager
+    def _failing(self, what: str, up_front: bool = False) -> Iterator[None]:
+        """Hand an error of the block to :meth:`fail` (which raises, or warns and stops
+        tracking)."""
+        try:
+            yield
+        except Exception as exc:
+            self.fail(what, exc, up_front)
 
     def check(self) -> None:
         """Open the store: reach a remote server, open (or create) the experiment, and end
@@ -207,7 +183,7 @@ class MlflowTracker:
         """
         if self.client is not None or self.disabled:
             return
-        try:
+        with self._failing("cannot use the MLflow tracking store", up_front=True):
             store.check_reachable(self.uri, self.timeout_s)
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
@@ -216,8 +192,6 @@ class MlflowTracker:
                 self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
             self.client = mlflow
             store.end_dead_runs(mlflow, self.experiment_id)
-        except Exception as exc:
-            self.fail("cannot use the MLflow tracking store", exc, up_front=True)
 
     def open(self, result_dir: Path) -> str | None:
         """Open the run of `result_dir` (a child of the sweep's parent run, in a sweep).
@@ -236,40 +210,40 @@ class MlflowTracker:
         self.link = None
         if self.disabled:
             return None
-        try:
-            self._open(Path(result_dir))
-        except Exception as exc:
-            self.fail("cannot open a run on", exc)
+        with self._failing("cannot open a run on"):
+            result_dir = Path(result_dir)
+            parent = sweeps.find_parent(result_dir) or {}
+            if parent.get("disabled"):  # the sweep runs untracked (and said so)
+                self.disabled, self.disabled_reason = True, str(parent.get("reason") or "")
+                return None
+            tags = {"ragcite.result_dir": str(result_dir.resolve())}
+            self.parent_run_id = str(parent["run_id"]) if parent.get("run_id") else None
+            if self.parent_run_id:
+                if parent.get("tracking_uri") and parent["tracking_uri"] != self.uri:
+                    self.uri = str(parent["tracking_uri"])
+                    self.client = store.client(self.uri)
+                self.experiment_id = str(parent.get("experiment_id") or self.experiment_id)
+                tags["mlflow.parentRunId"] = self.parent_run_id
+                tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
+            data = read_result(result_dir) if (result_dir / METRICS_FILE).is_file() else {}
+            job_dir = passages_path(result_dir, data).parent if data else result_dir
+            tags["ragcite.job_dir"] = str(job_dir.resolve())
+            overrides = job_overrides(job_dir)
+            if overrides is not None:
+                tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
+                                                       ensure_ascii=False)
+            name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
+            run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
+            self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
         return self.link
 
-    def _open(self, result_dir: Path) -> None:
-        parent = store.find_parent(result_dir) or {}
-        if parent.get("disabled"):  # the sweep runs untracked (and said so)
-            self.disabled, self.disabled_reason = True, str(parent.get("reason") or "")
-            return
-        tags = {**store.code_tags(), "ragcite.result_dir": str(result_dir.resolve())}
-        self.parent_run_id = str(parent["run_id"]) if parent.get("run_id") else None
-        if self.parent_run_id:
-            if parent.get("tracking_uri") and parent["tracking_uri"] != self.uri:
-                self.uri = str(parent["tracking_uri"])
-                self.client = store.client(self.uri)
-            self.experiment_id = str(parent.get("experiment_id") or self.experiment_id)
-            tags["mlflow.parentRunId"] = self.parent_run_id
-            tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
-        data = read_result(result_dir) if (result_dir / METRICS_FILE).is_file() else {}
-        job_dir = passages_path(result_dir, data).parent if data else result_dir
-        tags["ragcite.job_dir"] = str(job_dir.resolve())
-        overrides = job_overrides(job_dir)
-        if overrides is not None:
-            tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
-                                                   ensure_ascii=False)
-        tags.update(self.tags)
-        name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
-        tags = {k: scrub_text(v, self.secrets) for k, v in tags.items()}
-        run = self.client.create_run(self.experiment_id, tags=tags,
-                                     run_name=scrub_text(name, self.secrets))
-        self.run_id = self.runs[result_dir.resolve()] = str(run.info.run_id)
-        self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), self.run_id)
+    def _new_run(self, name: str, tags: dict[str, str]) -> str:
+        """Create a run named `name` with the code tags, `tags` and ``tracking.tags``, secrets
+        scrubbed; returns its id."""
+        tags = {**store.code_tags(), **tags, **self.tags}
+        run = self.client.create_run(self.experiment_id, run_name=scrub_text(name, self.secrets),
+                                     tags={k: scrub_text(v, self.secrets) for k, v in tags.items()})
+        return str(run.info.run_id)
 
     def log(self, result_dir: Path) -> None:
         """Log the result folder's params, metrics, tags, artifacts, table and dataset.
@@ -280,17 +254,22 @@ class MlflowTracker:
         run_id = self.runs.get(Path(result_dir).resolve())
         if self.disabled or run_id is None:
             return
-        try:
+        with self._failing("cannot log the results to"):
             self._log(Path(result_dir), run_id)
-        except Exception as exc:
-            self.fail("cannot log the results to", exc)
 
     def _log(self, result_dir: Path, run_id: str) -> None:
         data = read_result(result_dir)
         config = read_config(result_dir / CONFIG_FILE)
         secrets = self.secrets | all_secrets(config)
-        tags = result_tags(data)
-        tags["ragcite.passages_run_id"] = self._log_passages(result_dir, data, run_id, secrets)
+        passages = passages_path(result_dir, data).resolve()
+        shared = passages.parent != result_dir.resolve()  # by the K results of a job
+        if not shared or passages not in self._passages:  # logged with the job's first run
+            store.log_artifact(self.client, run_id, passages, secrets)
+            parts = passage_parts(result_dir, self.table_rows) if shared and self.log_table \
+                else None
+            self._passages = {passages: (run_id, parts)}
+        holder, parts = self._passages[passages]
+        tags = {**result_tags(data), "ragcite.passages_run_id": holder}
         store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
                         params=flatten_params(config, secrets),
                         tags={k: scrub_text(v, secrets) for k, v in tags.items()})
@@ -298,33 +277,9 @@ class MlflowTracker:
             if (result_dir / name).is_file():
                 store.log_artifact(self.client, run_id, result_dir / name, secrets)
         if self.log_table:
-            log_case_table(self.client, run_id, result_dir, self._parts(result_dir, data),
-                           self.table_rows)
+            log_case_table(self.client, run_id, result_dir, parts, self.table_rows)
         if data.get("dataset"):
             log_dataset(self.client, run_id, data["dataset"])
-
-    def _parts(self, result_dir: Path, data: dict[str, Any]) -> list[bytes] | None:
-        """The table cells of a shared ``passages.jsonl``, made once for the job's results."""
-        path = passages_path(result_dir, data).resolve()
-        if path.parent == result_dir.resolve():  # a job of one threshold: read once anyway
-            return None
-        if path not in self._table_parts:  # one job's at a time
-            self._table_parts = {path: passage_parts(result_dir, self.table_rows)}
-        return self._table_parts[path]
-
-    def _log_passages(self, result_dir: Path, data: dict[str, Any], run_id: str,
-                      secrets: set[str]) -> str:
-        """Log the result's ``passages.jsonl`` unless a run of this job holds it already;
-        returns the id of the run that holds it."""
-        path = passages_path(result_dir, data).resolve()
-        shared = path.parent != result_dir.resolve()
-        holder = self._passages_runs.get(path) if shared else None
-        if holder is None:
-            store.log_artifact(self.client, run_id, path, secrets)
-            holder = run_id
-            if shared:
-                self._passages_runs[path] = run_id
-        return holder
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``
@@ -334,8 +289,6 @@ class MlflowTracker:
                 self.close(status, folder)
             return
         run_id = self.runs.pop(Path(result_dir).resolve(), None)
-        if run_id == self.run_id:
-            self.run_id = None
         if run_id is None or self.client is None:
             return
         try:
@@ -349,3 +302,48 @@ class MlflowTracker:
                                   if not store.is_remote(self.uri) else store.mask_uri(self.uri))
             log.info("MLflow run %s: %s", run_id, where)
 
+    def start_sweep(self, sweep_dir: Path, name: str, sweep: dict[str, Any]) -> None:
+        """Open the sweep's parent run (`sweep` as its params ``sweep.overrides`` and
+        ``sweep.params.<key>``) and write ``<sweep_dir>/.ragcite/parent_run.json`` for the jobs.
+
+        With ``tracking.required=false`` and an unusable store, a warning, and the parent file
+        says ``{"disabled": true, "reason": ...}``: the jobs then run untracked.
+
+        Raises:
+            RagciteError: The store is unusable and ``required`` is true (no parent file).
+        """
+        self.check()
+        if not self.disabled:
+            with self._failing("cannot open the sweep's parent run on", up_front=True):
+                run_id = self._new_run(name, {"ragcite.kind": "sweep",
+                                              "ragcite.sweep_dir": str(sweep_dir.resolve())})
+                store.log_batch(self.client, run_id,
+                                params=flatten_params({"sweep": sweep}, self.secrets))
+        if self.disabled:
+            sweeps.write_parent_file(sweep_dir, {"disabled": True, "reason": self.disabled_reason})
+            return
+        sweeps.write_parent_file(sweep_dir, {
+            "run_id": run_id, "tracking_uri": self.uri, "experiment_id": self.experiment_id,
+            "experiment": self.experiment, "sweep_dir": str(sweep_dir.resolve())})
+        link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
+        log.info("MLflow sweep run %s%s", run_id,
+                 f": {link}" if link else f" in {store.mask_uri(self.uri)}")
+
+    def end_sweep(self, sweep_dir: Path, summary: dict[str, Any], status: str) -> None:
+        """Log the summary to the sweep's parent run (unless ``KILLED``: metrics ``best/<metric>``
+        with tags ``ragcite.best.<metric>``, ``n_jobs``, ``n_results``, ``n_complete_results``,
+        ``n_failed_jobs``, tag ``ragcite.failed``; artifacts ``sweep.json`` and ``sweep.html``),
+        end its children still RUNNING and itself as `status`. Never raises."""
+        found = sweeps.parent_run(sweep_dir)
+        if found is None:
+            return
+        mlflow, uri, run_id = found
+        children = sweeps.child_runs(mlflow, run_id)
+        if status != "KILLED":
+            try:
+                links = sweeps.run_pages(children, sweep_dir, uri, self.ui_url)
+                sweeps.log_summary(mlflow, run_id, sweep_dir, summary, links, self.secrets)
+            except Exception as exc:
+                log.error("ragcite: tracking: could not log the sweep summary: %s",
+                          store.one_line(exc))
+        sweeps.end_runs(mlflow, run_id, children, status)

@@ -14,12 +14,9 @@ the functions that need it, so importing this module stays cheap.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import socket
-import subprocess
 import tempfile
 import time
 import urllib.error
@@ -33,8 +30,6 @@ from runner.tracking.deadline import Bounded, within
 
 log = logging.getLogger("ragcite")
 
-PARENT_FILE = Path(".ragcite") / "parent_run.json"
-"""Where a sweep leaves its parent run id for the jobs, relative to the sweep folder."""
 DB_FILE = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
 MAX_TAG = 8000  # MLflow's limit on a tag value
@@ -194,35 +189,19 @@ def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
     raise TrackingError(f"could not open experiment {name!r}")  # pragma: no cover
 
 
-def git_commit() -> str | None:
-    """The commit of the ragcite source tree, when it is a git checkout."""
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
-
-
 def code_tags() -> dict[str, str]:
     """MLflow's usual system tags (user, source), the host and process id (``ragcite.host``,
-    ``ragcite.pid``) and the code version of ragcite."""
+    ``ragcite.pid``) and the code version of ragcite (its commit, in a git checkout)."""
+    from mlflow.tracking.context.registry import resolve_tags
+    from mlflow.utils.git_utils import get_git_commit
+
     from runner import __version__
 
-    tags: dict[str, str] = {}
-    try:
-        from mlflow.tracking.context.registry import resolve_tags
-
-        tags = {k: str(v) for k, v in resolve_tags({}).items()}
-    except Exception:  # pragma: no cover - best effort only
-        tags = {}
+    tags = {k: str(v) for k, v in resolve_tags({}).items()}
     tags[HOST_TAG], tags[PID_TAG] = socket.gethostname(), str(os.getpid())
     tags["ragcite.version"] = __version__
-    commit = git_commit()
+    root = Path(__file__).resolve().parents[2]
+    commit = get_git_commit(str(root)) if (root / ".git").exists() else None
     if commit:
         tags["ragcite.git_commit"] = commit
     return tags
@@ -233,8 +212,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):  # another user's process, or no way to tell
-        return True
+    except OSError:  # another user's process, or no way to tell
+        pass
     return True
 
 
@@ -283,50 +262,16 @@ def run_link(uri: str, ui_url: str | None, experiment: str, run_id: str) -> str 
     return f"{mask_uri(base).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
 
 
-def log_artifact(mlflow: Any, run_id: str, path: Path, secrets: set[str],
-                 artifact_path: str | None = None) -> None:
+def log_artifact(mlflow: Any, run_id: str, path: Path, secrets: set[str]) -> None:
     """``log_artifact`` of one file; a text file holding a secret goes as a scrubbed copy."""
-    secrets = {s for s in secrets if s}
-    text = None
-    if secrets:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            text = None
-    if text is None or not any(s in text for s in secrets):
-        mlflow.log_artifact(run_id, str(path), artifact_path)
+    try:
+        text = path.read_text(encoding="utf-8") if any(secrets) else ""
+    except (UnicodeDecodeError, OSError):
+        text = ""
+    if not any(s and s in text for s in secrets):
+        mlflow.log_artifact(run_id, str(path))
         return
     with tempfile.TemporaryDirectory(prefix="ragcite-") as tmp:
-        copy = Path(tmp) / path.name
-        copy.write_text(text, encoding="utf-8")
+        (Path(tmp) / path.name).write_text(text, encoding="utf-8")
         scrub_files(tmp, secrets)  # YAML stays YAML (``key: '***'``)
-        mlflow.log_artifact(run_id, str(copy), artifact_path)
-
-
-def read_parent_file(sweep_dir: Path) -> dict[str, Any] | None:
-    """The content of ``<sweep_dir>/.ragcite/parent_run.json`` (None when absent or unreadable)."""
-    path = sweep_dir / PARENT_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def find_parent(result_dir: Path, levels: int = 4) -> dict[str, Any] | None:
-    """The sweep's ``parent_run.json`` in one of the `levels` folders above `result_dir`."""
-    for folder in list(result_dir.resolve().parents)[:levels]:
-        if (folder / PARENT_FILE).is_file():
-            return read_parent_file(folder)
-    return None
-
-
-def write_parent_file(sweep_dir: Path, data: dict[str, Any]) -> None:
-    """Write ``<sweep_dir>/.ragcite/parent_run.json`` atomically."""
-    path = sweep_dir / PARENT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+        mlflow.log_artifact(run_id, str(Path(tmp) / path.name))

@@ -14,10 +14,10 @@ import pytest
 
 from runner.errors import RagciteError
 from runner.results import iter_records, read_result
-from runner.tracking import mlflow_store as store
+from runner.sweep import start_tracking
+from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking.flatten import METRIC_KEYS, flatten_params, metrics_from_results
 from runner.tracking.mlflow import read_config
-from runner.tracking.mlflow_sweep import close_open_sweep, end_sweep, start_sweep
 from runner.tracking.table import TABLE_COLUMNS, TABLE_FILE
 from tests.tracking.conftest import (
     ENV,
@@ -110,8 +110,8 @@ def test_a_job_of_three_thresholds_under_a_sweep_is_three_child_runs_sharing_pas
     uri = sqlite_uri(tmp_path / "out")
     sweep = tmp_path / "sweep"
     config = sweep_config(uri, tmp_path / "out")
-    start_sweep(config, sweep)
-    parent_file = store.read_parent_file(sweep)
+    sweep_tracker = start_tracking(config, sweep)
+    parent_file = sweeps.read_parent_file(sweep)
     assert parent_file is not None
     dirs = make_job(sweep / "0_python_ngram", [0.15, 0.3, 0.8],
                     levels=["lenient", None, "strict"])
@@ -149,13 +149,13 @@ def test_a_job_of_three_thresholds_under_a_sweep_is_three_child_runs_sharing_pas
         (sweep / "0_python_ngram" / "passages.jsonl").read_text(encoding="utf-8")
 
     (sweep / "sweep.json").write_text('{"schema_version": 2}\n', encoding="utf-8")
-    end_sweep(config, sweep, {
+    sweep_tracker.end_sweep(sweep, {
         "schema_version": 2, "sweep_dir": str(sweep), "failed": False, "n_jobs": 1,
         "incomplete_jobs": [],
         "jobs": [{"dir": f"0_python_ngram/{d.name}", "job": "0_python_ngram", "num": 0,
                   "complete": True, "metrics": read_result(d)} for d in dirs],
         "best": {"context_recall": {"dir": "0_python_ngram/t0.15", "value": 1.0},
-                 "source_f1": {"dir": "0_python_ngram/t0.15", "value": 1.0}}})
+                 "source_f1": {"dir": "0_python_ngram/t0.15", "value": 1.0}}}, "FINISHED")
     parent = client(uri).get_run(parent.info.run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.metrics == {"best/context_recall": 1.0, "best/source_f1": 1.0,
@@ -238,19 +238,19 @@ def test_a_sweep_with_an_unreachable_server_stops_or_runs_untracked(tmp_path: Pa
     uri = f"http://127.0.0.1:{free_port()}"
     config = sweep_config(uri, tmp_path, timeout_s=2)
     with pytest.raises(RagciteError, match=f"cannot reach the MLflow tracking server at {uri}"):
-        start_sweep(config, tmp_path / "strict")
-    assert store.read_parent_file(tmp_path / "strict") is None
+        start_tracking(config, tmp_path / "strict")
+    assert sweeps.read_parent_file(tmp_path / "strict") is None
 
     config.tracking.required = False
-    start_sweep(config, tmp_path / "lenient")
-    parent = store.read_parent_file(tmp_path / "lenient")
+    lenient = start_tracking(config, tmp_path / "lenient")
+    parent = sweeps.read_parent_file(tmp_path / "lenient")
     assert parent is not None and parent["disabled"] is True and uri in parent["reason"]
     # Its jobs then run untracked, even on a store that works; closing has nothing to close.
     dirs = make_job(tmp_path / "lenient" / "0_job", [0.3])
     local = sqlite_uri(tmp_path / "out")
     assert track(mlflow_tracker(local, tmp_path / "out"), dirs) == [None]
     assert all_runs(local) == []
-    end_sweep(config, tmp_path / "lenient", {"failed": False, "jobs": []})
+    lenient.end_sweep(tmp_path / "lenient", {"failed": False, "jobs": []}, "FINISHED")
 
 
 def _sweep_with_runs(tmp_path: Path) -> tuple[str, Any, Any, Any, Any]:
@@ -262,7 +262,7 @@ def _sweep_with_runs(tmp_path: Path) -> tuple[str, Any, Any, Any, Any]:
     child = c.create_run(exp, run_name="job", tags={"mlflow.parentRunId": parent.info.run_id})
     done = c.create_run(exp, run_name="job2", tags={"mlflow.parentRunId": parent.info.run_id})
     c.set_terminated(done.info.run_id, "FINISHED")
-    store.write_parent_file(tmp_path, {"run_id": parent.info.run_id, "tracking_uri": uri,
+    sweeps.write_parent_file(tmp_path, {"run_id": parent.info.run_id, "tracking_uri": uri,
                                        "experiment_id": exp})
     return uri, c, parent, child, done
 
@@ -274,7 +274,7 @@ def test_end_sweep_fails_children_left_running_and_the_parent(tmp_path: Path) ->
                "jobs": [{"dir": "0_a", "job": "0_a", "complete": True,
                          "metrics": {"metrics": {"context_f1": 0.5}}}],
                "best": {"context_f1": {"dir": "0_a", "value": 0.5}}}
-    end_sweep(sweep_config(uri, tmp_path), tmp_path, summary)
+    mlflow_tracker(uri, tmp_path).end_sweep(tmp_path, summary, "FAILED")
     assert c.get_run(child.info.run_id).info.status == "FAILED"
     assert c.get_run(done.info.run_id).info.status == "FINISHED"
     run = c.get_run(parent.info.run_id)
@@ -288,11 +288,12 @@ def test_end_sweep_fails_children_left_running_and_the_parent(tmp_path: Path) ->
 
 def test_an_interrupted_sweep_is_closed_killed(tmp_path: Path) -> None:
     uri, c, parent, child, done = _sweep_with_runs(tmp_path)
-    close_open_sweep(tmp_path)
+    tracker = mlflow_tracker(uri, tmp_path)
+    tracker.end_sweep(tmp_path, {"failed": True}, "KILLED")
     assert [c.get_run(r.info.run_id).info.status for r in (parent, child, done)] == [
         "KILLED", "KILLED", "FINISHED"]
     no_run_is_running(uri)
-    close_open_sweep(tmp_path / "nowhere")  # no parent file: nothing to do
+    tracker.end_sweep(tmp_path / "nowhere", {}, "KILLED")  # no parent file: nothing to do
 
 
 def test_a_ui_url_gives_the_report_a_link_to_the_run(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from runner.results import read_result
+from runner.sweep import start_tracking
 from runner.tracking.flatten import metrics_from_results
-from runner.tracking.mlflow_sweep import end_sweep, start_sweep
 from tests.tracking.conftest import (
     MlflowServer,
     all_runs,
@@ -47,14 +47,14 @@ def test_a_sweep_job_logged_to_a_server_over_http(
     sweep = tmp_path / "sweep"
     config = sweep_config(uri, tmp_path / "out")
     config.experiment = "server-sweep"
-    start_sweep(config, sweep)
+    sweep_tracker = start_tracking(config, sweep)
     dirs = make_job(sweep / "0_job", [0.15, 0.8])
     track(mlflow_tracker(uri, tmp_path / "out", experiment="server-sweep"), dirs)
     (sweep / "sweep.json").write_text("{}\n", encoding="utf-8")
-    end_sweep(config, sweep, {"failed": False, "n_jobs": 1, "incomplete_jobs": [],
-                              "jobs": [{"dir": f"0_job/{d.name}", "complete": True}
-                                       for d in dirs],
-                              "best": {"context_recall": {"dir": "0_job/t0.15", "value": 1.0}}})
+    summary = {"failed": False, "n_jobs": 1, "incomplete_jobs": [],
+               "jobs": [{"dir": f"0_job/{d.name}", "complete": True} for d in dirs],
+               "best": {"context_recall": {"dir": "0_job/t0.15", "value": 1.0}}}
+    sweep_tracker.end_sweep(sweep, summary, "FINISHED")
     exp = client(uri).get_experiment_by_name("server-sweep")
     runs = [r for r in all_runs(uri) if r.info.experiment_id == exp.experiment_id]
     (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
