@@ -4,11 +4,12 @@
 - :func:`http_client`: the HTTP client of every API component, whose timeout is a deadline: each
   request attempt ends within it, wall-clock, the whole reply included (httpx's own timeout
   bounds each read, so a server trickling a byte a second would never time out).
-- :func:`openai_client`: an ``openai.AsyncOpenAI`` on it, with the configured timeout and retries
-  (the SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
-  ``Retry-After`` is waited out up to ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by
-  default, at most the SDK's two minutes), and a longer one fails the call at once with a
-  message that says so (:func:`describe_error`).
+- :func:`retrying`: the one retry policy of every API component (the openai SDK's own retries
+  are off): 408/409/429/5xx replies, timeouts and connection errors are retried with
+  exponential backoff (:func:`backoff_delay`); a ``Retry-After`` is waited out up to
+  ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by default, at most two minutes), and a
+  longer one fails the call at once with a message that says so (:func:`describe_error`).
+- :func:`openai_client`: an ``openai.AsyncOpenAI`` on that client, with the configured timeout.
 - :func:`refuse_key`: a 401/403 reply stops the run with one line; the component's
   :class:`Gate` closes (a call still waiting sends nothing) and :func:`gather_all` cancels the
   rest. A component's first request goes alone (:func:`send_all`) until the server has
@@ -29,10 +30,13 @@ import importlib
 import logging
 import math
 import os
+import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import tenacity
 
 from runner.cache import CACHE_VERSION, DiskCache, digest
 from runner.constraints import Range
@@ -44,10 +48,10 @@ T = TypeVar("T")
 
 MAX_RETRY_AFTER = 60.0
 """Default ceiling (s) on a server's ``Retry-After`` that a call waits out (``max_retry_after``)."""
-SDK_MAX_RETRY_AFTER = 120.0
-"""The longest ``Retry-After`` the openai SDK waits out; ``max_retry_after`` may not exceed it."""
-RETRY_AFTER = Range(0, SDK_MAX_RETRY_AFTER, unit="seconds")
+RETRY_AFTER = Range(0, 120, unit="seconds")
 """What ``max_retry_after`` allows."""
+MAX_BACKOFF = 8.0
+"""The longest wait between two attempts without a ``Retry-After``."""
 _RETRIED = frozenset({408, 409, 429})
 _REFUSED = {401: "401 Unauthorized", 403: "403 Forbidden"}
 
@@ -140,40 +144,92 @@ def _deadline_client() -> type:
 def http_client(**kwargs: Any) -> Any:
     """An ``httpx.AsyncClient`` (`kwargs` as for it) whose ``timeout`` is a deadline: a request
     attempt not completed within it, the whole reply read, raises ``httpx.ReadTimeout``
-    (retried like any timeout by the openai SDK and the `http` adapter)."""
+    (retried like any timeout by :func:`retrying`)."""
+    quiet_http_logs()
     return _deadline_client()(**kwargs)
 
 
-def openai_client(api_key: str, base_url: str | None, timeout: float, max_retries: int,
-                  max_retry_after: float = MAX_RETRY_AFTER) -> openai.AsyncOpenAI:
-    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it).
-
-    A retryable reply whose ``Retry-After`` exceeds `max_retry_after` is not retried (the
-    SDK's own ``x-should-retry`` reply header is set on it), so the run never sleeps longer.
-    """
+def openai_client(api_key: str, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
+    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it),
+    without retries of its own: its calls go through :func:`retrying`."""
     import openai
 
-    quiet_http_logs()
+    client = http_client(timeout=float(timeout), limits=openai.DEFAULT_CONNECTION_LIMITS,
+                         follow_redirects=True)
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
+                              timeout=float(timeout), max_retries=0, http_client=client)
+
+
+def _reply(exc: BaseException | None) -> Any:
+    """The HTTP reply of an error status (the openai SDK's or httpx's exception), else None."""
+    import openai
+
+    if isinstance(exc, (openai.APIStatusError, httpx_module().HTTPStatusError)):
+        return exc.response
+    return None
+
+
+def _retryable(exc: BaseException, max_retry_after: float) -> bool:
+    """Whether a failed attempt is tried again (the rule of the openai SDK): a connection error
+    or timeout, or a 408/409/429/5xx reply (or one whose ``x-should-retry`` says so) that does
+    not ask to wait longer than `max_retry_after`."""
+    import openai
+
+    reply = _reply(exc)
+    if reply is None:
+        return isinstance(exc, (openai.APIConnectionError, httpx_module().TransportError))
+    after = retry_after(reply.headers)
+    if after is not None and after > max_retry_after:
+        return False
+    flag = reply.headers.get("x-should-retry")
+    if flag in ("true", "false"):
+        return bool(flag == "true")
+    return bool(reply.status_code in _RETRIED or reply.status_code >= 500)
+
+
+def backoff_delay(attempt: int, base: float, after: float | None) -> float:
+    """The wait before retry `attempt` (0-based): the reply's ``Retry-After`` (`after`, already
+    within the ceiling) when it gives a positive one, else ``min(base·2^attempt, 8)`` minus up to
+    25 % jitter."""
+    if after:
+        return after
+    return min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
+
+
+def retrying(max_retries: int, max_retry_after: float, backoff: float = 0.5) -> Any:
+    """The retry policy of every API component, a ``tenacity.AsyncRetrying``:
+    ``await retrying(...)(fn, *args, **kwargs)`` calls ``fn`` up to ``max_retries + 1`` times and
+    re-raises the last error.
+
+    One mechanism, tenacity, for the openai SDK's calls and the `http` adapter's alike: the
+    SDK's own retries live inside an OpenAI client (they cannot serve a user's RAG service, nor
+    take the adapter's ``backoff``), and httpx's transport retries cover connection failures
+    only and would run inside each attempt's deadline. Make one per call (its state is per call).
+
+    Args:
+        max_retries: Retries after the first attempt.
+        max_retry_after: The longest ``Retry-After`` (s) waited out; a longer one is not retried.
+        backoff: The first wait without a ``Retry-After`` (doubling, at most 8 s).
+    """
     ceiling = float(max_retry_after)
 
-    async def no_long_waits(response: Any) -> None:
-        after = retry_after(response.headers)
-        if after is not None and after > ceiling:
-            response.headers["x-should-retry"] = "false"
+    def wait(state: tenacity.RetryCallState) -> float:
+        reply = _reply(state.outcome.exception() if state.outcome else None)
+        return backoff_delay(state.attempt_number - 1, float(backoff),
+                             retry_after(reply.headers) if reply is not None else None)
 
-    client = http_client(event_hooks={"response": [no_long_waits]}, timeout=float(timeout),
-                         limits=openai.DEFAULT_CONNECTION_LIMITS, follow_redirects=True)
-    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
-                              timeout=float(timeout), max_retries=int(max_retries),
-                              http_client=client)
+    return tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(int(max_retries) + 1), wait=wait, reraise=True,
+        retry=tenacity.retry_if_exception(lambda exc: _retryable(exc, ceiling)))
 
 
 def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
     """The ``Retry-After`` (s) of a retryable error reply when it exceeds `max_retry_after`
     (the call was then not retried), else None."""
-    status = getattr(exc, "status_code", None) or 0
-    after = retry_after(getattr(getattr(exc, "response", None), "headers", None))
-    if after is not None and after > max_retry_after and (status in _RETRIED or status >= 500):
+    reply = _reply(exc)
+    after = retry_after(reply.headers) if reply is not None else None
+    if after is not None and after > max_retry_after and (
+            reply.status_code in _RETRIED or reply.status_code >= 500):
         return after
     return None
 

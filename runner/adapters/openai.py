@@ -32,6 +32,7 @@ from runner.apiclient import (
     refuse_api_error,
     request_key,
     require_key,
+    retrying,
     send_all,
 )
 from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
@@ -224,8 +225,7 @@ class OpenaiModel(BaseAdapter):
             todo = {k: r for k, r in zip(keys, requests) if k not in out}
             if todo:
                 client = openai_client(require_key(self.openai_api_key, "model", "model=openai"),
-                                       self.base_url, self.timeout, self.max_retries,
-                                       self.max_retry_after)
+                                       self.base_url, self.timeout)
                 sem = Gate(int(self.concurrency))
 
                 async def answer(key: str) -> None:
@@ -244,7 +244,8 @@ class OpenaiModel(BaseAdapter):
         try:
             # The SDK's generic POST: the reply as sent (its typed models would turn a usage
             # figure "12" into 12), read below.
-            resp = await client.post("/chat/completions", body=req, cast_to=dict)
+            resp = await retrying(self.max_retries, self.max_retry_after)(
+                client.post, "/chat/completions", body=req, cast_to=dict)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
             refuse_api_error(exc, "model=openai", "model")
             self._usage.add(errors=1)

@@ -29,6 +29,7 @@ from runner.apiclient import (
     openai_client,
     refuse_api_error,
     require_key,
+    retrying,
     run_sync,
     send_all,
     waits_too_long,
@@ -113,9 +114,7 @@ class EmbeddingVectors(BaseMatcher):
         """Cosine of each pair; each distinct text is embedded at most once, ever."""
         if not pairs:
             return []
-        check = getattr(self, "check", None)
-        if callable(check):
-            check()
+        self.check()
         return run_sync(lambda: self._similarities(pairs))
 
     async def _similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
@@ -202,8 +201,7 @@ class EmbeddingsMatcher(EmbeddingVectors):
         """
         out: dict[str, Vector | PairError] = {}
         client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=embeddings"),
-                               self.base_url, self.timeout, self.max_retries,
-                               self.max_retry_after)
+                               self.base_url, self.timeout)
         sem = Gate(int(self.concurrency))
 
         async def attempt(batch: list[str]) -> _Fault | None:
@@ -252,7 +250,8 @@ class EmbeddingsMatcher(EmbeddingVectors):
         try:
             # The SDK's generic POST: the reply as sent (its typed models would turn "0.1" and
             # "12" into numbers), read strictly below.
-            resp = await client.post("/embeddings", body=kwargs, cast_to=dict)
+            resp = await retrying(self.max_retries, self.max_retry_after)(
+                client.post, "/embeddings", body=kwargs, cast_to=dict)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
             refuse_api_error(exc, "matcher=embeddings", "matcher")
             self._usage.add(errors=1)

@@ -28,6 +28,7 @@ from runner.apiclient import (
     refuse_api_error,
     request_key,
     require_key,
+    retrying,
     run_sync,
     send_all,
 )
@@ -232,8 +233,7 @@ class LlmMatcher(BaseMatcher):
             missing = [k for k in unique if k not in results]
             if missing:
                 client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=llm"),
-                                       self.base_url, self.timeout, self.max_retries,
-                                       self.max_retry_after)
+                                       self.base_url, self.timeout)
                 sem = Gate(int(self.concurrency))
 
                 async def judge(key: str) -> None:
@@ -257,7 +257,8 @@ class LlmMatcher(BaseMatcher):
         try:
             # The SDK's generic POST: its retries, backoff and errors, without the typed
             # request transform and response models (a third of the client's CPU per call).
-            resp = await client.post("/chat/completions", body=req, cast_to=dict)
+            resp = await retrying(self.max_retries, self.max_retry_after)(
+                client.post, "/chat/completions", body=req, cast_to=dict)
         except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
             refuse_api_error(exc, "matcher=llm", "matcher")
             self._usage.add(errors=1)
