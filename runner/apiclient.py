@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import email.utils
 import functools
 import importlib
@@ -32,14 +33,23 @@ import math
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import tenacity
 
 from runner.cache import CACHE_VERSION, DiskCache, digest
 from runner.constraints import Range
+from runner.usage import Usage
 
 if TYPE_CHECKING:
     import openai
@@ -333,6 +343,77 @@ async def send_all(items: Sequence[T], send: Callable[[T], Awaitable[Any]],
     if alone_first and rest:
         await send(rest.pop(0))
     await gather_all(send(item) for item in rest)
+
+
+class Caller:
+    """What a component that calls a server keeps between batches, and how it sends a batch.
+
+    ``__post_init__`` calls :meth:`_calls`; a subclass gives :meth:`_client`.
+    """
+
+    concurrency: int
+
+    def _calls(self, model: str | None = None) -> None:
+        self._usage = Usage(model=model)
+        self._memory: dict[tuple[str, str], Any] = {}  # the results when no cache folder is set
+        self._key_accepted = False  # until a reply: the first request goes alone
+
+    def usage(self) -> dict[str, Any]:
+        """Requests, tokens and cache hits of this run."""
+        return self._usage.to_dict()
+
+    def _client(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        raise NotImplementedError
+
+    async def _send_each(self, items: Sequence[T],
+                         send: Callable[[Any, T], Awaitable[None]]) -> None:
+        """``send(client, item)`` for every item on one client, at most ``concurrency`` at once
+        (one :class:`Gate`), in bounded waves; the first alone until the key was accepted."""
+        if not items:
+            return
+        gate = Gate(int(self.concurrency))
+        async with self._client() as client:
+            async def one(item: T) -> None:
+                async with gate:
+                    await send(client, item)
+
+            wave = max(1024, 64 * int(self.concurrency))  # few pending coroutines at once
+            for start in range(0, len(items), wave):
+                await send_all(items[start:start + wave], one, alone_first=not self._key_accepted)
+
+
+class OpenaiCaller(Caller):
+    """A :class:`Caller` on an OpenAI-compatible API (``where``: ``matcher`` or ``model``;
+    ``what``: the component as chosen, ``matcher=llm``)."""
+
+    where: ClassVar[str]
+    what: ClassVar[str]
+    openai_api_key: str | None
+    base_url: str | None
+    timeout: float
+    max_retries: int
+    max_retry_after: float
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        client = openai_client(require_key(self.openai_api_key, self.where, self.what),
+                               self.base_url, self.timeout)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+    async def _post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
+        """The reply of the SDK's generic POST, retried by :func:`retrying`: a dict, as sent
+        (its typed models would turn "12" into 12), or the exception of a call that failed (an
+        error status after the retries, an unreadable reply). A refused key stops the run."""
+        try:
+            return await retrying(self.max_retries, self.max_retry_after)(
+                client.post, path, body=body, cast_to=dict)
+        except Exception as exc:
+            refuse_api_error(exc, self.what, self.where)
+            self._usage.add(errors=1)
+            return exc
 
 
 def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:

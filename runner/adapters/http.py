@@ -30,14 +30,13 @@ from runner.apiclient import (
     MAX_BACKOFF,
     MAX_RETRY_AFTER,
     RETRY_AFTER,
-    Gate,
+    Caller,
     ResultStore,
     http_client,
     httpx_module,
     refuse_key,
     request_key,
     retrying,
-    send_all,
     too_long,
     waits_too_long,
 )
@@ -45,7 +44,7 @@ from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
-from runner.usage import Usage, token_count
+from runner.usage import token_count
 
 NAMESPACE = "http-replies"
 
@@ -75,7 +74,7 @@ def header_value(spec: str, name: str) -> str:
 
 
 @dataclass
-class HttpModel(BaseAdapter):
+class HttpModel(Caller, BaseAdapter):
     """POST each case to your RAG service and read its answer and citations from the reply.
 
     Args:
@@ -115,9 +114,7 @@ class HttpModel(BaseAdapter):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._usage = Usage()
-        self._memory: dict[tuple[str, str], Any] = {}
-        self._key_accepted = False  # until a reply: the first request goes alone
+        self._calls()
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
@@ -139,10 +136,6 @@ class HttpModel(BaseAdapter):
                 raise RagciteError(f"model.{key}: invalid JMESPath {shown(expr)}: "
                                    f"{' '.join(str(exc).split())}") from None
         self._headers()
-
-    def usage(self) -> dict[str, Any]:
-        """Requests, tokens (when the reply reports them) and cache hits of this run."""
-        return self._usage.to_dict()
 
     # --- requests -------------------------------------------------------------------------
 
@@ -227,13 +220,15 @@ class HttpModel(BaseAdapter):
         return None if raw is None else {k: float(v) for k, v in raw.items()
                                          if token_count(v) is not None}
 
+    def _client(self) -> Any:
+        limits = httpx_module().Limits(max_connections=int(self.concurrency))
+        return http_client(timeout=float(self.timeout), limits=limits, headers=self._headers())
+
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Send every case of the batch, concurrently."""
-        httpx2 = httpx_module()
         if not cases:
             return []
         self.check()
-        headers = self._headers()
         out: list[Response | None] = [None] * len(cases)
         bodies: dict[int, Any] = {}
         for i, case in enumerate(cases):
@@ -250,17 +245,11 @@ class HttpModel(BaseAdapter):
                     out[i] = self.extract(found[key]["reply"])
                     self._usage.add(cached=1)
             todo = [i for i in keys if out[i] is None]
-            if todo:
-                sem = Gate(int(self.concurrency))
-                limits = httpx2.Limits(max_connections=int(self.concurrency))
-                async with http_client(timeout=float(self.timeout), limits=limits,
-                                       headers=headers) as client:
 
-                    async def send(i: int) -> None:
-                        async with sem:
-                            out[i] = await self._send(client, bodies[i], store, keys[i])
+            async def send(client: Any, i: int) -> None:
+                out[i] = await self._send(client, bodies[i], store, keys[i])
 
-                    await send_all(todo, send, alone_first=not self._key_accepted)
+            await self._send_each(todo, send)
         return [r if r is not None else Response(error="no response") for r in out]
 
     def _account(self, reply: Any) -> None:

@@ -21,15 +21,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
+    Caller,
     Gate,
+    OpenaiCaller,
     ResultStore,
     describe_error,
     effective_base_url,
     gather_all,
-    openai_client,
-    refuse_api_error,
     require_key,
-    retrying,
     run_sync,
     send_all,
     waits_too_long,
@@ -46,7 +45,6 @@ from runner.matchers.vectors import (
     vector_problem,
     wrong_length,
 )
-from runner.usage import Usage
 
 __all__ = ["EmbeddingVectors", "EmbeddingsMatcher", "cosine_pairs", "decode_vector",
            "encode_vector", "estimate_tokens", "plan_requests"]
@@ -81,7 +79,7 @@ def plan_requests(texts: Sequence[str], max_inputs: int, max_tokens: int,
 
 
 @dataclass
-class EmbeddingVectors(BaseMatcher):
+class EmbeddingVectors(BaseMatcher, Caller):
     """Base of the embedding matchers: a per-text vector cache and cosine similarities.
 
     Subclasses implement :meth:`vector_identity` and :meth:`embed`.
@@ -89,17 +87,11 @@ class EmbeddingVectors(BaseMatcher):
 
     def __post_init__(self) -> None:
         self._cache_dir: Path | None = None
-        self._memory: dict[tuple[str, str], Any] = {}
-        self._usage = Usage(model=getattr(self, "model", None))
-        self._key_accepted = False  # until a reply: the first request goes alone
+        self._calls(getattr(self, "model", None))
 
     def bind_cache(self, directory: Path | None) -> None:
         """Store vectors under the run's cache folder (None: keep them in memory)."""
         self._cache_dir = Path(directory) if directory is not None else None
-
-    def usage(self) -> dict[str, Any]:
-        """Requests, tokens and cached texts of this run."""
-        return self._usage.to_dict()
 
     def vector_identity(self) -> dict[str, Any]:
         """What determines a text's vector (the cache namespace)."""
@@ -138,7 +130,7 @@ class EmbeddingVectors(BaseMatcher):
 
 
 @dataclass
-class EmbeddingsMatcher(EmbeddingVectors):
+class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     """Cosine similarity of vectors from an OpenAI-compatible embeddings API.
 
     Args:
@@ -161,6 +153,8 @@ class EmbeddingsMatcher(EmbeddingVectors):
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.8, "lenient": 0.7}
     similarity_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    where: ClassVar[str] = "matcher"
+    what: ClassVar[str] = "matcher=embeddings"
     model: str = "text-embedding-3-small"
     dimensions: int | None = field(default=None, metadata=allows(POSITIVE))
     base_url: str | None = None
@@ -200,11 +194,9 @@ class EmbeddingsMatcher(EmbeddingVectors):
         (the server, not one text). A 401/403 stops the run (a RagciteError).
         """
         out: dict[str, Vector | PairError] = {}
-        client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=embeddings"),
-                               self.base_url, self.timeout)
         sem = Gate(int(self.concurrency))
 
-        async def attempt(batch: list[str]) -> _Fault | None:
+        async def attempt(client: Any, batch: list[str]) -> _Fault | None:
             async with sem:
                 result = await self._request(client, batch)
             if isinstance(result, _Fault):
@@ -216,29 +208,29 @@ class EmbeddingsMatcher(EmbeddingVectors):
                     store.put(text_key(t), encode_vector(vec))
             return None
 
-        async def isolate(batch: list[str], fault: _Fault) -> None:
+        async def isolate(client: Any, batch: list[str], fault: _Fault) -> None:
             if len(batch) == 1 or fault.kind == "final":
                 out.update(dict.fromkeys(batch, fault.error))
                 return
             halves = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
-            faults = await gather_all(attempt(h) for h in halves)
+            faults = await gather_all(attempt(client, h) for h in halves)
             if fault.kind == "server" and all(f is not None for f in faults):
                 for half, f in zip(halves, faults):
                     out.update(dict.fromkeys(half, f.error))
                 return
-            await gather_all(isolate(h, f) for h, f in zip(halves, faults) if f is not None)
+            await gather_all(isolate(client, h, f) for h, f in zip(halves, faults)
+                             if f is not None)
 
-        async def send(batch: list[str]) -> None:
-            fault = await attempt(batch)
+        async def send(client: Any, batch: list[str]) -> None:
+            fault = await attempt(client, batch)
             if fault is not None:
-                await isolate(batch, fault)
+                await isolate(client, batch, fault)
 
-        try:
+        async with self._client() as client:
             batches = plan_requests(texts, int(self.max_inputs), int(self.max_request_tokens),
                                     float(self.chars_per_token))
-            await send_all(batches, send, alone_first=not self._key_accepted)
-        finally:
-            await client.close()
+            await send_all(batches, lambda batch: send(client, batch),
+                           alone_first=not self._key_accepted)
         return out
 
     async def _request(self, client: Any, batch: list[str]) -> list[Vector | PairError] | _Fault:
@@ -247,15 +239,9 @@ class EmbeddingsMatcher(EmbeddingVectors):
                                   "encoding_format": self.encoding_format}
         if self.dimensions is not None:
             kwargs["dimensions"] = int(self.dimensions)
-        try:
-            # The SDK's generic POST: the reply as sent (its typed models would turn "0.1" and
-            # "12" into numbers), read strictly below.
-            resp = await retrying(self.max_retries, self.max_retry_after)(
-                client.post, "/embeddings", body=kwargs, cast_to=dict)
-        except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
-            refuse_api_error(exc, "matcher=embeddings", "matcher")
-            self._usage.add(errors=1)
-            return _Fault.of(exc, self.max_retry_after)
+        resp = await self._post(client, "/embeddings", kwargs)
+        if isinstance(resp, Exception):
+            return _Fault.of(resp, self.max_retry_after)
         usage = resp.get("usage") if isinstance(resp, dict) else None
         tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if tokens is None:  # none reported: the estimate
