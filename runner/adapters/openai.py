@@ -3,9 +3,9 @@ then an OpenAI-compatible chat model answers with citations (source and verbatim
 
 The prompt is a Jinja template; the reply is constrained to :data:`ANSWER_SCHEMA` through
 structured output (``structured_output: json_object`` for servers without JSON-schema support).
-A call that fails after the SDK's retries, or a reply that is not that JSON, is
-``Response(error=...)``. Every call is persisted as it returns, keyed by a digest of the exact
-request, so an interrupted run resumes without paying twice.
+A call that fails after its retries (:func:`runner.apiclient.retrying`), or a reply that is not
+that JSON, is ``Response(error=...)``. Every call is persisted as it returns, keyed by a digest
+of the exact request, so an interrupted run resumes without paying twice.
 """
 
 from __future__ import annotations

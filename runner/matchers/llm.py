@@ -3,7 +3,8 @@ same part of the source document (SPEC 4.2).
 
 Similarity = the model's probability of answering "yes" (from the log-probabilities of its first
 answer token when the server returns them, else 1.0/0.0 from the answer text), at temperature 0.
-A pair that still fails after the SDK's retries is a :class:`~runner.matchers.base.PairError`.
+A pair that still fails after its retries (:func:`runner.apiclient.retrying`) is a
+:class:`~runner.matchers.base.PairError`.
 Each judgment is persisted as it completes, keyed by a digest of the exact request, so an
 interrupted run resumes where it stopped; the identity (the pipeline's similarity cache) holds
 no threshold, key or concurrency.
