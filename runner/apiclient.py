@@ -1,23 +1,16 @@
 """Shared plumbing of the components that call a server (OpenAI-compatible APIs, RAG services).
 
-- :func:`require_key`: the one-line error for a missing API key, raised before any work.
 - :func:`http_client`: the HTTP client of every API component, whose timeout is a deadline: each
   request attempt ends within it, wall-clock, the whole reply included (httpx's own timeout
   bounds each read, so a server trickling a byte a second would never time out).
 - :func:`retrying`: the one retry policy of every API component (the openai SDK's own retries
-  are off): 408/409/429/5xx replies, timeouts and connection errors are retried with
-  exponential backoff (:func:`backoff_delay`); a ``Retry-After`` is waited out up to
-  ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by default, at most two minutes), and a
-  longer one fails the call at once with a message that says so (:func:`describe_error`).
-- :func:`openai_client`: an ``openai.AsyncOpenAI`` on that client, with the configured timeout.
-- :func:`refuse_key`: a 401/403 reply stops the run with one line; the component's
-  :class:`Gate` closes (a call still waiting sends nothing) and :func:`gather_all` cancels the
-  rest. A component's first request goes alone (:func:`send_all`) until the server has
-  accepted the key once, so a bad key costs one request, not one per pair.
-- :func:`run_sync`: run a coroutine from synchronous code, also inside a running event loop
-  (a notebook).
-- :class:`ResultStore`: results persisted as they complete, so an interrupted run loses at most
-  the calls of the last second and a rerun pays for nothing twice.
+  are off), with the one reading of ``Retry-After`` (:func:`retry_after`) and its ceiling
+  ``max_retry_after``; a longer wait fails the call at once, saying so (:func:`describe_error`).
+- :func:`require_key`, :func:`refuse_key`: a missing key fails before any work, a 401/403 reply
+  stops the run with one line (the component's :class:`Gate` closes; a component's first
+  request goes alone until the server has accepted the key, so a bad key costs one request).
+- :class:`Caller`, :class:`OpenaiCaller`: what every API component shares (usage, one gated
+  client per batch, the retried POST); results persist in a :class:`~runner.cache.ResultStore`.
 """
 
 from __future__ import annotations
@@ -33,25 +26,17 @@ import math
 import os
 import random
 import time
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Iterable,
-    Mapping,
-    Sequence,
-)
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import tenacity
 
-from runner.cache import CACHE_VERSION, DiskCache, digest
 from runner.constraints import Range
 from runner.usage import Usage
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     import openai
 
 T = TypeVar("T")
@@ -67,16 +52,8 @@ _REFUSED = {401: "401 Unauthorized", 403: "403 Forbidden"}
 
 
 def require_key(key: str | None, where: str, what: str) -> str:
-    """Return the key, or raise the one-line error a user can act on.
-
-    Args:
-        key: The configured key (``${oc.env:OPENAI_API_KEY,null}`` by default).
-        where: The config path of the component (``matcher`` or ``model``).
-        what: The component as the user chose it (``matcher=llm``).
-
-    Raises:
-        RagciteError: The key is missing or blank.
-    """
+    """The key, or the one-line RagciteError a user can act on (`where`: the config path,
+    ``matcher``; `what`: the component as chosen, ``matcher=llm``)."""
     if key is not None and str(key).strip() and str(key) != "???":
         return str(key)
     from runner.errors import RagciteError
@@ -269,16 +246,8 @@ def describe_error(exc: BaseException, where: str = "matcher",
 
 
 def refuse_key(status: int | None, what: str, hint: str) -> None:
-    """Stop the run when the server refused the credentials (401/403).
-
-    Args:
-        status: The reply's HTTP status.
-        what: The component as the user chose it (``matcher=llm``).
-        hint: Where the credentials come from (``OPENAI_API_KEY or matcher.openai_api_key``).
-
-    Raises:
-        RagciteError: `status` is 401 or 403.
-    """
+    """Stop the run (a RagciteError) when the server refused the credentials (401/403);
+    `hint` says where they come from (``OPENAI_API_KEY or matcher.openai_api_key``)."""
     if status in _REFUSED:
         from runner.errors import RagciteError
 
@@ -293,12 +262,8 @@ def refuse_api_error(exc: BaseException, what: str, where: str) -> None:
 
 
 class Gate:
-    """``asyncio.Semaphore`` for the calls of one component, closed for good when a call inside
-    it raises a RagciteError (a refused key): a call still waiting then sends nothing.
-
-    Args:
-        concurrency: Calls inside the gate at once.
-    """
+    """``asyncio.Semaphore(concurrency)`` for the calls of one component, closed for good when
+    a call inside it raises a RagciteError (a refused key): a call still waiting sends nothing."""
 
     def __init__(self, concurrency: int) -> None:
         self._sem = asyncio.Semaphore(int(concurrency))
@@ -428,75 +393,3 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(factory())
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(lambda: asyncio.run(factory())).result()
-
-
-def request_key(*parts: Any) -> str:
-    """The cache key of one call: a digest of everything that determines its reply."""
-    return digest({"v": CACHE_VERSION, "call": parts})
-
-
-class ResultStore:
-    """Results of individual calls, persisted as they complete.
-
-    Backed by the run's :class:`~runner.cache.DiskCache` (``cache.dir``) when a folder is given,
-    else by the `memory` dict of the component that owns it (so one object still never pays for
-    a call twice). Open it in the thread that uses it (SQLite connections are per thread):
-    ``with ResultStore(...) as store``.
-
-    Args:
-        directory: The cache folder, or None for memory only.
-        namespace: The namespace of this kind of result.
-        memory: The dict used when `directory` is None.
-        flush_every: Write after this many new results...
-        flush_seconds: ...or when this long has passed since the last write.
-    """
-
-    def __init__(self, directory: str | Path | None, namespace: str,
-                 memory: dict[tuple[str, str], Any] | None = None, flush_every: int = 64,
-                 flush_seconds: float = 1.0) -> None:
-        self.directory = Path(directory) if directory is not None else None
-        self.namespace = namespace
-        self._memory = memory if memory is not None else {}
-        self.flush_every = flush_every
-        self.flush_seconds = flush_seconds
-        self._disk: DiskCache | None = None
-        self._pending: list[tuple[str, Any]] = []
-        self._last = time.monotonic()
-
-    def __enter__(self) -> ResultStore:
-        if self.directory is not None:
-            self._disk = DiskCache(self.directory)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.flush()
-        finally:
-            if self._disk is not None:
-                self._disk.close()
-                self._disk = None
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
-        """The stored results of those keys that have one."""
-        keys = list(dict.fromkeys(keys))
-        if self._disk is not None:
-            return self._disk.get_many(self.namespace, keys)
-        return {k: self._memory[(self.namespace, k)] for k in keys
-                if (self.namespace, k) in self._memory}
-
-    def put(self, key: str, value: Any) -> None:
-        """Store one result; written to disk in small groups (see the class doc)."""
-        if self._disk is None:
-            self._memory[(self.namespace, key)] = value
-            return
-        self._pending.append((key, value))
-        if (len(self._pending) >= self.flush_every
-                or time.monotonic() - self._last >= self.flush_seconds):
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the pending results."""
-        if self._disk is not None and self._pending:
-            self._disk.put_many(self.namespace, self._pending)
-        self._pending = []
-        self._last = time.monotonic()

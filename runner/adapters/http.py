@@ -31,15 +31,14 @@ from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
     Caller,
-    ResultStore,
     http_client,
     httpx_module,
     refuse_key,
-    request_key,
     retrying,
     too_long,
     waits_too_long,
 )
+from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response

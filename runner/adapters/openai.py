@@ -25,12 +25,11 @@ from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
     OpenaiCaller,
-    ResultStore,
     describe_error,
     effective_base_url,
-    request_key,
     require_key,
 )
+from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
 from runner.prompts import Prompt, load_prompt

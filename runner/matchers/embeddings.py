@@ -24,7 +24,6 @@ from runner.apiclient import (
     Caller,
     Gate,
     OpenaiCaller,
-    ResultStore,
     describe_error,
     effective_base_url,
     gather_all,
@@ -33,7 +32,7 @@ from runner.apiclient import (
     send_all,
     waits_too_long,
 )
-from runner.cache import digest, text_key
+from runner.cache import ResultStore, digest, text_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.matchers.vectors import (

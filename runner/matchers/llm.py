@@ -22,13 +22,12 @@ from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
     OpenaiCaller,
-    ResultStore,
     describe_error,
     effective_base_url,
-    request_key,
     require_key,
     run_sync,
 )
+from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.prompts import Prompt, load_prompt
