@@ -195,7 +195,7 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
         out: dict[str, Vector | PairError] = {}
         sem = Gate(int(self.concurrency))
 
-        async def attempt(client: Any, batch: list[str]) -> _Fault | None:
+        async def attempt(batch: list[str]) -> _Fault | None:
             async with sem:
                 result = await self._request(client, batch)
             if isinstance(result, _Fault):
@@ -207,29 +207,27 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
                     store.put(text_key(t), encode_vector(vec))
             return None
 
-        async def isolate(client: Any, batch: list[str], fault: _Fault) -> None:
+        async def isolate(batch: list[str], fault: _Fault) -> None:
             if len(batch) == 1 or fault.kind == "final":
                 out.update(dict.fromkeys(batch, fault.error))
                 return
             halves = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
-            faults = await gather_all(attempt(client, h) for h in halves)
+            faults = await gather_all(attempt(h) for h in halves)
             if fault.kind == "server" and all(f is not None for f in faults):
                 for half, f in zip(halves, faults):
                     out.update(dict.fromkeys(half, f.error))
                 return
-            await gather_all(isolate(client, h, f) for h, f in zip(halves, faults)
-                             if f is not None)
+            await gather_all(isolate(h, f) for h, f in zip(halves, faults) if f is not None)
 
-        async def send(client: Any, batch: list[str]) -> None:
-            fault = await attempt(client, batch)
+        async def send(batch: list[str]) -> None:
+            fault = await attempt(batch)
             if fault is not None:
-                await isolate(client, batch, fault)
+                await isolate(batch, fault)
 
-        async with self._client() as client:
+        async with self._client() as client:  # used by attempt
             batches = plan_requests(texts, int(self.max_inputs), int(self.max_request_tokens),
                                     float(self.chars_per_token))
-            await send_all(batches, lambda batch: send(client, batch),
-                           alone_first=not self._key_accepted)
+            await send_all(batches, send, alone_first=not self._key_accepted)
         return out
 
     async def _request(self, client: Any, batch: list[str]) -> list[Vector | PairError] | _Fault:
