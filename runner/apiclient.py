@@ -1,68 +1,59 @@
 """Shared plumbing of the components that call a server (OpenAI-compatible APIs, RAG services).
 
-- :func:`require_key`: the one-line error for a missing API key, raised before any work.
 - :func:`http_client`: the HTTP client of every API component, whose timeout is a deadline: each
   request attempt ends within it, wall-clock, the whole reply included (httpx's own timeout
   bounds each read, so a server trickling a byte a second would never time out).
-- :func:`openai_client`: an ``openai.AsyncOpenAI`` on it, with the configured timeout and retries
-  (the SDK retries 408/409/429/5xx, connection errors and timeouts with exponential backoff); a
-  ``Retry-After`` is waited out up to ``max_retry_after`` seconds (:data:`MAX_RETRY_AFTER` by
-  default, at most the SDK's two minutes), and a longer one fails the call at once with a
-  message that says so (:func:`describe_error`).
-- :func:`refuse_key`: a 401/403 reply stops the run with one line; the component's
-  :class:`Gate` closes (a call still waiting sends nothing) and :func:`gather_all` cancels the
-  rest. A component's first request goes alone (:func:`send_all`) until the server has
-  accepted the key once, so a bad key costs one request, not one per pair.
-- :func:`run_sync`: run a coroutine from synchronous code, also inside a running event loop
-  (a notebook).
-- :class:`ResultStore`: results persisted as they complete, so an interrupted run loses at most
-  the calls of the last second and a rerun pays for nothing twice.
+- :func:`retrying`: the one retry policy of every API component (the openai SDK's own retries
+  are off), with the one reading of ``Retry-After`` (:func:`retry_after`) and its ceiling
+  ``max_retry_after``; a longer wait fails the call at once, saying so (:func:`describe_error`).
+- :func:`require_key`, :func:`refuse_key`: a missing key fails before any work, a 401/403 reply
+  stops the run with one line (the component's :class:`Gate` closes; a component's first
+  request goes alone until the server has accepted the key, so a bad key costs one request).
+- :class:`Caller`, :class:`OpenaiCaller`: what every API component shares (usage, one gated
+  client per batch, the retried POST); results persist in a :class:`~runner.cache.ResultStore`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import email.utils
 import functools
 import importlib
 import logging
 import math
 import os
+import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from runner.cache import CACHE_VERSION, DiskCache, digest
+import tenacity
+
 from runner.constraints import Range
+from runner.usage import Usage
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     import openai
 
 T = TypeVar("T")
 
 MAX_RETRY_AFTER = 60.0
 """Default ceiling (s) on a server's ``Retry-After`` that a call waits out (``max_retry_after``)."""
-SDK_MAX_RETRY_AFTER = 120.0
-"""The longest ``Retry-After`` the openai SDK waits out; ``max_retry_after`` may not exceed it."""
-RETRY_AFTER = Range(0, SDK_MAX_RETRY_AFTER, unit="seconds")
+RETRY_AFTER = Range(0, 120, unit="seconds")
 """What ``max_retry_after`` allows."""
+MAX_BACKOFF = 8.0
+"""The longest wait between two attempts without a ``Retry-After``."""
 _RETRIED = frozenset({408, 409, 429})
 _REFUSED = {401: "401 Unauthorized", 403: "403 Forbidden"}
 
 
 def require_key(key: str | None, where: str, what: str) -> str:
-    """Return the key, or raise the one-line error a user can act on.
-
-    Args:
-        key: The configured key (``${oc.env:OPENAI_API_KEY,null}`` by default).
-        where: The config path of the component (``matcher`` or ``model``).
-        what: The component as the user chose it (``matcher=llm``).
-
-    Raises:
-        RagciteError: The key is missing or blank.
-    """
+    """The key, or the one-line RagciteError a user can act on (`where`: the config path,
+    ``matcher``; `what`: the component as chosen, ``matcher=llm``)."""
     if key is not None and str(key).strip() and str(key) != "???":
         return str(key)
     from runner.errors import RagciteError
@@ -140,40 +131,92 @@ def _deadline_client() -> type:
 def http_client(**kwargs: Any) -> Any:
     """An ``httpx.AsyncClient`` (`kwargs` as for it) whose ``timeout`` is a deadline: a request
     attempt not completed within it, the whole reply read, raises ``httpx.ReadTimeout``
-    (retried like any timeout by the openai SDK and the `http` adapter)."""
+    (retried like any timeout by :func:`retrying`)."""
+    quiet_http_logs()
     return _deadline_client()(**kwargs)
 
 
-def openai_client(api_key: str, base_url: str | None, timeout: float, max_retries: int,
-                  max_retry_after: float = MAX_RETRY_AFTER) -> openai.AsyncOpenAI:
-    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it).
-
-    A retryable reply whose ``Retry-After`` exceeds `max_retry_after` is not retried (the
-    SDK's own ``x-should-retry`` reply header is set on it), so the run never sleeps longer.
-    """
+def openai_client(api_key: str, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
+    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it),
+    without retries of its own: its calls go through :func:`retrying`."""
     import openai
 
-    quiet_http_logs()
+    client = http_client(timeout=float(timeout), limits=openai.DEFAULT_CONNECTION_LIMITS,
+                         follow_redirects=True)
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
+                              timeout=float(timeout), max_retries=0, http_client=client)
+
+
+def _reply(exc: BaseException | None) -> Any:
+    """The HTTP reply of an error status (the openai SDK's or httpx's exception), else None."""
+    import openai
+
+    if isinstance(exc, (openai.APIStatusError, httpx_module().HTTPStatusError)):
+        return exc.response
+    return None
+
+
+def _retryable(exc: BaseException, max_retry_after: float) -> bool:
+    """Whether a failed attempt is tried again (the rule of the openai SDK): a connection error
+    or timeout, or a 408/409/429/5xx reply (or one whose ``x-should-retry`` says so) that does
+    not ask to wait longer than `max_retry_after`."""
+    import openai
+
+    reply = _reply(exc)
+    if reply is None:
+        return isinstance(exc, (openai.APIConnectionError, httpx_module().TransportError))
+    after = retry_after(reply.headers)
+    if after is not None and after > max_retry_after:
+        return False
+    flag = reply.headers.get("x-should-retry")
+    if flag in ("true", "false"):
+        return bool(flag == "true")
+    return bool(reply.status_code in _RETRIED or reply.status_code >= 500)
+
+
+def backoff_delay(attempt: int, base: float, after: float | None) -> float:
+    """The wait before retry `attempt` (0-based): the reply's ``Retry-After`` (`after`, already
+    within the ceiling) when it gives a positive one, else ``min(base·2^attempt, 8)`` minus up to
+    25 % jitter."""
+    if after:
+        return after
+    return min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
+
+
+def retrying(max_retries: int, max_retry_after: float, backoff: float = 0.5) -> Any:
+    """The retry policy of every API component, a ``tenacity.AsyncRetrying``:
+    ``await retrying(...)(fn, *args, **kwargs)`` calls ``fn`` up to ``max_retries + 1`` times and
+    re-raises the last error.
+
+    One mechanism, tenacity, for the openai SDK's calls and the `http` adapter's alike: the
+    SDK's own retries live inside an OpenAI client (they cannot serve a user's RAG service, nor
+    take the adapter's ``backoff``), and httpx's transport retries cover connection failures
+    only and would run inside each attempt's deadline. Make one per call (its state is per call).
+
+    Args:
+        max_retries: Retries after the first attempt.
+        max_retry_after: The longest ``Retry-After`` (s) waited out; a longer one is not retried.
+        backoff: The first wait without a ``Retry-After`` (doubling, at most 8 s).
+    """
     ceiling = float(max_retry_after)
 
-    async def no_long_waits(response: Any) -> None:
-        after = retry_after(response.headers)
-        if after is not None and after > ceiling:
-            response.headers["x-should-retry"] = "false"
+    def wait(state: tenacity.RetryCallState) -> float:
+        reply = _reply(state.outcome.exception() if state.outcome else None)
+        return backoff_delay(state.attempt_number - 1, float(backoff),
+                             retry_after(reply.headers) if reply is not None else None)
 
-    client = http_client(event_hooks={"response": [no_long_waits]}, timeout=float(timeout),
-                         limits=openai.DEFAULT_CONNECTION_LIMITS, follow_redirects=True)
-    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
-                              timeout=float(timeout), max_retries=int(max_retries),
-                              http_client=client)
+    return tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(int(max_retries) + 1), wait=wait, reraise=True,
+        retry=tenacity.retry_if_exception(lambda exc: _retryable(exc, ceiling)))
 
 
 def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
     """The ``Retry-After`` (s) of a retryable error reply when it exceeds `max_retry_after`
     (the call was then not retried), else None."""
-    status = getattr(exc, "status_code", None) or 0
-    after = retry_after(getattr(getattr(exc, "response", None), "headers", None))
-    if after is not None and after > max_retry_after and (status in _RETRIED or status >= 500):
+    reply = _reply(exc)
+    after = retry_after(reply.headers) if reply is not None else None
+    if after is not None and after > max_retry_after and (
+            reply.status_code in _RETRIED or reply.status_code >= 500):
         return after
     return None
 
@@ -203,16 +246,8 @@ def describe_error(exc: BaseException, where: str = "matcher",
 
 
 def refuse_key(status: int | None, what: str, hint: str) -> None:
-    """Stop the run when the server refused the credentials (401/403).
-
-    Args:
-        status: The reply's HTTP status.
-        what: The component as the user chose it (``matcher=llm``).
-        hint: Where the credentials come from (``OPENAI_API_KEY or matcher.openai_api_key``).
-
-    Raises:
-        RagciteError: `status` is 401 or 403.
-    """
+    """Stop the run (a RagciteError) when the server refused the credentials (401/403);
+    `hint` says where they come from (``OPENAI_API_KEY or matcher.openai_api_key``)."""
     if status in _REFUSED:
         from runner.errors import RagciteError
 
@@ -227,12 +262,8 @@ def refuse_api_error(exc: BaseException, what: str, where: str) -> None:
 
 
 class Gate:
-    """``asyncio.Semaphore`` for the calls of one component, closed for good when a call inside
-    it raises a RagciteError (a refused key): a call still waiting then sends nothing.
-
-    Args:
-        concurrency: Calls inside the gate at once.
-    """
+    """``asyncio.Semaphore(concurrency)`` for the calls of one component, closed for good when
+    a call inside it raises a RagciteError (a refused key): a call still waiting sends nothing."""
 
     def __init__(self, concurrency: int) -> None:
         self._sem = asyncio.Semaphore(int(concurrency))
@@ -279,6 +310,77 @@ async def send_all(items: Sequence[T], send: Callable[[T], Awaitable[Any]],
     await gather_all(send(item) for item in rest)
 
 
+class Caller:
+    """What a component that calls a server keeps between batches, and how it sends a batch.
+
+    ``__post_init__`` calls :meth:`_calls`; a subclass gives :meth:`_client`.
+    """
+
+    concurrency: int
+
+    def _calls(self, model: str | None = None) -> None:
+        self._usage = Usage(model=model)
+        self._memory: dict[tuple[str, str], Any] = {}  # the results when no cache folder is set
+        self._key_accepted = False  # until a reply: the first request goes alone
+
+    def usage(self) -> dict[str, Any]:
+        """Requests, tokens and cache hits of this run."""
+        return self._usage.to_dict()
+
+    def _client(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        raise NotImplementedError
+
+    async def _send_each(self, items: Sequence[T],
+                         send: Callable[[Any, T], Awaitable[None]]) -> None:
+        """``send(client, item)`` for every item on one client, at most ``concurrency`` at once
+        (one :class:`Gate`), in bounded waves; the first alone until the key was accepted."""
+        if not items:
+            return
+        gate = Gate(int(self.concurrency))
+        async with self._client() as client:
+            async def one(item: T) -> None:
+                async with gate:
+                    await send(client, item)
+
+            wave = max(1024, 64 * int(self.concurrency))  # few pending coroutines at once
+            for start in range(0, len(items), wave):
+                await send_all(items[start:start + wave], one, alone_first=not self._key_accepted)
+
+
+class OpenaiCaller(Caller):
+    """A :class:`Caller` on an OpenAI-compatible API (``where``: ``matcher`` or ``model``;
+    ``what``: the component as chosen, ``matcher=llm``)."""
+
+    where: ClassVar[str]
+    what: ClassVar[str]
+    openai_api_key: str | None
+    base_url: str | None
+    timeout: float
+    max_retries: int
+    max_retry_after: float
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        client = openai_client(require_key(self.openai_api_key, self.where, self.what),
+                               self.base_url, self.timeout)
+        try:
+            yield client
+        finally:
+            await client.close()
+
+    async def _post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
+        """The reply of the SDK's generic POST, retried by :func:`retrying`: a dict, as sent
+        (its typed models would turn "12" into 12), or the exception of a call that failed (an
+        error status after the retries, an unreadable reply). A refused key stops the run."""
+        try:
+            return await retrying(self.max_retries, self.max_retry_after)(
+                client.post, path, body=body, cast_to=dict)
+        except Exception as exc:
+            refuse_api_error(exc, self.what, self.where)
+            self._usage.add(errors=1)
+            return exc
+
+
 def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run ``factory()`` to completion from synchronous code.
 
@@ -291,75 +393,3 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(factory())
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(lambda: asyncio.run(factory())).result()
-
-
-def request_key(*parts: Any) -> str:
-    """The cache key of one call: a digest of everything that determines its reply."""
-    return digest({"v": CACHE_VERSION, "call": parts})
-
-
-class ResultStore:
-    """Results of individual calls, persisted as they complete.
-
-    Backed by the run's :class:`~runner.cache.DiskCache` (``cache.dir``) when a folder is given,
-    else by the `memory` dict of the component that owns it (so one object still never pays for
-    a call twice). Open it in the thread that uses it (SQLite connections are per thread):
-    ``with ResultStore(...) as store``.
-
-    Args:
-        directory: The cache folder, or None for memory only.
-        namespace: The namespace of this kind of result.
-        memory: The dict used when `directory` is None.
-        flush_every: Write after this many new results...
-        flush_seconds: ...or when this long has passed since the last write.
-    """
-
-    def __init__(self, directory: str | Path | None, namespace: str,
-                 memory: dict[tuple[str, str], Any] | None = None, flush_every: int = 64,
-                 flush_seconds: float = 1.0) -> None:
-        self.directory = Path(directory) if directory is not None else None
-        self.namespace = namespace
-        self._memory = memory if memory is not None else {}
-        self.flush_every = flush_every
-        self.flush_seconds = flush_seconds
-        self._disk: DiskCache | None = None
-        self._pending: list[tuple[str, Any]] = []
-        self._last = time.monotonic()
-
-    def __enter__(self) -> ResultStore:
-        if self.directory is not None:
-            self._disk = DiskCache(self.directory)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.flush()
-        finally:
-            if self._disk is not None:
-                self._disk.close()
-                self._disk = None
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
-        """The stored results of those keys that have one."""
-        keys = list(dict.fromkeys(keys))
-        if self._disk is not None:
-            return self._disk.get_many(self.namespace, keys)
-        return {k: self._memory[(self.namespace, k)] for k in keys
-                if (self.namespace, k) in self._memory}
-
-    def put(self, key: str, value: Any) -> None:
-        """Store one result; written to disk in small groups (see the class doc)."""
-        if self._disk is None:
-            self._memory[(self.namespace, key)] = value
-            return
-        self._pending.append((key, value))
-        if (len(self._pending) >= self.flush_every
-                or time.monotonic() - self._last >= self.flush_seconds):
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the pending results."""
-        if self._disk is not None and self._pending:
-            self._disk.put_many(self.namespace, self._pending)
-        self._pending = []
-        self._last = time.monotonic()

@@ -5,6 +5,7 @@ namespace derived from the full identity of what produced it — the matcher's s
 its threshold, or the adapter's settings plus the dataset digest — so a changed setting or
 dataset can never return a stale value. A per-namespace file lock makes concurrent jobs of a
 sweep compute each value once: the first job computes, the others wait and then read.
+:class:`ResultStore` keeps the results of an API component's calls as they complete.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,3 +137,75 @@ class DiskCache:
         """Delete every entry."""
         self._conn.execute("DELETE FROM kv")
         self._conn.execute("VACUUM")
+
+
+def request_key(*parts: Any) -> str:
+    """The cache key of one call: a digest of everything that determines its reply."""
+    return digest({"v": CACHE_VERSION, "call": parts})
+
+
+class ResultStore:
+    """Results of individual calls, persisted as they complete.
+
+    Backed by the run's :class:`~runner.cache.DiskCache` (``cache.dir``) when a folder is given,
+    else by the `memory` dict of the component that owns it (so one object still never pays for
+    a call twice). Open it in the thread that uses it (SQLite connections are per thread):
+    ``with ResultStore(...) as store``.
+
+    Args:
+        directory: The cache folder, or None for memory only.
+        namespace: The namespace of this kind of result.
+        memory: The dict used when `directory` is None.
+        flush_every: Write after this many new results...
+        flush_seconds: ...or when this long has passed since the last write.
+    """
+
+    def __init__(self, directory: str | Path | None, namespace: str,
+                 memory: dict[tuple[str, str], Any] | None = None, flush_every: int = 64,
+                 flush_seconds: float = 1.0) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self.namespace = namespace
+        self._memory = memory if memory is not None else {}
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self._disk: DiskCache | None = None
+        self._pending: list[tuple[str, Any]] = []
+        self._last = time.monotonic()
+
+    def __enter__(self) -> ResultStore:
+        if self.directory is not None:
+            self._disk = DiskCache(self.directory)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.flush()
+        finally:
+            if self._disk is not None:
+                self._disk.close()
+                self._disk = None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The stored results of those keys that have one."""
+        keys = list(dict.fromkeys(keys))
+        if self._disk is not None:
+            return self._disk.get_many(self.namespace, keys)
+        return {k: self._memory[(self.namespace, k)] for k in keys
+                if (self.namespace, k) in self._memory}
+
+    def put(self, key: str, value: Any) -> None:
+        """Store one result; written to disk in small groups (see the class doc)."""
+        if self._disk is None:
+            self._memory[(self.namespace, key)] = value
+            return
+        self._pending.append((key, value))
+        if (len(self._pending) >= self.flush_every
+                or time.monotonic() - self._last >= self.flush_seconds):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending results."""
+        if self._disk is not None and self._pending:
+            self._disk.put_many(self.namespace, self._pending)
+        self._pending = []
+        self._last = time.monotonic()

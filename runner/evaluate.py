@@ -17,7 +17,7 @@ from runner.inputs import (
     iter_as_cases,
     no_response_error,
 )
-from runner.matchers.base import BaseMatcher, Matcher
+from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
@@ -162,7 +162,7 @@ def evaluate(
     m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
     spec: Any = list(thresholds) if thresholds is not None else (
         "default" if threshold is None else threshold)
-    decided = resolve_thresholds(spec, m.levels, m.similarity_range)
+    decided = resolve_thresholds(spec, m.levels, similarity_range(m))
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
@@ -214,7 +214,7 @@ def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, 
         (c, responses.get(c.id) if responses is not None else c.response) for c in cases)
     if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
         stored = [r for _, r in pairs]
-        matcher = matcher.for_workload(count_pairs(cases, stored))
+        matcher = for_workload(matcher, count_pairs(cases, stored))
         pairs = zip(cases, stored)
     aggs = [empty.empty() for _ in decided]
     # Automatic garbage collection stays off while this run allocates its results (see

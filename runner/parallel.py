@@ -8,9 +8,9 @@ line per case, and one ``cases.jsonl`` line per case and threshold) with one
 :class:`~runner.scoring.aggregate.Aggregator` per threshold, which the parent merges. The
 parent writes the lines in case order, so the output is byte for byte what one process writes.
 
-Only matchers that declare ``cacheable = False`` (computed locally, faster than a cache lookup)
-are scored this way, and only where ``fork`` is the safe default (Linux): API matchers keep their
-own concurrency, cache and usage counters in the parent process.
+Only local matchers (:class:`~runner.matchers.base.Local`: computed here, faster than a cache
+lookup) are scored this way, and only where ``fork`` is the safe default (Linux): API matchers
+keep their own concurrency, cache and usage counters in the parent process.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.evaluate import count_pairs, score_batches
-from runner.matchers.base import Matcher
+from runner.matchers.base import Local, Matcher, for_workload
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 from runner.scoring.records import BatchResults
@@ -38,13 +38,13 @@ def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> in
         requested: ``scoring.workers``: a number, or None/0 for automatic: one per CPU of
             this machine (at most 8) for runs of 2,000 cases or more, else 1 (forking costs
             more than it saves on a small run).
-        matcher: The run's matcher; only ``cacheable = False`` matchers go parallel.
+        matcher: The run's matcher; only local matchers go parallel.
         n_cases: Cases in the run.
 
     Returns:
         1 for the serial path, else the number of worker processes.
     """
-    if matcher.cacheable or not sys.platform.startswith("linux"):
+    if not isinstance(matcher, Local) or not sys.platform.startswith("linux"):
         return 1
     if requested:
         return max(1, min(int(requested), n_cases))
@@ -138,7 +138,7 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
     per_process = count_pairs(cases, responses) // max(workers, 1)
-    job = _Job(cases, responses, matcher.for_workload(per_process, workers), options,
+    job = _Job(cases, responses, for_workload(matcher, per_process, workers), options,
                thresholds, aggregator)
     if workers <= 1:
         for start, end in ranges:

@@ -27,8 +27,15 @@ from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.folders import check_folder
-from runner.matchers.base import Matcher
-from runner.matching import CachedMatcher
+from runner.matchers.base import (
+    Checked,
+    Matcher,
+    OwnCache,
+    for_workload,
+    similarity_range,
+    usage_of,
+)
+from runner.matching import cached
 from runner.naming import system_label, system_name
 from runner.parallel import resolve_workers, score_parallel
 from runner.plugins import build
@@ -106,13 +113,15 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     adapter: ModelAdapter = build(cfg["model"], "model")
     matcher: Matcher = build(cfg["matcher"], "matcher")
     adapter.check()
-    matcher.check()
+    if isinstance(matcher, Checked):
+        matcher.check()
     thresholds = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
-                                    matcher.similarity_range)
+                                    similarity_range(matcher))
     dataset = Dataset(cfg["dataset"])
     cache = _open_cache(cfg)
     adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
-    matcher.bind_cache(cache.dir if cache else None)
+    if isinstance(matcher, OwnCache):
+        matcher.bind_cache(cache.dir if cache else None)
     try:
         results = _score(run, dataset, adapter, matcher, thresholds, cache)
     finally:
@@ -184,7 +193,7 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
                        max_failed_listed=int((cfg.get("report") or {}).get("max_failed_listed",
                                                                             500)))
     aggs = [empty.empty() for _ in thresholds]
-    scorer: Matcher = CachedMatcher(matcher, cache, run.stats)
+    scorer = cached(matcher, cache, run.stats)
     writer = run.writer = ResultWriter(run.out, thresholds)
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
@@ -196,8 +205,8 @@ def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
             if writer.lines == 0:  # the first batch plans for the job
                 run.workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
                 # The job's pairs: this batch's, at least twice as many when more follow.
-                scorer = scorer.for_workload(count_pairs(cases, responses) * (2 if more else 1),
-                                             run.workers)
+                scorer = for_workload(scorer, count_pairs(cases, responses) * (2 if more else 1),
+                                      run.workers)
             for chunk in score_parallel(cases, responses, scorer, options,
                                         [t.value for t in thresholds],
                                         min(run.workers, len(cases)), empty,
@@ -226,7 +235,7 @@ def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher
     if writer is None:  # pragma: no cover - _score always opens one
         raise RuntimeError("the job's results were not written")
     hits = run.stats.hits  # what the run's cache served: the parts were never asked for it
-    usage = usage_section({"model": adapter.usage(), "matcher": matcher.usage()},
+    usage = usage_section({"model": adapter.usage(), "matcher": usage_of(matcher)},
                           run.cfg.get("prices"), {"model": hits.get("responses", 0),
                                                   "matcher": hits.get("similarities", 0)})
     outcomes = []

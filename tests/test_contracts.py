@@ -1,5 +1,6 @@
 """The plug-in contracts: every option of conf/matcher and conf/model implements the whole
-protocol the runner uses (runner.matchers.base.Matcher, runner.adapters.base.ModelAdapter)."""
+protocol the runner uses (runner.matchers.base.Matcher and the optional protocols it declares,
+runner.adapters.base.ModelAdapter)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,20 @@ import pytest
 from hydra.utils import instantiate
 
 from runner.adapters.base import ModelAdapter
-from runner.matchers.base import LEVELS, Matcher
+from runner.matchers.base import (
+    LEVELS,
+    Checked,
+    FastPath,
+    Local,
+    Matcher,
+    Metered,
+    OwnCache,
+    for_workload,
+    similarity_range,
+)
 from tests.conftest import options
 from tests.test_config import REQUIRED, SERVER_OPTIONS
 
-MATCHER_MEMBERS = ("similarities", "similarity_array", "identity", "for_workload", "bind_cache",
-                   "check", "usage")
 ADAPTER_MEMBERS = ("identity", "bind", "respond", "check", "usage")
 
 
@@ -37,24 +46,25 @@ def test_every_matcher_implements_the_whole_protocol(compose_cfg, option: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     matcher = _build(compose_cfg, "matcher", option, monkeypatch)
     assert isinstance(matcher, Matcher)
-    for name in MATCHER_MEMBERS:
-        assert callable(getattr(matcher, name)), name
-    low, high = matcher.similarity_range
+    low, high = similarity_range(matcher)
     assert low < high
     assert tuple(matcher.levels) == LEVELS
     assert all(low <= v <= high for v in matcher.levels.values())
     assert matcher.levels["strict"] >= matcher.levels["default"] >= matcher.levels["lenient"]
-    assert isinstance(matcher.cacheable, bool)
     assert "threshold" not in matcher.identity()  # a matcher carries no threshold
-    assert isinstance(matcher.for_workload(10, 2), Matcher)
+    assert isinstance(for_workload(matcher, 10, 2), Matcher)
     try:
+        assert isinstance(matcher, Checked)
         matcher.check()  # with a key set, nothing to refuse
     except Exception as exc:
         assert "pip install" in str(exc)  # an optional extra that is not installed
         assert option == "local_embeddings"
-    usage = matcher.usage()
-    assert usage is None or isinstance(usage, dict)
-    if not matcher.cacheable:  # a local matcher: its fast path agrees with its pairs
+    # The API matchers count their usage and keep their own caches; the local ones do neither.
+    assert isinstance(matcher, Metered) is isinstance(matcher, OwnCache) is (
+        not isinstance(matcher, Local))
+    if isinstance(matcher, Metered):
+        assert isinstance(matcher.usage(), dict)
+    if isinstance(matcher, FastPath):  # its fast path agrees with its pairs
         texts = ["the cat sat on the mat", "the cat sat"]
         fast = matcher.similarity_array(texts, np.array([0]), np.array([1]))
         slow = matcher.similarities([(texts[0], texts[1])])

@@ -11,7 +11,7 @@ import pytest
 from runner.data.models import Case, Citation, Reference, Response
 from runner.evaluate import count_pairs
 from runner.matchers import NgramMatcher, SubstringMatcher, ngram_numba
-from runner.matchers.base import BaseMatcher, Matcher
+from runner.matchers.base import BaseMatcher, Matcher, for_workload
 from runner.parallel import resolve_workers
 from tests.conftest import read_json
 
@@ -19,12 +19,12 @@ from tests.conftest import read_json
 def _for_workers(matcher: Matcher, cases: list[Case], responses: list[Response | None],
                  workers: int) -> Matcher:
     """The matcher as each of `workers` processes runs it (runner.parallel.score_parallel)."""
-    return matcher.for_workload(count_pairs(cases, responses) // workers, workers)
+    return for_workload(matcher, count_pairs(cases, responses) // workers, workers)
 
 
 @dataclass
 class _ApiLike(BaseMatcher):
-    """Stands for an API matcher: cacheable (the default), so never forked."""
+    """Stands for an API matcher: not Local (the default), so never forked."""
 
 
 def test_only_local_matchers_on_big_enough_runs_go_parallel() -> None:

@@ -4,7 +4,7 @@ pipeline, then each threshold's result tracked on a real sqlite MLflow store and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -99,3 +99,49 @@ def test_a_job_runs_where_an_event_loop_is_running(compose_cfg, tmp_path: Path) 
     with ThreadPoolExecutor(1) as pool:  # a thread of the test's own, whatever runs here
         (outcome,) = pool.submit(asyncio.run, inside()).result()
     assert (outcome.result.n_cases, outcome.result.n_errors) == (30, 0)
+
+
+class OutsideMatcher:
+    """A matcher from outside the repository with no base class: only the members of
+    runner.matchers.base.Matcher (its similarities are the substring matcher's)."""
+
+    levels: ClassVar[dict[str, float]] = {"strict": 1.0, "default": 1.0, "lenient": 1.0}
+    computed = 0
+
+    def identity(self) -> dict[str, Any]:
+        return {"class": "tests.test_pipeline.OutsideMatcher"}
+
+    def similarities(self, pairs: Any) -> list[Any]:
+        from runner.matchers import SubstringMatcher
+
+        OutsideMatcher.computed += len(pairs)
+        return SubstringMatcher().similarities(pairs)
+
+
+def test_a_minimal_outside_matcher_runs_and_its_similarities_are_cached(
+        compose_cfg, tmp_path: Path) -> None:
+    from runner.matchers.base import (
+        Checked,
+        FastPath,
+        Local,
+        Matcher,
+        Metered,
+        OwnCache,
+        Ranged,
+    )
+
+    assert isinstance(OutsideMatcher(), Matcher)
+    assert not isinstance(OutsideMatcher(), (Ranged, Checked, Local, FastPath, OwnCache, Metered))
+    common = ("tracking=none", "report=none", f"cache.dir={tmp_path / 'cache'}")
+    (substring,) = run(_cfg(compose_cfg, tmp_path / "s", "matcher=substring", *common),
+                       tmp_path / "s" / "job")
+    cfg = _cfg(compose_cfg, tmp_path / "o", *common)
+    cfg["matcher"] = {"_target_": "tests.test_pipeline.OutsideMatcher"}
+    (outside,) = run(cfg, tmp_path / "o" / "job")
+    assert outside.result.to_dict()["metrics"] == substring.result.to_dict()["metrics"]
+    cache = read_json(outside.folder / "metrics.json")["execution"]["cache"]
+    assert cache["hits"].get("similarities", 0) == 0 < cache["computed"]["similarities"]
+    computed = OutsideMatcher.computed
+    (again,) = run(cfg, tmp_path / "o" / "again")  # not a local matcher: cached on disk
+    assert OutsideMatcher.computed == computed
+    assert again.result.to_dict()["metrics"] == substring.result.to_dict()["metrics"]

@@ -2,7 +2,7 @@
 result is exactly what a run of its own at that threshold writes.
 
 The offline matchers (``substring``, ``ngram``) compute faster than the similarity cache looks
-up, so they skip it (``BaseMatcher.cacheable``); a job computes them once for all its
+up, so they skip it (``runner.matchers.base.Local``); a job computes them once for all its
 thresholds. The API matchers' similarity cache is covered in tests/apis/test_cli_apis.py.
 """
 

@@ -12,10 +12,8 @@ changing only the JMESPath expressions re-reads them.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import random
 import re
 import time
 from collections.abc import Sequence
@@ -29,28 +27,25 @@ from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
 from runner.apiclient import (
+    MAX_BACKOFF,
     MAX_RETRY_AFTER,
     RETRY_AFTER,
-    Gate,
-    ResultStore,
+    Caller,
     http_client,
     httpx_module,
-    quiet_http_logs,
     refuse_key,
-    request_key,
-    retry_after,
-    send_all,
+    retrying,
     too_long,
+    waits_too_long,
 )
+from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
-from runner.usage import Usage, token_count
+from runner.usage import token_count
 
 NAMESPACE = "http-replies"
-RETRY_STATUS = frozenset({408, 409, 429})
-MAX_BACKOFF = 8.0
 
 
 def header_value(spec: str, name: str) -> str:
@@ -77,17 +72,8 @@ def header_value(spec: str, name: str) -> str:
     return ENV_REF.sub(lambda m: os.environ[m.group(1) or m.group(2)], template)
 
 
-def backoff_delay(attempt: int, base: float, after: float | None) -> float:
-    """The wait before retry `attempt` (0-based): the reply's ``Retry-After`` (`after`, already
-    checked against the ceiling) when given, else ``min(base·2^attempt, 8)`` minus up to 25 %
-    jitter."""
-    if after is not None:
-        return after
-    return min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
-
-
 @dataclass
-class HttpModel(BaseAdapter):
+class HttpModel(Caller, BaseAdapter):
     """POST each case to your RAG service and read its answer and citations from the reply.
 
     Args:
@@ -127,9 +113,7 @@ class HttpModel(BaseAdapter):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._usage = Usage()
-        self._memory: dict[tuple[str, str], Any] = {}
-        self._key_accepted = False  # until a reply: the first request goes alone
+        self._calls()
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
@@ -151,10 +135,6 @@ class HttpModel(BaseAdapter):
                 raise RagciteError(f"model.{key}: invalid JMESPath {shown(expr)}: "
                                    f"{' '.join(str(exc).split())}") from None
         self._headers()
-
-    def usage(self) -> dict[str, Any]:
-        """Requests, tokens (when the reply reports them) and cache hits of this run."""
-        return self._usage.to_dict()
 
     # --- requests -------------------------------------------------------------------------
 
@@ -239,13 +219,15 @@ class HttpModel(BaseAdapter):
         return None if raw is None else {k: float(v) for k, v in raw.items()
                                          if token_count(v) is not None}
 
+    def _client(self) -> Any:
+        limits = httpx_module().Limits(max_connections=int(self.concurrency))
+        return http_client(timeout=float(self.timeout), limits=limits, headers=self._headers())
+
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Send every case of the batch, concurrently."""
-        httpx2 = httpx_module()
         if not cases:
             return []
         self.check()
-        headers = self._headers()
         out: list[Response | None] = [None] * len(cases)
         bodies: dict[int, Any] = {}
         for i, case in enumerate(cases):
@@ -262,18 +244,11 @@ class HttpModel(BaseAdapter):
                     out[i] = self.extract(found[key]["reply"])
                     self._usage.add(cached=1)
             todo = [i for i in keys if out[i] is None]
-            if todo:
-                quiet_http_logs()
-                sem = Gate(int(self.concurrency))
-                limits = httpx2.Limits(max_connections=int(self.concurrency))
-                async with http_client(timeout=float(self.timeout), limits=limits,
-                                       headers=headers) as client:
 
-                    async def send(i: int) -> None:
-                        async with sem:
-                            out[i] = await self._send(client, bodies[i], store, keys[i])
+            async def send(client: Any, i: int) -> None:
+                out[i] = await self._send(client, bodies[i], store, keys[i])
 
-                    await send_all(todo, send, alone_first=not self._key_accepted)
+            await self._send_each(todo, send)
         return [r if r is not None else Response(error="no response") for r in out]
 
     def _account(self, reply: Any) -> None:
@@ -288,47 +263,44 @@ class HttpModel(BaseAdapter):
 
     async def _send(self, client: Any, body: Any, store: ResultStore, key: str) -> Response:
         httpx2 = httpx_module()
-        method = self.method.upper()
         start = time.perf_counter()
-        last = "no attempt"
-        for attempt in range(int(self.max_retries) + 1):
-            after = None
-            try:
-                if method == "GET":
-                    resp = await client.request(method, self.url)
-                else:
-                    resp = await client.request(method, self.url, json=body)
-            except (httpx2.TimeoutException, httpx2.TransportError) as exc:
-                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            else:
-                refuse_key(resp.status_code, "model=http",
-                           "the environment variables model.headers names")
-                self._key_accepted = True
-                if resp.status_code < 300:
-                    latency = round(time.perf_counter() - start, 4)
-                    try:
-                        reply = scrub_data(resp.json(), known_secrets())
-                    except ValueError:
-                        self._usage.add(errors=1)
-                        text = scrub_text(resp.text, known_secrets())
-                        return Response(error=f"the service replied with invalid JSON: "
-                                              f"{text[:120]!r}", latency_s=latency)
-                    self._account(reply)
-                    response = self.extract(reply)
-                    if response.error is None:
-                        store.put(key, {"reply": reply})
-                    return response.model_copy(update={"latency_s": latency})
-                text = scrub_text(resp.text, known_secrets())
-                last = f"HTTP {resp.status_code}: {' '.join(text.split())[:200]}"
-                if not (resp.status_code in RETRY_STATUS or resp.status_code >= 500):
-                    break
-                after = retry_after(resp.headers)
-                if after is not None and after > float(self.max_retry_after):
-                    last = (f"HTTP {resp.status_code}: "
-                            f"{too_long(after, float(self.max_retry_after), 'model')}")
-                    break
-            if attempt < int(self.max_retries):
-                await asyncio.sleep(backoff_delay(attempt, float(self.backoff), after))
+        try:
+            resp = await retrying(self.max_retries, self.max_retry_after, self.backoff)(
+                self._attempt, client, body)
+        except httpx2.HTTPStatusError as exc:
+            status, text = exc.response.status_code, scrub_text(exc.response.text, known_secrets())
+            after = waits_too_long(exc, float(self.max_retry_after))
+            last = (too_long(after, float(self.max_retry_after), "model") if after is not None
+                    else " ".join(text.split())[:200])
+            return self._failed(f"HTTP {status}: {last}", start)
+        except httpx2.TransportError as exc:  # timeouts and connection errors
+            return self._failed(f"{type(exc).__name__}: {exc}" if str(exc)
+                                else type(exc).__name__, start)
+        latency = round(time.perf_counter() - start, 4)
+        try:
+            reply = scrub_data(resp.json(), known_secrets())
+        except ValueError:
+            self._usage.add(errors=1)
+            text = scrub_text(resp.text, known_secrets())
+            return Response(error=f"the service replied with invalid JSON: {text[:120]!r}",
+                            latency_s=latency)
+        self._account(reply)
+        response = self.extract(reply)
+        if response.error is None:
+            store.put(key, {"reply": reply})
+        return response.model_copy(update={"latency_s": latency})
+
+    async def _attempt(self, client: Any, body: Any) -> Any:
+        """One request; a reply that is not a success raises (``HTTPStatusError``)."""
+        method = self.method.upper()
+        resp = await client.request(method, self.url,
+                                    **({} if method == "GET" else {"json": body}))
+        refuse_key(resp.status_code, "model=http", "the environment variables model.headers names")
+        self._key_accepted = True
+        resp.raise_for_status()
+        return resp
+
+    def _failed(self, last: str, start: float) -> Response:
         self._usage.add(errors=1)
         return Response(error=f"the service failed: {last}",
                         latency_s=round(time.perf_counter() - start, 4))

@@ -3,9 +3,9 @@ then an OpenAI-compatible chat model answers with citations (source and verbatim
 
 The prompt is a Jinja template; the reply is constrained to :data:`ANSWER_SCHEMA` through
 structured output (``structured_output: json_object`` for servers without JSON-schema support).
-A call that fails after the SDK's retries, or a reply that is not that JSON, is
-``Response(error=...)``. Every call is persisted as it returns, keyed by a digest of the exact
-request, so an interrupted run resumes without paying twice.
+A call that fails after its retries (:func:`runner.apiclient.retrying`), or a reply that is not
+that JSON, is ``Response(error=...)``. Every call is persisted as it returns, keyed by a digest
+of the exact request, so an interrupted run resumes without paying twice.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import reprlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -24,21 +24,17 @@ from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
 from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
-    Gate,
-    ResultStore,
+    OpenaiCaller,
     describe_error,
     effective_base_url,
-    openai_client,
-    refuse_api_error,
-    request_key,
     require_key,
-    send_all,
 )
+from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
 from runner.prompts import Prompt, load_prompt
 from runner.redact import known_secrets, scrub_data
-from runner.usage import Usage, token_count
+from runner.usage import token_count
 
 NAMESPACE = "openai-chat"
 STRUCTURED_OUTPUT = ("json_schema", "json_object")
@@ -98,7 +94,7 @@ def parse_answer(content: Any) -> tuple[str, list[Citation]]:
 
 
 @dataclass
-class OpenaiModel(BaseAdapter):
+class OpenaiModel(OpenaiCaller, BaseAdapter):
     """Retrieve with BM25, answer with an OpenAI-compatible chat model, cite verbatim quotes.
 
     Args:
@@ -142,11 +138,12 @@ class OpenaiModel(BaseAdapter):
                                    metadata=allows(RETRY_AFTER, identity=False))
     config_problem = ExtractiveModel.config_problem  # its passages, as the extractive model's
 
+    where: ClassVar[str] = "model"
+    what: ClassVar[str] = "model=openai"
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._usage = Usage(model=self.model)
-        self._key_accepted = False  # until a reply: the first request goes alone
-        self._memory: dict[tuple[str, str], Any] = {}
+        self._calls(self.model)
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
@@ -163,10 +160,6 @@ class OpenaiModel(BaseAdapter):
             self._prompt()
         except ValueError as exc:
             raise RagciteError(f"model.prompt: {exc}") from None
-
-    def usage(self) -> dict[str, Any]:
-        """Requests, tokens and cache hits of the system under test during this run."""
-        return self._usage.to_dict()
 
     def identity(self) -> dict[str, Any]:
         """The fields plus the prompt's SHA-256."""
@@ -222,34 +215,20 @@ class OpenaiModel(BaseAdapter):
                 out[key] = self._response(value["content"], value.get("usage"), None)
             self._usage.add(cached=len(out))
             todo = {k: r for k, r in zip(keys, requests) if k not in out}
-            if todo:
-                client = openai_client(require_key(self.openai_api_key, "model", "model=openai"),
-                                       self.base_url, self.timeout, self.max_retries,
-                                       self.max_retry_after)
-                sem = Gate(int(self.concurrency))
 
-                async def answer(key: str) -> None:
-                    async with sem:
-                        out[key] = await self._call(client, todo[key], store, key)
+            async def answer(client: Any, key: str) -> None:
+                out[key] = await self._call(client, todo[key], store, key)
 
-                try:
-                    await send_all(list(todo), answer, alone_first=not self._key_accepted)
-                finally:
-                    await client.close()
+            await self._send_each(list(todo), answer)
         return [out[k] for k in keys]
 
     async def _call(self, client: Any, req: dict[str, Any], store: ResultStore,
                     key: str) -> Response:
         start = time.perf_counter()
-        try:
-            # The SDK's generic POST: the reply as sent (its typed models would turn a usage
-            # figure "12" into 12), read below.
-            resp = await client.post("/chat/completions", body=req, cast_to=dict)
-        except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
-            refuse_api_error(exc, "model=openai", "model")
-            self._usage.add(errors=1)
+        resp = await self._post(client, "/chat/completions", req)
+        if isinstance(resp, Exception):
             return Response(error="openai call failed: "
-                                  f"{describe_error(exc, 'model', self.max_retry_after)}",
+                                  f"{describe_error(resp, 'model', self.max_retry_after)}",
                             latency_s=round(time.perf_counter() - start, 4))
         self._key_accepted = True
         latency = round(time.perf_counter() - start, 4)

@@ -18,8 +18,16 @@ from runner.calibration.figures import calibrate
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
 from runner.data.loading import file_digest
 from runner.errors import RagciteError
-from runner.matchers.base import Matcher, PairError
-from runner.matching import CachedMatcher
+from runner.matchers.base import (
+    Checked,
+    Matcher,
+    OwnCache,
+    PairError,
+    for_workload,
+    similarity_range,
+    usage_of,
+)
+from runner.matching import cached
 from runner.plugins import build
 from runner.redact import redact, redact_override
 from runner.scoring.thresholds import Threshold, resolve_thresholds
@@ -35,7 +43,7 @@ class NothingScored(RagciteError):
 
 def _threshold(cfg: dict[str, Any], matcher: Matcher) -> Threshold:
     found = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
-                               matcher.similarity_range)
+                               similarity_range(matcher))
     if len(found) > 1:
         raise RagciteError(f"scoring.threshold: a calibration takes one threshold, got "
                            f"{len(found)}; the best one is found for you (best_threshold)")
@@ -60,8 +68,9 @@ def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[Labelle
     try:
         if cache is not None and settings.get("clear"):
             cache.clear()
-        matcher.bind_cache(cache.dir if cache else None)
-        scorer = CachedMatcher(matcher, cache, stats).for_workload(len(distinct), 1)
+        if isinstance(matcher, OwnCache):
+            matcher.bind_cache(cache.dir if cache else None)
+        scorer = for_workload(cached(matcher, cache, stats), len(distinct), 1)
         found = dict(zip(distinct, scorer.similarities(distinct)))
     finally:
         if cache is not None:
@@ -135,7 +144,8 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     started = dt.datetime.now(dt.timezone.utc)
     labels_path = _labels(cfg)
     matcher: Matcher = build(cfg["matcher"], "matcher")
-    matcher.check()
+    if isinstance(matcher, Checked):
+        matcher.check()
     threshold = _threshold(cfg, matcher)
     mapping = {k: v for k, v in (cfg.get("mapping") or {}).items() if v is not None}
     pairs = load_pairs(labels_path, mapping, cfg.get("format"))
@@ -146,14 +156,14 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     kept, sims, n_failed = _scored(pairs, found)
     boot = cfg["scoring"]["bootstrap"]
     figures = calibrate(sims, np.array([p.label for p in kept]), threshold.value,
-                        matcher.similarity_range, int(boot["resamples"]),
+                        similarity_range(matcher), int(boot["resamples"]),
                         float(boot["confidence"]), int(cfg.get("seed", 0)))
     entry = {"name": name, "identity": redact(matcher.identity()),
              "threshold_level": threshold.level, **figures,
              "ready": None if figures["withheld"] else ready_line(name, figures["paste"],
                                                                    overrides),
-             "similarity_range": list(matcher.similarity_range),
-             "failed_pairs": n_failed, "usage": matcher.usage(),
+             "similarity_range": list(similarity_range(matcher)),
+             "failed_pairs": n_failed, "usage": usage_of(matcher),
              "cache": stats.to_dict(),
              "similarities": [round(float(s), 6) for s in sims],
              "labels": [p.label for p in kept],

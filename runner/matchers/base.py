@@ -4,9 +4,15 @@ A matcher turns pairs of passage texts into similarities and nothing else; the t
 setting of scoring, applied afterwards (SPEC 4.1). A matcher's identity, and so the cache key of
 its similarities, carries no threshold: one job decides any number of thresholds from one pass.
 
+:class:`Matcher` is what a matcher author writes: its ``levels``, its ``identity`` and
+``similarities``. Everything else is optional, each declared as its own protocol that the runner
+finds with ``isinstance``: :class:`Ranged` (similarities outside [0, 1]), :class:`Checked`
+(refuse a setting before any work), :class:`Local` (computed on this machine: never cached,
+scored by the worker pool, set up for its workload), :class:`FastPath` (similarities as an
+array), :class:`OwnCache` (a cache of its own) and :class:`Metered` (API usage).
 Any class with the members of :class:`Matcher` plugs in through Hydra
-(``matcher._target_=my_pkg.MyMatcher``); :class:`BaseMatcher` gives every optional member its
-documented default, so a dataclass that subclasses it only writes :meth:`similarities`.
+(``matcher._target_=my_pkg.MyMatcher``); a dataclass that subclasses :class:`BaseMatcher` gets
+``levels``, ``similarity_range``, ``identity`` and ``check`` and only writes :meth:`similarities`.
 """
 
 from __future__ import annotations
@@ -44,30 +50,16 @@ Similarity = float | PairError
 
 @runtime_checkable
 class Matcher(Protocol):
-    """Scores passage pairs. Every member the runner uses is declared here.
-
-    Attributes:
-        levels: The threshold each named level (``strict``, ``default``, ``lenient``) means
-            for this matcher's similarity; ``threshold=strict`` picks ``levels["strict"]``.
-        similarity_range: The lowest and highest similarity the matcher gives; a threshold
-            outside it is refused before any work.
-        cacheable: Whether the on-disk similarity cache pays (False for matchers that compute
-            faster than a lookup; they are also the ones scored in worker processes).
-    """
+    """Scores passage pairs: what every matcher has."""
 
     @property
     def levels(self) -> Mapping[str, float]:
-        """The threshold of each named level (a class attribute of most matchers)."""
+        """The threshold each named level (``strict``, ``default``, ``lenient``) means for this
+        matcher's similarity; ``threshold=strict`` picks ``levels["strict"]``."""
         ...
 
-    @property
-    def similarity_range(self) -> tuple[float, float]:
-        """The lowest and highest similarity."""
-        ...
-
-    @property
-    def cacheable(self) -> bool:
-        """Whether the on-disk similarity cache pays."""
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines the similarities (a cache key; no secrets)."""
         ...
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
@@ -78,49 +70,94 @@ class Matcher(Protocol):
         """
         ...
 
-    def similarity_array(self, texts: Sequence[str], a: np.ndarray,
-                         b: np.ndarray) -> np.ndarray | None:
-        """The similarities of the pairs ``(texts[a[p]], texts[b[p]])`` as an array, or None
-        when the matcher has no such fast path (then :meth:`similarities` is called)."""
+
+@runtime_checkable
+class Ranged(Protocol):
+    """A matcher whose similarities are not in [0, 1] (without it: (0, 1))."""
+
+    @property
+    def similarity_range(self) -> tuple[float, float]:
+        """The lowest and highest similarity; a threshold outside it is refused before any
+        work."""
         ...
 
-    def identity(self) -> dict[str, Any]:
-        """Everything that determines the similarities (a cache key; no secrets)."""
-        ...
 
-    def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
-        """This matcher set up for a process that scores about `n_pairs` pairs, one of
-        `processes` scoring at once (a copy, or itself)."""
-        ...
-
-    def bind_cache(self, directory: Path | None) -> None:
-        """The folder for the matcher's own caches (None: caching is off)."""
-        ...
+@runtime_checkable
+class Checked(Protocol):
+    """A matcher with settings to refuse before any work."""
 
     def check(self) -> None:
         """Raise :class:`~runner.errors.RagciteError` for a setting that cannot work (a
         missing API key), before any data is loaded or any call is made."""
         ...
 
-    def usage(self) -> dict[str, Any] | None:
-        """API requests and tokens spent so far, or None for a matcher that calls no API."""
+
+@runtime_checkable
+class Local(Protocol):
+    """A matcher computed on this machine, faster than a cache lookup: its similarities are
+    never cached, and a big run scores it in forked worker processes (``scoring.workers``)."""
+
+    def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
+        """This matcher set up for a process that scores about `n_pairs` pairs, one of
+        `processes` scoring at once (a copy, or itself)."""
         ...
+
+
+@runtime_checkable
+class FastPath(Protocol):
+    """A matcher that gives the similarities of pairs of text ids as an array."""
+
+    def similarity_array(self, texts: Sequence[str], a: np.ndarray,
+                         b: np.ndarray) -> np.ndarray | None:
+        """The similarities of the pairs ``(texts[a[p]], texts[b[p]])``, or None to decline
+        (then :meth:`Matcher.similarities` is called)."""
+        ...
+
+
+@runtime_checkable
+class OwnCache(Protocol):
+    """A matcher with a cache of its own (vectors, judgments)."""
+
+    def bind_cache(self, directory: Path | None) -> None:
+        """The folder for the matcher's own caches (None: caching is off)."""
+        ...
+
+
+@runtime_checkable
+class Metered(Protocol):
+    """A matcher that spends API requests and tokens."""
+
+    def usage(self) -> dict[str, Any]:
+        """API requests and tokens spent so far."""
+        ...
+
+
+def similarity_range(matcher: Matcher) -> tuple[float, float]:
+    """The matcher's :attr:`Ranged.similarity_range`, else (0, 1)."""
+    return matcher.similarity_range if isinstance(matcher, Ranged) else (0.0, 1.0)
+
+
+def usage_of(matcher: Matcher) -> dict[str, Any] | None:
+    """The :meth:`Metered.usage` of a metered matcher, else None."""
+    return matcher.usage() if isinstance(matcher, Metered) else None
+
+
+def for_workload(matcher: Matcher, n_pairs: int, processes: int = 1) -> Matcher:
+    """:meth:`Local.for_workload` of a local matcher; any other matcher as it is."""
+    return matcher.for_workload(n_pairs, processes) if isinstance(matcher, Local) else matcher
 
 
 @dataclass
 class BaseMatcher:
-    """Convenience base for dataclass matchers: every optional member with its default.
+    """Convenience base for dataclass matchers.
 
-    Defaults: ``levels`` 0.75 / 0.5 / 0.3, ``similarity_range`` (0, 1), ``cacheable`` True,
-    no ``similarity_array`` fast path, ``for_workload`` returns the matcher itself,
-    ``bind_cache`` does nothing, ``check`` checks the fields' declared ranges, ``usage`` is
-    None. ``identity`` is the class path and every field not marked
+    Gives ``levels`` 0.75 / 0.5 / 0.3, ``similarity_range`` (0, 1), and ``check`` (the fields'
+    declared ranges). ``identity`` is the class path and every field not marked
     ``field(metadata={"identity": False})``.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
     similarity_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
-    cacheable: ClassVar[bool] = True
 
     def identity(self) -> dict[str, Any]:
         """Class path plus every field that is part of the identity (no secrets)."""
@@ -133,22 +170,6 @@ class BaseMatcher:
         """Implemented by each matcher."""
         raise NotImplementedError
 
-    def similarity_array(self, texts: Sequence[str], a: np.ndarray,
-                         b: np.ndarray) -> np.ndarray | None:
-        """No fast path by default."""
-        return None
-
-    def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
-        """The matcher itself by default."""
-        return self
-
-    def bind_cache(self, directory: Path | None) -> None:
-        """No cache of its own by default."""
-
     def check(self) -> None:
         """The fields' declared ranges (runner/constraints.py)."""
         check_fields(self, "matcher")
-
-    def usage(self) -> dict[str, Any] | None:
-        """No API usage by default."""
-        return None

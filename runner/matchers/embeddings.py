@@ -21,19 +21,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
+    Caller,
     Gate,
-    ResultStore,
+    OpenaiCaller,
     describe_error,
     effective_base_url,
     gather_all,
-    openai_client,
-    refuse_api_error,
     require_key,
     run_sync,
     send_all,
     waits_too_long,
 )
-from runner.cache import digest, text_key
+from runner.cache import ResultStore, digest, text_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.matchers.vectors import (
@@ -45,7 +44,6 @@ from runner.matchers.vectors import (
     vector_problem,
     wrong_length,
 )
-from runner.usage import Usage
 
 __all__ = ["EmbeddingVectors", "EmbeddingsMatcher", "cosine_pairs", "decode_vector",
            "encode_vector", "estimate_tokens", "plan_requests"]
@@ -80,7 +78,7 @@ def plan_requests(texts: Sequence[str], max_inputs: int, max_tokens: int,
 
 
 @dataclass
-class EmbeddingVectors(BaseMatcher):
+class EmbeddingVectors(BaseMatcher, Caller):
     """Base of the embedding matchers: a per-text vector cache and cosine similarities.
 
     Subclasses implement :meth:`vector_identity` and :meth:`embed`.
@@ -88,17 +86,11 @@ class EmbeddingVectors(BaseMatcher):
 
     def __post_init__(self) -> None:
         self._cache_dir: Path | None = None
-        self._memory: dict[tuple[str, str], Any] = {}
-        self._usage = Usage(model=getattr(self, "model", None))
-        self._key_accepted = False  # until a reply: the first request goes alone
+        self._calls(getattr(self, "model", None))
 
     def bind_cache(self, directory: Path | None) -> None:
         """Store vectors under the run's cache folder (None: keep them in memory)."""
         self._cache_dir = Path(directory) if directory is not None else None
-
-    def usage(self) -> dict[str, Any]:
-        """Requests, tokens and cached texts of this run."""
-        return self._usage.to_dict()
 
     def vector_identity(self) -> dict[str, Any]:
         """What determines a text's vector (the cache namespace)."""
@@ -113,9 +105,7 @@ class EmbeddingVectors(BaseMatcher):
         """Cosine of each pair; each distinct text is embedded at most once, ever."""
         if not pairs:
             return []
-        check = getattr(self, "check", None)
-        if callable(check):
-            check()
+        self.check()
         return run_sync(lambda: self._similarities(pairs))
 
     async def _similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
@@ -139,7 +129,7 @@ class EmbeddingVectors(BaseMatcher):
 
 
 @dataclass
-class EmbeddingsMatcher(EmbeddingVectors):
+class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     """Cosine similarity of vectors from an OpenAI-compatible embeddings API.
 
     Args:
@@ -162,6 +152,8 @@ class EmbeddingsMatcher(EmbeddingVectors):
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.8, "lenient": 0.7}
     similarity_range: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    where: ClassVar[str] = "matcher"
+    what: ClassVar[str] = "matcher=embeddings"
     model: str = "text-embedding-3-small"
     dimensions: int | None = field(default=None, metadata=allows(POSITIVE))
     base_url: str | None = None
@@ -201,9 +193,6 @@ class EmbeddingsMatcher(EmbeddingVectors):
         (the server, not one text). A 401/403 stops the run (a RagciteError).
         """
         out: dict[str, Vector | PairError] = {}
-        client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=embeddings"),
-                               self.base_url, self.timeout, self.max_retries,
-                               self.max_retry_after)
         sem = Gate(int(self.concurrency))
 
         async def attempt(batch: list[str]) -> _Fault | None:
@@ -235,12 +224,10 @@ class EmbeddingsMatcher(EmbeddingVectors):
             if fault is not None:
                 await isolate(batch, fault)
 
-        try:
+        async with self._client() as client:  # used by attempt
             batches = plan_requests(texts, int(self.max_inputs), int(self.max_request_tokens),
                                     float(self.chars_per_token))
             await send_all(batches, send, alone_first=not self._key_accepted)
-        finally:
-            await client.close()
         return out
 
     async def _request(self, client: Any, batch: list[str]) -> list[Vector | PairError] | _Fault:
@@ -249,14 +236,9 @@ class EmbeddingsMatcher(EmbeddingVectors):
                                   "encoding_format": self.encoding_format}
         if self.dimensions is not None:
             kwargs["dimensions"] = int(self.dimensions)
-        try:
-            # The SDK's generic POST: the reply as sent (its typed models would turn "0.1" and
-            # "12" into numbers), read strictly below.
-            resp = await client.post("/embeddings", body=kwargs, cast_to=dict)
-        except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
-            refuse_api_error(exc, "matcher=embeddings", "matcher")
-            self._usage.add(errors=1)
-            return _Fault.of(exc, self.max_retry_after)
+        resp = await self._post(client, "/embeddings", kwargs)
+        if isinstance(resp, Exception):
+            return _Fault.of(resp, self.max_retry_after)
         usage = resp.get("usage") if isinstance(resp, dict) else None
         tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if tokens is None:  # none reported: the estimate

@@ -3,7 +3,8 @@ same part of the source document (SPEC 4.2).
 
 Similarity = the model's probability of answering "yes" (from the log-probabilities of its first
 answer token when the server returns them, else 1.0/0.0 from the answer text), at temperature 0.
-A pair that still fails after the SDK's retries is a :class:`~runner.matchers.base.PairError`.
+A pair that still fails after its retries (:func:`runner.apiclient.retrying`) is a
+:class:`~runner.matchers.base.PairError`.
 Each judgment is persisted as it completes, keyed by a digest of the exact request, so an
 interrupted run resumes where it stopped; the identity (the pipeline's similarity cache) holds
 no threshold, key or concurrency.
@@ -20,21 +21,16 @@ from typing import Any, ClassVar
 from runner.apiclient import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
-    Gate,
-    ResultStore,
+    OpenaiCaller,
     describe_error,
     effective_base_url,
-    openai_client,
-    refuse_api_error,
-    request_key,
     require_key,
     run_sync,
-    send_all,
 )
+from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.prompts import Prompt, load_prompt
-from runner.usage import Usage
 
 NAMESPACE = "llm-judgments"
 _YES = frozenset({"yes", "y", "true"})
@@ -119,7 +115,7 @@ def answer_similarity(text: str | None) -> float | None:
 
 
 @dataclass
-class LlmMatcher(BaseMatcher):
+class LlmMatcher(BaseMatcher, OpenaiCaller):
     """Similarity = an LLM judge's probability that both passages are the same part of a source.
 
     Args:
@@ -156,11 +152,12 @@ class LlmMatcher(BaseMatcher):
     max_retry_after: float = field(default=MAX_RETRY_AFTER,
                                    metadata=allows(RETRY_AFTER, identity=False))
 
+    where: ClassVar[str] = "matcher"
+    what: ClassVar[str] = "matcher=llm"
+
     def __post_init__(self) -> None:
         self._cache_dir: Path | None = None
-        self._memory: dict[tuple[str, str], Any] = {}
-        self._usage = Usage(model=self.model)
-        self._key_accepted = False  # until a reply: the first request goes alone
+        self._calls(self.model)
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
@@ -178,10 +175,6 @@ class LlmMatcher(BaseMatcher):
     def bind_cache(self, directory: Path | None) -> None:
         """Persist judgments under the run's cache folder (None: keep them in memory)."""
         self._cache_dir = Path(directory) if directory is not None else None
-
-    def usage(self) -> dict[str, Any]:
-        """Requests, tokens and cache hits of the judge during this run."""
-        return self._usage.to_dict()
 
     def identity(self) -> dict[str, Any]:
         """The fields (model, base_url, prompt, request settings) plus the prompt's SHA-256."""
@@ -230,39 +223,21 @@ class LlmMatcher(BaseMatcher):
                     results[key] = float(value["similarity"])
             self._usage.add(cached=len(results))
             missing = [k for k in unique if k not in results]
-            if missing:
-                client = openai_client(require_key(self.openai_api_key, "matcher", "matcher=llm"),
-                                       self.base_url, self.timeout, self.max_retries,
-                                       self.max_retry_after)
-                sem = Gate(int(self.concurrency))
 
-                async def judge(key: str) -> None:
-                    async with sem:
-                        value = await self._judge_one(client, self.request(*unique[key]))
-                    results[key] = value
-                    if not isinstance(value, PairError):
-                        store.put(key, {"similarity": value})
+            async def judge(client: Any, key: str) -> None:
+                value = await self._judge_one(client, self.request(*unique[key]))
+                results[key] = value
+                if not isinstance(value, PairError):
+                    store.put(key, {"similarity": value})
 
-                try:
-                    # Bounded waves keep the number of pending coroutines small.
-                    wave = max(1024, 64 * int(self.concurrency))
-                    for start in range(0, len(missing), wave):
-                        await send_all(missing[start:start + wave], judge,
-                                       alone_first=not self._key_accepted)
-                finally:
-                    await client.close()
+            await self._send_each(missing, judge)
         return [results[k] for k in keys]
 
     async def _judge_one(self, client: Any, req: dict[str, Any]) -> Similarity:
-        try:
-            # The SDK's generic POST: its retries, backoff and errors, without the typed
-            # request transform and response models (a third of the client's CPU per call).
-            resp = await client.post("/chat/completions", body=req, cast_to=dict)
-        except Exception as exc:  # APIError after the SDK's retries, or an unreadable reply
-            refuse_api_error(exc, "matcher=llm", "matcher")
-            self._usage.add(errors=1)
+        resp = await self._post(client, "/chat/completions", req)
+        if isinstance(resp, Exception):
             return PairError(f"llm judge call failed: "
-                             f"{describe_error(exc, 'matcher', self.max_retry_after)}")
+                             f"{describe_error(resp, 'matcher', self.max_retry_after)}")
         self._key_accepted = True
         try:
             usage = _get(resp, "usage") or {}

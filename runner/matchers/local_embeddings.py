@@ -17,8 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from runner.apiclient import ResultStore
-from runner.cache import text_key
+from runner.cache import ResultStore, text_key
 from runner.constraints import POSITIVE, allows
 from runner.matchers.base import PairError
 from runner.matchers.embeddings import EmbeddingVectors

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
@@ -154,9 +154,6 @@ class NgramMatcher(BaseMatcher):
 
     KERNELS: ClassVar[tuple[str, ...]] = ("auto", "numpy", "numba")
 
-    # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
-    cacheable: ClassVar[bool] = False
-    levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
     n: int = field(default=3, metadata=allows(Range(low=1, integer=True)))
     threads: int = field(default=0, metadata=allows(Range(low=0, integer=True), identity=False))
     kernel: str = field(default="auto", metadata=allows(OneOf(KERNELS, "kernel"),

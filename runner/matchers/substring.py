@@ -20,11 +20,14 @@ class SubstringMatcher(BaseMatcher):
         normalize: NFKC, case folding and whitespace collapsing before comparing.
     """
 
-    # Computing is faster than a disk lookup: no similarity cache (BaseMatcher.cacheable).
-    cacheable: ClassVar[bool] = False
     # Binary similarity: every level is 1.0 (any threshold in (0, 1] gives the same matches).
     levels: ClassVar[Mapping[str, float]] = {"strict": 1.0, "default": 1.0, "lenient": 1.0}
     normalize: bool = True
+
+    def for_workload(self, n_pairs: int, processes: int = 1) -> SubstringMatcher:
+        """Itself: a local matcher (:class:`~runner.matchers.base.Local`) with nothing to set
+        up."""
+        return self
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """1.0 for a contained pair, else 0.0. Each distinct text is normalised once per call."""

@@ -4,6 +4,7 @@ number, and cosine similarities of many pairs at once."""
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,9 +43,7 @@ def usual_length(lengths: Sequence[int], expected: int | None = None) -> int | N
     length (the longer on a tie), or None when there are no vectors."""
     if expected is not None:
         return int(expected)
-    counts: dict[int, int] = {}
-    for n in lengths:
-        counts[n] = counts.get(n, 0) + 1
+    counts = Counter(lengths)
     return max(counts, key=lambda n: (counts[n], n)) if counts else None
 
 

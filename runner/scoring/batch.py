@@ -28,7 +28,7 @@ import numpy as np
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.matchers.base import Matcher, PairError
+from runner.matchers.base import FastPath, Matcher, PairError
 from runner.results import CaseResult
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.records import BatchResults, Scored
@@ -65,7 +65,7 @@ def _source_ids(values: list[str], norm: Callable[[str], str], raw: dict[str, in
 def _similarities(matcher: Matcher, texts: list[str], a: np.ndarray,
                   b: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """Similarity of each pair (texts[a[p]], texts[b[p]]) and the failed pairs' messages."""
-    fast = matcher.similarity_array(texts, a, b)
+    fast = matcher.similarity_array(texts, a, b) if isinstance(matcher, FastPath) else None
     if fast is not None:
         return np.asarray(fast, dtype=np.float64), {}
     pairs = list(zip(map(texts.__getitem__, a.tolist()), map(texts.__getitem__, b.tolist())))

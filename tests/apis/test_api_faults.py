@@ -17,8 +17,7 @@ import pytest
 from runner.adapters.base import AdapterContext
 from runner.adapters.http import HttpModel
 from runner.adapters.openai import OpenaiModel
-from runner.apiclient import ResultStore, request_key
-from runner.cache import CacheStats, DiskCache, digest, text_key
+from runner.cache import CacheStats, DiskCache, ResultStore, digest, request_key, text_key
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Reference
 from runner.errors import RagciteError

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from runner.adapters.base import AdapterContext
-from runner.adapters.http import HttpModel, backoff_delay, header_value
+from runner.adapters.http import HttpModel, header_value
+from runner.apiclient import backoff_delay
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError

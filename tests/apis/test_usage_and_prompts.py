@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from runner.adapters.base import BaseAdapter
-from runner.matchers.base import BaseMatcher
+from runner.matchers.base import BaseMatcher, Metered
 from runner.prompts import fence, load_prompt
 from runner.usage import Usage, estimate_cost, price_for, usage_section
 
@@ -48,8 +48,9 @@ def test_usage_section_separates_system_and_judge() -> None:
 
 
 def test_parts_without_usage_are_left_out_and_unpriced_cost_is_null() -> None:
-    # A component that calls no API reports None (the BaseAdapter / BaseMatcher default).
-    assert BaseAdapter().usage() is None and BaseMatcher().usage() is None
+    # A component that calls no API reports None (the BaseAdapter default), or, a matcher,
+    # reports nothing (it is not Metered).
+    assert BaseAdapter().usage() is None and not isinstance(BaseMatcher(), Metered)
     section = usage_section({"model": BaseAdapter().usage(),
                              "matcher": part(model="my-judge", requests=2, input_tokens=9)},
                             PRICES)

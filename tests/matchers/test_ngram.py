@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from runner.matchers import Matcher, NgramMatcher, ngram_numba
+from runner.matchers.base import FastPath, Local
 from runner.matchers.ngram import CHUNK_PAIRS, resolve_threads
 from runner.matchers.text import token_stream
 from tests.helpers import ENCRYPTION, PROBATION, REMOTE_REQUEST, RESIGNATION, VPN
@@ -256,7 +257,8 @@ def test_defaults_and_identity() -> None:
     assert isinstance(m, Matcher)
     assert (m.n, m.threads, m.kernel) == (3, 0, "auto")
     assert m.levels == {"strict": 0.75, "default": 0.5, "lenient": 0.3}
-    assert (m.similarity_range, m.cacheable) == ((0.0, 1.0), False)
+    assert m.similarity_range == (0.0, 1.0)
+    assert isinstance(m, Local) and isinstance(m, FastPath)  # never cached; ids, not strings
     assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3}
     # Threads change no similarity: not part of the identity either.
     assert NgramMatcher(threads=3).identity() == m.identity()
