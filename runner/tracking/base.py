@@ -71,8 +71,8 @@ class NullTracker:
     """Tracking switched off (``tracking=none``): every call does nothing (the arguments every
     tracker is built with are ignored)."""
 
-    def __init__(self, experiment: str = "ragcite", output_root: str = "outputs") -> None:
-        del experiment, output_root
+    def __init__(self, **_: Any) -> None:
+        pass
 
     def check(self) -> None:
         """Nothing to check."""
