@@ -341,7 +341,8 @@ def register_configs() -> None:
         cs.store(name=name, node=node, group="schema")
     for group in files("runner.conf").iterdir():
         for option in group.iterdir() if group.is_dir() else ():
-            if option.name.endswith(".yaml") and "_target_:" in (text := option.read_text()):
+            text = option.read_text(encoding="utf-8") if option.name.endswith(".yaml") else ""
+            if "_target_:" in text:
                 target = (yaml.safe_load(text) or {}).get("_target_")
                 if isinstance(target, str):
                     cs.store(name=option.name[:-5], node=conf_for(locate(target)),
