@@ -35,7 +35,7 @@ from runner.pipeline import Outcome, run_job, summary_line
 from runner.redact import env_secrets, guard_output, scrub_files, scrub_text, secret_values
 from runner.reports.base import make_reports
 from runner.reports.run import REPORT_FILE
-from runner.schema import plain_config, register_configs
+from runner.schema import chosen_targets, plain_config, register_configs
 from runner.scoring.gates import check_gate_config
 from runner.sweep import SWEEPS, finish_sweep
 from runner.tracking.base import TrackingLost, make_tracker
@@ -252,7 +252,7 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
     failed = on_failure or (lambda **_: None)
     logging.raiseExceptions = False  # a log file on a full disk: the console still has the line
     guard_output(sys.argv[1:])  # no secret on stdout, stderr or in a log: Hydra's lines too
-    sys.argv[1:] = canonical_args(sys.argv[1:])
+    sys.argv[1:] = chosen_targets(canonical_args(sys.argv[1:]))  # a class named as a plug-in
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open
     try:
         with hydra_errors():

@@ -39,19 +39,28 @@ GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 NUMBER_GROUPS = {"threshold"}
 """Config groups whose value may also be a number (read as ``scoring.threshold``)."""
 
-_CONVERT = re.compile(r"Value '(?P<value>.*)' of type '\w+' could not be converted to "
-                      r"(?P<kind>\w+)", re.S)
 _KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false",
           "String": "a string"}
-_ENUM = re.compile(r"Invalid value '(?P<value>.*)', expected one of \[(?P<choices>.*)\]")
-_BOOL = re.compile(r"Value '(?P<value>.*)' is not a valid bool")
-_NOT_OPTIONAL = re.compile(r"field '.*' is not Optional")
-_NOT_LIST = re.compile(r"Invalid value assigned: (?P<type>\w+) is not a ListConfig")
+_REWORDED = [(re.compile(pattern, re.S), text) for pattern, text in (
+    *((rf"Value '(?P<value>.*)' of type '\w+' could not be converted to {kind}\b",
+       f"must be {words}, got {{value!r}}") for kind, words in _KINDS.items()),
+    (r"Invalid value '(?P<value>.*)', expected one of \[(?P<choices>.*)\]",
+     "must be one of: {choices}; got {value!r}"),
+    (r"Value '(?P<value>.*)' is not a valid bool", "must be true or false, got {value!r}"),
+    (r"field '.*' is not Optional", "must be set, not null"),
+    (r"Invalid value assigned: (?P<type>\w+) is not a ListConfig",
+     "must be a list ([a,b]), got {type}"),
+    (r"Ambiguous value for argument '(?P<arg>.*)'",
+     "{arg}: several values; sweep them with -m, or write a list as [a,b] or a string as 'a,b'"),
+    (r"Could not append to config\. An item is already at '(?P<key>.*)'",
+     "{key}: already set; override it without '+' ({key}=...)"),
+    (r"Could not delete from config\. '(?P<key>.*)' does not exist",
+     "{key}: no such key to delete"),
+    # A group of the shared folder this command does not use:
+    (r"Could not override '(?P<group>.*)'\. No match in the defaults list",
+     "{group}: not a config group of this command; --help lists its groups"))]
+"""OmegaConf's and Hydra's messages, reworded as what the key takes or what to do."""
 _LOCATING = re.compile(r"Error locating target '(?P<target>[^']*)'")
-_AMBIGUOUS = re.compile(r"Ambiguous value for argument '(?P<arg>.*)'")
-_APPEND = re.compile(r"Could not append to config\. An item is already at '(?P<key>.*)'")
-_DELETE = re.compile(r"Could not delete from config\. '(?P<key>.*)' does not exist")
-_NO_GROUP = re.compile(r"Could not override '(?P<group>.*)'\. No match in the defaults list")
 
 
 @contextmanager
@@ -91,7 +100,7 @@ def describe(exc: BaseException) -> str | None:
         cause = exc.__cause__
         if isinstance(cause, OmegaConfBaseException):
             return describe(cause)
-        return _composition(_first(str(exc)))
+        return _reworded(_first(str(exc)))
     if isinstance(exc, OmegaConfBaseException):
         return _omegaconf(exc)
     if isinstance(exc, RecursionError):
@@ -123,17 +132,11 @@ def instantiation_reason(exc: InstantiationException, target: str | None = None)
     return f"cannot import {target or located['target']}: {root}"
 
 
-def _composition(line: str) -> str:
-    """Hydra's composition messages that name an override, reworded with what to do."""
-    if m := _AMBIGUOUS.match(line):
-        return (f"{m['arg']}: several values; sweep them with -m, or write a list as [a,b] or "
-                f"a string as 'a,b'")
-    if m := _APPEND.match(line):
-        return f"{m['key']}: already set; override it without '+' ({m['key']}=...)"
-    if m := _DELETE.match(line):
-        return f"{m['key']}: no such key to delete"
-    if m := _NO_GROUP.match(line):  # a group of the shared folder this command does not use
-        return f"{m['group']}: not a config group of this command; --help lists its groups"
+def _reworded(line: str) -> str:
+    """`line` reworded by the first pattern of :data:`_REWORDED` it matches (else as it is)."""
+    for pattern, text in _REWORDED:
+        if m := pattern.match(line):
+            return text.format(**m.groupdict())
     return line
 
 
@@ -178,24 +181,8 @@ def _omegaconf(exc: OmegaConfBaseException) -> str:
     if isinstance(exc, MissingMandatoryValue):
         return f"{key}: required and not set; give it as {key}=..."
     if isinstance(exc, ValidationError):
-        msg = _validation(msg)
+        msg = _reworded(msg)
     return f"{key}: {msg}" if key else msg
-
-
-def _validation(msg: str) -> str:
-    """OmegaConf's type error as what the key takes."""
-    if m := _CONVERT.match(msg):
-        kind = _KINDS.get(m["kind"], m["kind"])
-        return f"must be {kind}, got {m['value']!r}"
-    if m := _ENUM.match(msg):
-        return f"must be one of: {m['choices']}; got {m['value']!r}"
-    if m := _BOOL.match(msg):
-        return f"must be true or false, got {m['value']!r}"
-    if _NOT_OPTIONAL.match(msg):
-        return "must be set, not null"
-    if m := _NOT_LIST.match(msg):
-        return f"must be a list ([a,b]), got {m['type']}"
-    return msg
 
 
 def unknown_key(key: str, schema: Any) -> str:

@@ -1,9 +1,11 @@
 """What a config key allows beyond its type, declared once next to the field.
 
-A schema field (``runner/schema.py``) or a plug-in's dataclass field (a matcher's, a model
-adapter's: :func:`runner.schema.conf_for` copies it) carries its constraint in its metadata::
+A schema field (``runner/schema.py``) or a plug-in's setting carries its constraint: a
+dataclass field in its metadata, a parameter of a plug-in's ``__init__`` as an ``Annotated``
+extra (:func:`runner.schema.conf_for` derives the plug-in's schema from either)::
 
     batch_size: int = field(default=1000, metadata=allows(Range(low=1, integer=True)))
+    def __init__(self, timeout_s: Annotated[float, SECONDS] = 5.0) -> None: ...
 
 and :func:`runner.config_check.check_config` checks the composed config against every schema
 before any work: keys the schema does not have (``+gate.context_recal=0.9``), values out of

@@ -1,69 +1,98 @@
-"""Structured-config schemas for every config group, registered with Hydra's ConfigStore.
+"""The config's schemas, registered with Hydra's ConfigStore: each setting's type, default and
+allowed range declared once, next to its field.
 
-Schemas live here, values live in ``conf/``. Each option YAML starts from its schema
-(``defaults: [/schema/<group>/<name>@_here_, _self_]``), so Hydra rejects a typo'd key or a
-wrong type with the full key. Plug-in schemas (matchers, model adapters) are derived from the
-plug-in dataclass itself by :func:`conf_for`, so a plug-in's defaults live in exactly one place:
-its class.
+The root sections are the dataclasses below. A plug-in's schema (an option of ``conf/`` naming
+a ``_target_`` class, or a class a user names with ``matcher._target_=my_pkg.Jaccard``) is
+derived from the class itself by :func:`conf_for`, so a plug-in's settings live in exactly one
+place: its class. Each option YAML starts from its schema (``defaults:
+[/schema/<group>/<name>@_here_, _self_]``), so Hydra refuses a typo'd key or a wrong type with
+the full key; :mod:`runner.config_check` checks the ranges.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from importlib.resources import files
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf._utils import is_valid_value_annotation
 
-from runner.constraints import CHECK, COUNT, POSITIVE, SECONDS, OneOf, Range, allows
+from runner.constraints import CHECK, COUNT, OneOf, Range, allows
+from runner.plugins import locate
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
 from runner.scoring.metrics import METRIC_KEYS
 from runner.scoring.sources import DEFAULT_STEPS, STEPS
-from runner.tracking.table import DEFAULT_TABLE_ROWS
 
 
 def conf_for(cls: type, name: str | None = None) -> type:
-    """A structured-config dataclass for a dataclass plug-in: ``_target_`` plus its fields.
+    """The structured-config schema of a plug-in class: ``_target_`` plus its settings.
 
-    Field names, types and defaults are taken from `cls`, so the schema never disagrees with the
-    class. Fields marked ``field(metadata={"config": False})`` are left out.
+    A dataclass's settings are its init fields (not those marked ``field(metadata={"config":
+    False})``); another class's are the parameters of its ``__init__`` (but those its ``from_app``
+    names: the app passes them itself). Each keeps its type
+    hint, its default and what it allows beyond its type: the field's metadata or an
+    ``Annotated`` extra (``timeout: Annotated[float, SECONDS] = 5.0``), so the schema never
+    disagrees with the class, shipped or not.
     """
-    target = f"{cls.__module__}.{cls.__qualname__}"
-    fields: list[tuple[str, Any, Any]] = [("_target_", str, field(default=target))]
-    hints = _resolved_hints(cls)
-    for f in dataclasses.fields(cls):
-        if not f.init or not f.metadata.get("config", True):
-            continue
-        default: Any
-        # The metadata carries what the key allows (runner.constraints), checked before work.
-        if f.default is not dataclasses.MISSING:
-            default = field(default=f.default, metadata=f.metadata)
-        elif f.default_factory is not dataclasses.MISSING:
-            default = field(default_factory=f.default_factory, metadata=f.metadata)
+    fields: list[tuple[str, Any, Any]] = [
+        ("_target_", str, field(default=f"{cls.__module__}.{cls.__qualname__}"))]
+    for key, hint, default, metadata in _settings(cls):
+        kind, extras = _plain(hint)
+        checks = [e for e in extras if isinstance(e, (Range, OneOf))]
+        meta = allows(checks[0], **metadata) if checks else dict(metadata)
+        if type(default).__hash__ is None:  # a list, a dict: a copy for each config
+            spec = field(default_factory=functools.partial(copy.deepcopy, default), metadata=meta)
         else:
-            default = field(default=MISSING, metadata=f.metadata)
-        fields.append((f.name, hints[f.name], default))
+            spec = field(default=default, metadata=meta)
+        fields.append((key, kind, spec))
     # A check across keys (runner.config_check) is the class's own, like its defaults.
     across = getattr(cls, "config_problem", None)
     namespace = {"config_problem": across} if across is not None else None
     return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
 
 
-def _resolved_hints(cls: type) -> dict[str, Any]:
-    import types
-    import typing
+def _settings(cls: type) -> Iterator[tuple[str, Any, Any, Mapping[str, Any]]]:
+    """(name, type hint, default or MISSING, metadata) of each setting of a plug-in class."""
+    if "__dataclass_fields__" in vars(cls):  # a dataclass (not just a subclass of one)
+        hints = typing.get_type_hints(cls, include_extras=True)
+        for f in dataclasses.fields(cls):
+            if f.init and f.metadata.get("config", True):
+                default = (f.default if f.default_factory is dataclasses.MISSING
+                           else f.default_factory())
+                yield f.name, hints[f.name], default, f.metadata
+        return
+    try:
+        params = inspect.signature(cls, eval_str=True).parameters.values()
+    except NameError:  # a hint only a type checker can read: that setting is untyped
+        params = inspect.signature(cls).parameters.values()
+    for p in params:
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in getattr(
+                cls, "from_app", ()):
+            yield p.name, p.annotation, MISSING if p.default is p.empty else p.default, {}
 
-    # Each class of the MRO resolves its annotations in its own module's namespace.
-    hints = typing.get_type_hints(cls)
-    # OmegaConf 2.3 understands typing.Optional[X] but not the PEP 604 spelling X | None.
-    for name, hint in hints.items():
-        if isinstance(hint, types.UnionType):
-            hints[name] = typing.Union[hint.__args__]
-    return hints
+
+def _plain(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A type hint as OmegaConf takes it (``X | None`` as ``Optional[X]``; a type it cannot
+    hold as ``Any``), and the extras of an ``Annotated`` hint."""
+    extras: tuple[Any, ...] = ()
+    if typing.get_origin(hint) is typing.Annotated:
+        hint, *rest = typing.get_args(hint)
+        extras = tuple(rest)
+    if isinstance(hint, types.UnionType):
+        hint = typing.Union[hint.__args__]
+    return (hint if is_valid_value_annotation(hint) else Any), extras
 
 
 # --- dataset -----------------------------------------------------------------------------------
@@ -197,60 +226,6 @@ class CacheConf:
 
 
 @dataclass
-class TrackingConf:
-    """Where runs are tracked: the tracker class (``_target_``) and its keyword arguments.
-
-    Built by :func:`runner.tracking.base.make_tracker`, which also passes the root keys
-    ``experiment`` and ``output_root``. The default, ``tracking=none``, switches tracking off.
-    """
-
-    _target_: str = "runner.tracking.base.NullTracker"
-
-
-@dataclass
-class MlflowTrackingConf(TrackingConf):
-    """MLflow tracking (`tracking=mlflow`): one run per result, a parent run per sweep.
-
-    ``tracking_uri`` null means ``MLFLOW_TRACKING_URI`` when set, else
-    ``sqlite:////<abs output_root>/mlflow.db``. See runner/tracking/mlflow.py.
-    """
-
-    _target_: str = "runner.tracking.mlflow.MlflowTracker"
-    tracking_uri: Optional[str] = None
-    artifact_location: Optional[str] = None
-    required: bool = True
-    timeout_s: float = field(default=5.0, metadata=allows(SECONDS))
-    log_table: bool = True
-    table_rows: Optional[int] = field(default=DEFAULT_TABLE_ROWS, metadata=allows(COUNT))
-    ui_url: Optional[str] = None
-    tags: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class ReportConf:
-    """Which reports are written: the class named by `_target_` (runner.reports.base.Reports),
-    made by runner.reports.base.make_reports. `none` (NoReports) writes none."""
-
-    _target_: str = "runner.reports.base.NoReports"
-
-
-@dataclass
-class HtmlReportConf(ReportConf):
-    """Self-contained HTML reports (`report=html`): report.html per result, sweep.html per sweep.
-
-    The fields of runner.reports.html.HtmlReports (runner/reports/run.py::HtmlOptions).
-    """
-
-    _target_: str = "runner.reports.html.HtmlReports"
-    page_size: int = field(default=50, metadata=allows(Range(low=1, integer=True)))
-    max_cases: Optional[int] = field(default=20000, metadata=allows(COUNT))
-    max_text_chars: int = field(default=10000, metadata=allows(POSITIVE))
-    embed: str = "auto"
-    gzip_above_mb: float = field(default=2.0, metadata=allows(Range(low=0)))
-    max_failed_listed: int = field(default=500, metadata=allows(COUNT))
-
-
-@dataclass
 class PriceConf:
     """The price of one model in USD per 1M tokens (for the cost estimate in metrics.json)."""
 
@@ -348,38 +323,44 @@ def register_resolvers() -> None:
 
 
 def register_configs() -> None:
-    """Register every schema under ``schema/<group>/<name>`` in Hydra's ConfigStore."""
-    register_resolvers()
-    from runner.adapters.extractive import ExtractiveModel
-    from runner.adapters.http import HttpModel
-    from runner.adapters.openai import OpenaiModel
-    from runner.adapters.precomputed import PrecomputedModel
-    from runner.adapters.python import PythonModel
-    from runner.matchers.embeddings import EmbeddingsMatcher
-    from runner.matchers.llm import LlmMatcher
-    from runner.matchers.local_embeddings import LocalEmbeddingsMatcher
-    from runner.matchers.ngram import NgramMatcher
-    from runner.matchers.substring import SubstringMatcher
+    """Register the root schemas, and the schema of every option of ``conf/`` that names a
+    class (``_target_``), derived from that class, under ``schema/<group>/<option>``."""
+    import yaml
 
+    register_resolvers()
     cs = ConfigStore.instance()
-    cs.store(name="config", node=RagciteConf, group="schema")
-    cs.store(name="dataset", node=DatasetConf, group="schema")
-    cs.store(name="scoring", node=ScoringConf, group="schema")
-    cs.store(name="tracking", node=TrackingConf, group="schema")
-    cs.store(name="mlflow", node=MlflowTrackingConf, group="schema/tracking")
-    cs.store(name="report", node=ReportConf, group="schema")
-    cs.store(name="html", node=HtmlReportConf, group="schema/report")
-    cs.store(name="ngram", node=conf_for(NgramMatcher), group="schema/matcher")
-    cs.store(name="substring", node=conf_for(SubstringMatcher), group="schema/matcher")
-    cs.store(name="precomputed", node=conf_for(PrecomputedModel), group="schema/model")
-    cs.store(name="extractive", node=conf_for(ExtractiveModel), group="schema/model")
-    cs.store(name="python", node=conf_for(PythonModel), group="schema/model")
-    cs.store(name="openai", node=conf_for(OpenaiModel), group="schema/model")
-    cs.store(name="http", node=conf_for(HttpModel), group="schema/model")
-    cs.store(name="embeddings", node=conf_for(EmbeddingsMatcher), group="schema/matcher")
-    cs.store(name="local_embeddings", node=conf_for(LocalEmbeddingsMatcher),
-             group="schema/matcher")
-    cs.store(name="llm", node=conf_for(LlmMatcher), group="schema/matcher")
+    for name, node in (("config", RagciteConf), ("dataset", DatasetConf), ("scoring", ScoringConf)):
+        cs.store(name=name, node=node, group="schema")
+    for group in files("runner.conf").iterdir():
+        for option in group.iterdir() if group.is_dir() else ():
+            text = option.read_text(encoding="utf-8") if option.name.endswith(".yaml") else ""
+            if "_target_:" in text:
+                target = (yaml.safe_load(text) or {}).get("_target_")
+                if isinstance(target, str):
+                    cs.store(name=option.name[:-5], node=conf_for(locate(target)),
+                             group=f"schema/{group.name}")
+
+
+def chosen_targets(args: list[str]) -> list[str]:
+    """The command line with a class named as a plug-in (``matcher._target_=my_pkg.Jaccard``)
+    made an option of its group, its schema derived from the class as a shipped option's is:
+    its settings are set without ``+``, typed and checked like any other; the keys of the
+    group's default option do not stay. A name that cannot be imported is left as it is (the
+    config check reports it)."""
+    out = []
+    for arg in args:
+        key, eq, target = arg.partition("=")
+        group, dot, rest = key.partition(".")
+        if eq and dot and rest == "_target_" and group.isidentifier() and "," not in target:
+            try:
+                cls = locate(target)
+            except Exception:  # not importable: the config check says why, with the key
+                cls = None
+            if isinstance(cls, type):
+                ConfigStore.instance().store(name=target, node=conf_for(cls), group=group)
+                arg = f"{group}={target}"
+        out.append(arg)
+    return out
 
 
 # A job process of a sweep (joblib, Ray, Submitit) imports this module when it unpickles the job,

@@ -159,3 +159,31 @@ def test_yaml_files_hold_values_only() -> None:
         for path in (conf / group).glob("*.yaml"):
             text = path.read_text(encoding="utf-8")
             assert "/schema/" in text, f"{path} does not start from a schema"
+
+
+def test_a_plugin_option_is_typed_by_the_class_it_names() -> None:
+    # No list of schemas is kept by hand: each option naming a `_target_` class starts from the
+    # schema derived from that class (its settings, their types, defaults and ranges).
+    import dataclasses
+
+    import yaml
+    from hydra.core.config_store import ConfigStore
+
+    from runner.schema import register_configs
+
+    register_configs()
+    repo = ConfigStore.instance().repo["schema"]
+    conf = Path(__file__).resolve().parent.parent / "conf"
+    seen = {}
+    for group in ("matcher", "model", "tracking", "report"):
+        for path in sorted((conf / group).glob("*.yaml")):
+            target = yaml.safe_load(path.read_text(encoding="utf-8"))["_target_"]
+            node = repo[group][path.name].node
+            assert node["_target_"] == target, path
+            seen[f"{group}/{path.stem}"] = [f.name for f in dataclasses.fields(
+                OmegaConf.get_type(node)) if f.name != "_target_"]
+    assert len(seen) == 14
+    assert seen["matcher/ngram"] == ["n", "threads", "kernel"]
+    assert seen["tracking/none"] == [] and seen["report/none"] == []
+    assert seen["tracking/mlflow"] == ["tracking_uri", "artifact_location", "required",
+                                       "timeout_s", "log_table", "table_rows", "ui_url", "tags"]

@@ -127,7 +127,8 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     chunk_size: int = field(default=2, metadata=allows(POSITIVE))
     chunk_overlap: int = field(default=0, metadata=allows(COUNT))
     stopwords: str | None = "en"
-    structured_output: str = "json_schema"
+    structured_output: str = field(default="json_schema",
+                                   metadata=allows(OneOf(STRUCTURED_OUTPUT, "mode")))
     temperature: float = field(default=0.0, metadata=allows(Range(0, 2)))
     max_tokens: int = field(default=1024, metadata=allows(POSITIVE))
     openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
@@ -153,9 +154,6 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
 
         super().check()
         require_key(self.openai_api_key, "model", "model=openai")
-        if self.structured_output not in STRUCTURED_OUTPUT:
-            raise RagciteError(f"model.structured_output must be one of "
-                               f"{', '.join(STRUCTURED_OUTPUT)}, got {self.structured_output!r}")
         try:
             self._prompt()
         except ValueError as exc:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from runner._gc import gc_paused
+from runner.constraints import COUNT, POSITIVE, Range, allows
 from runner.reports import figures
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
 from runner.reports.common import (
@@ -58,12 +59,12 @@ class HtmlOptions:
             ``failed.listed`` of ``metrics.json``, which scoring bounds the same way).
     """
 
-    page_size: int = 50
-    max_cases: int | None = 20_000
-    max_text_chars: int = 10_000
+    page_size: int = field(default=50, metadata=allows(POSITIVE))
+    max_cases: int | None = field(default=20_000, metadata=allows(COUNT))
+    max_text_chars: int = field(default=10_000, metadata=allows(POSITIVE))
     embed: str = "auto"
-    gzip_above_mb: float = 2.0
-    max_failed_listed: int = 500
+    gzip_above_mb: float = field(default=2.0, metadata=allows(Range(low=0)))
+    max_failed_listed: int = field(default=500, metadata=allows(COUNT))
 
     def __post_init__(self) -> None:
         if self.page_size < 1:

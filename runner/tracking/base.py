@@ -96,8 +96,8 @@ class NullTracker(Tracker):
     """Tracking switched off (``tracking=none``): every call does nothing (the arguments every
     tracker is built with are ignored)."""
 
-    def __init__(self, experiment: str = "ragcite", output_root: str = "outputs") -> None:
-        del experiment, output_root
+    def __init__(self, **_: Any) -> None:
+        pass
 
 
 def make_tracker(cfg: Mapping[str, Any]) -> Tracker:

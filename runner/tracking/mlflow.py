@@ -17,8 +17,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from runner.constraints import COUNT, SECONDS
 from runner.errors import RagciteError
 from runner.redact import redact_override, scrub_text
 from runner.results import (
@@ -116,10 +117,14 @@ class MlflowTracker:
         tags: Extra tags set on every run.
     """
 
+    from_app = ("experiment", "output_root")
+    """Arguments the app passes itself (root keys), not settings of ``tracking``."""
+
     def __init__(self, *, experiment: str = "ragcite", output_root: str = "outputs",
                  tracking_uri: str | None = None, artifact_location: str | None = None,
-                 required: bool = True, timeout_s: float = 5.0, log_table: bool = True,
-                 table_rows: int | None = DEFAULT_TABLE_ROWS,
+                 required: bool = True, timeout_s: Annotated[float, SECONDS] = 5.0,
+                 log_table: bool = True,
+                 table_rows: Annotated[int | None, COUNT] = DEFAULT_TABLE_ROWS,
                  ui_url: str | None = None, tags: dict[str, Any] | None = None) -> None:
         self.experiment = str(experiment)
         self.output_root = str(output_root)

@@ -153,7 +153,7 @@ ROWS = [
     Row("empty cases file", ["dataset=file", "dataset.path=empty.jsonl", "model=precomputed"], 2,
         f"{E}dataset.path: empty.jsonl holds no cases; nothing to score", FILES),
     Row("a key of another option", ["report=none", "report.page_size=10"], 2,
-        f"{E}report.page_size: no such key; Report takes no keys"),
+        f"{E}report.page_size: no such key; NoReports takes no keys"),
     Row("out of range with a live model: refused before any call",
         ["model=http", "model.url=http://127.0.0.1:9/never", "scoring.batch_size=0"], 2,
         f"{E}scoring.batch_size: must be an integer >= 1, got 0"),
