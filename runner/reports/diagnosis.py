@@ -106,13 +106,11 @@ def share_shifts(labels_a: Mapping[str, Any] | None,
     """Per kind and label: the counts and shares in A and B and the move in percentage points."""
     rows = []
     for kind, prefix, names in KINDS:
-        ca = {n: int((labels_a or {}).get(prefix + n) or 0) for n in names}
-        cb = {n: int((labels_b or {}).get(prefix + n) or 0) for n in names}
+        ca, cb = ({n: int((side or {}).get(prefix + n) or 0) for n in names}
+                  for side in (labels_a, labels_b))
         ta, tb = sum(ca.values()), sum(cb.values())
         for name in names:
-            sa = 100.0 * ca[name] / ta if ta else None
-            sb = 100.0 * cb[name] / tb if tb else None
-            pp = None if sa is None or sb is None else sb - sa
+            pp = 100.0 * cb[name] / tb - 100.0 * ca[name] / ta if ta and tb else None
             text = ("n/a" if pp is None else "0.0 pp" if abs(pp) < 0.05 else f"{pp:+.1f} pp")
             rows.append({"kind": kind, "label": name, "key": prefix + name,
                          "a": share_text(ca[name], ta, kind), "b": share_text(cb[name], tb, kind),
