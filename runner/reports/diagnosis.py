@@ -79,16 +79,11 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
     """
     out: dict[str, Any] = {}
     for kind, _, names in KINDS:
+        followed = [(cid, la, lb) for cid in ids for k, la, lb in _moves(a[cid], b[cid])
+                    if k == kind]
         moved: dict[tuple[str, str], dict[str, Any]] = {}
-        followed = kept = 0
-        for cid in ids:
-            for k, la, lb in _moves(a[cid], b[cid]):
-                if k != kind:
-                    continue
-                followed += 1
-                if la == lb:
-                    kept += 1
-                    continue
+        for cid, la, lb in followed:
+            if la != lb:
                 entry = moved.setdefault((la, lb), {"from": la, "to": lb, "items": 0,
                                                     "cases": []})
                 entry["items"] += 1
@@ -97,7 +92,8 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
         order = {name: n for n, name in enumerate(names)}
         rows = sorted(moved.values(), key=lambda e: (-e["items"], order.get(e["from"], 99),
                                                      order.get(e["to"], 99)))
-        out[kind] = {"followed": followed, "kept": kept, "moves": rows}
+        out[kind] = {"followed": len(followed),
+                     "kept": sum(la == lb for _, la, lb in followed), "moves": rows}
     return out
 
 

@@ -94,8 +94,8 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
     defined = ~np.isnan(values)
     rng = np.random.default_rng(seed)
     distinct = [np.unique(values[:, k], return_counts=True) for k in range(m)]  # NaNs: one
+    means = np.empty((resamples, m))
     if all(len(u) * 8 <= n for u, _ in distinct):
-        means = np.empty((resamples, m))
         for k, (uniq, sizes) in enumerate(distinct):
             ok = ~np.isnan(uniq)
             draws = rng.multinomial(n, sizes / n, size=resamples)
@@ -105,7 +105,6 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
     else:
         filled = np.where(defined, values, 0.0)
         mask = defined.astype(np.float64)
-        means = np.empty((resamples, m))
         for b in range(resamples):
             # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
             w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
@@ -113,12 +112,10 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[b] = num / den
     alpha = (1.0 - confidence) / 2.0
-    for k in range(m):
-        col = means[:, k]
+    for k, col in enumerate(means.T):
         col = col[~np.isnan(col)]
         if defined[:, k].any() and col.size:
-            low, high = np.quantile(col, [alpha, 1.0 - alpha])
-            out[k] = [float(low), float(high)]
+            out[k] = [float(q) for q in np.quantile(col, [alpha, 1.0 - alpha])]
     return out
 
 

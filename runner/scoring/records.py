@@ -195,14 +195,8 @@ class BatchResults(CaseSequence):
             return shared, [json_line(c.decisions_dict()) for c in self]
         same = scored.same_decisions(like[0]._scored)
         build = [k for k, kept in enumerate(same) if not kept]
-        built = scored.records(build)
-        out = []
-        for pos, k in enumerate(self._where):
-            if k >= 0 and not same[k]:
-                record = built[k]
-                if record is None:  # pragma: no cover - every changed case is built above
-                    raise RuntimeError(f"case {pos} was not built")
-                out.append(json_line(record.decisions_dict()))
-            else:  # an error, or the same decisions: the same line
-                out.append(like[1][pos])
-        return shared, out
+        built = scored.records(build)  # every case whose decisions changed
+        # An error, or the same decisions as in `like`: the line there.
+        return shared, [json_line(cast(CaseResult, built[k]).decisions_dict())
+                        if k >= 0 and not same[k] else like[1][pos]
+                        for pos, k in enumerate(self._where)]
