@@ -77,6 +77,11 @@ def _fmt(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.2f}"
 
 
+def _by_rule(premise: str, name: str, value: float | None) -> str:
+    """The sentence of a metric whose denominator is empty."""
+    return f"{premise}, so {name} is {_fmt(value)} by the zero-division rule."
+
+
 def summary(kind: str, r: float | None, p: float | None) -> str:
     if r is not None and p is not None and r == p:
         if r == 1.0:
@@ -141,8 +146,7 @@ def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: 
                     ref_wrong_cited: Sequence[bool] | None) -> str:
     n_ref, k_ref = len(ref_labels), ref_labels.count("cited")
     if n_ref == 0:
-        return ("There are no ground-truth passages, so context recall is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("There are no ground-truth passages", "context recall", value)
     if k_ref == n_ref:
         return (f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
                 "citation — all expected evidence passages are cited." if n_ref == 1 else
@@ -166,8 +170,7 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
     n_cit = len(cit_labels)
     k_cit = cit_labels.count("supported") + cit_labels.count("other_source")
     if n_cit == 0:
-        return ("The response cites nothing, so context precision is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("The response cites nothing", "context precision", value)
     if k_cit == n_cit:
         return ("The only response citation matches a ground-truth reference — there are no "
                 "spurious citations." if n_cit == 1 else
@@ -192,8 +195,7 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
 def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bool]) -> str:
     n_exp, k_exp = len(expected), list(hit).count(True)
     if n_exp == 0:
-        return ("No source documents are expected, so source recall is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("No source documents are expected", "source recall", value)
     if k_exp == n_exp:
         return (f"{expected[0]}, the only expected source, appears in the response citations."
                 if n_exp == 1 else
@@ -211,8 +213,7 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
 def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
     n_cs, k_cs = len(cited), list(hit).count(True)
     if n_cs == 0:
-        return ("The response cites no source documents, so source precision is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("The response cites no source documents", "source precision", value)
     if k_cs == n_cs:
         return (f"The only cited document, {cited[0]}, is among the expected sources."
                 if n_cs == 1 else
