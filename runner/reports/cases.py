@@ -22,7 +22,7 @@ same call (:func:`runner.reports.run.render_run_reports`) embed it without readi
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator, MutableMapping
+from collections.abc import Generator, MutableMapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import islice
@@ -102,22 +102,13 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
     cits, cits_cut = _passages(response.get("citations") or [], limit)
     record: dict[str, Any] = {"R": refs, "C": cits,
                               "E": [str(s) for s in shared.get("expected_sources") or []]}
-    if refs_cut:
-        record["Rc"] = refs_cut
-    if cits_cut:
-        record["Cc"] = cits_cut
+    record.update((k, cut) for k, cut in (("Rc", refs_cut), ("Cc", cits_cut)) if cut)
     if response.get("answer"):
         record["a"] = clip(response["answer"], limit)
     if shared.get("metadata"):
         record["md"] = clip(json.dumps(shared["metadata"], ensure_ascii=False, default=str),
                             limit)
     return record
-
-
-def _closing(lines: Iterator[Any]) -> closing[Generator[Any, None, None]]:
-    # The readers of runner.results are generators: closed when left, a report that stops
-    # after its first cases leaves no file open.
-    return closing(cast("Generator[Any, None, None]", lines))
 
 
 @dataclass
@@ -183,35 +174,25 @@ def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | No
     """
     key = (passages_path(result_dir, metrics).resolve(), max_cases, limit)
     texts = known.get(key) if known is not None else None
-    if texts is not None:
-        return _with_known(result_dir, texts, limit)
-    texts = PassageTexts()
-    rows, scores = [], []
-    with _closing(iter_records(result_dir, metrics)) as records:
-        for record in islice(records, max_cases):
-            texts.add(record, limit)
-            rows.append(dumps_compact(row_record(record, texts.queries[-1], limit)))
-            scores.append(dumps_compact(scores_record(
-                record.get("similarity") or [], record.get("matched") or [],
-                record.get("explanations") or {})))
-    if known is not None:
-        known[key] = texts
-    return Embedded(rows, scores, texts)
-
-
-def _with_known(result_dir: Path, texts: PassageTexts, limit: int) -> Embedded:
-    """The embedded cases of a folder whose passages are known: from its decisions."""
-    rows, scores = [], []
-    n = len(texts.ids)
-    with _closing(iter_decisions(result_dir)) as decisions:
-        for pos, decided in enumerate(islice(decisions, n)):
-            if decided["id"] != texts.ids[pos]:
-                raise ValueError(f"{result_dir}, case {pos + 1}: id {decided['id']!r} does not "
+    fresh = texts is None  # read the passages too, from the joined records
+    texts = PassageTexts() if texts is None else texts
+    n, rows, scores = len(texts.ids), [], []
+    lines = iter_records(result_dir, metrics) if fresh else iter_decisions(result_dir)
+    # The readers of runner.results are generators: closed when left, a report that stops
+    # after its first cases leaves no file open.
+    with closing(cast("Generator[Any, None, None]", lines)) as cases:
+        for pos, case in enumerate(islice(cases, max_cases if fresh else n)):
+            if fresh:
+                texts.add(case, limit)
+            elif case["id"] != texts.ids[pos]:
+                raise ValueError(f"{result_dir}, case {pos + 1}: id {case['id']!r} does not "
                                  f"match the passages file ({texts.ids[pos]!r})")
-            rows.append(dumps_compact(row_record(decided, texts.queries[pos], limit)))
+            rows.append(dumps_compact(row_record(case, texts.queries[pos], limit)))
             scores.append(dumps_compact(scores_record(
-                texts.similarity[pos], decided.get("matched") or [],
-                decided.get("explanations") or {})))
-    if len(rows) < n:
+                texts.similarity[pos], case.get("matched") or [],
+                case.get("explanations") or {})))
+    if not fresh and len(rows) < n:
         raise ValueError(f"{result_dir}: {len(rows)} cases, but the passages file has {n}")
+    if fresh and known is not None:
+        known[key] = texts
     return Embedded(rows, scores, texts)

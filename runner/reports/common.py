@@ -30,7 +30,7 @@ import jinja2
 import orjson
 from markupsafe import Markup
 
-from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
+from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import METRIC_KEYS, METRICS, declared
 
 TEMPLATE_PACKAGE = "runner.templates"
@@ -188,16 +188,11 @@ def _load(name: str) -> str | None:
 @cache
 def environment() -> jinja2.Environment:
     """The Jinja environment of the reports: autoescape on, undefined names are errors."""
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_load),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place)
-    env.globals.update(METRIC_KEYS=METRIC_KEYS, METRICS=METRICS,
+    env.globals.update(METRIC_KEYS=METRIC_KEYS, METRICS=METRICS, LABEL_TEXT=LABEL_TEXT,
                        CITATION_LABELS=CITATION_LABELS, REFERENCE_LABELS=REFERENCE_LABELS)
     return env
 
@@ -205,8 +200,7 @@ def environment() -> jinja2.Environment:
 @cache
 def page_assets() -> dict[str, Any]:
     """The inline stylesheet and script, and the Content Security Policy that admits them."""
-    css = _template_source(CSS_FILE)
-    js = _template_source(JS_FILE)
+    css, js = _template_source(CSS_FILE), _template_source(JS_FILE)
     for name, text, closing in ((CSS_FILE, css, "</style"), (JS_FILE, js, "</script")):
         if closing in text.lower():
             raise ValueError(f"{name} must not contain {closing!r}")

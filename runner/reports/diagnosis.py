@@ -79,16 +79,11 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
     """
     out: dict[str, Any] = {}
     for kind, _, names in KINDS:
+        followed = [(cid, la, lb) for cid in ids for k, la, lb in _moves(a[cid], b[cid])
+                    if k == kind]
         moved: dict[tuple[str, str], dict[str, Any]] = {}
-        followed = kept = 0
-        for cid in ids:
-            for k, la, lb in _moves(a[cid], b[cid]):
-                if k != kind:
-                    continue
-                followed += 1
-                if la == lb:
-                    kept += 1
-                    continue
+        for cid, la, lb in followed:
+            if la != lb:
                 entry = moved.setdefault((la, lb), {"from": la, "to": lb, "items": 0,
                                                     "cases": []})
                 entry["items"] += 1
@@ -97,7 +92,8 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
         order = {name: n for n, name in enumerate(names)}
         rows = sorted(moved.values(), key=lambda e: (-e["items"], order.get(e["from"], 99),
                                                      order.get(e["to"], 99)))
-        out[kind] = {"followed": followed, "kept": kept, "moves": rows}
+        out[kind] = {"followed": len(followed),
+                     "kept": sum(la == lb for _, la, lb in followed), "moves": rows}
     return out
 
 
@@ -106,13 +102,11 @@ def share_shifts(labels_a: Mapping[str, Any] | None,
     """Per kind and label: the counts and shares in A and B and the move in percentage points."""
     rows = []
     for kind, prefix, names in KINDS:
-        ca = {n: int((labels_a or {}).get(prefix + n) or 0) for n in names}
-        cb = {n: int((labels_b or {}).get(prefix + n) or 0) for n in names}
+        ca, cb = ({n: int((side or {}).get(prefix + n) or 0) for n in names}
+                  for side in (labels_a, labels_b))
         ta, tb = sum(ca.values()), sum(cb.values())
         for name in names:
-            sa = 100.0 * ca[name] / ta if ta else None
-            sb = 100.0 * cb[name] / tb if tb else None
-            pp = None if sa is None or sb is None else sb - sa
+            pp = 100.0 * cb[name] / tb - 100.0 * ca[name] / ta if ta and tb else None
             text = ("n/a" if pp is None else "0.0 pp" if abs(pp) < 0.05 else f"{pp:+.1f} pp")
             rows.append({"kind": kind, "label": name, "key": prefix + name,
                          "a": share_text(ca[name], ta, kind), "b": share_text(cb[name], tb, kind),

@@ -17,7 +17,6 @@ from runner.reports.common import params_text, safe_href
 from runner.reports.diagnosis import stacked_bars
 from runner.reports.sentences import card_sentence
 from runner.scoring.bands import DEFAULT_BANDS, band
-from runner.scoring.labels import CITATION, REFERENCE
 from runner.scoring.metrics import Metric, declared
 
 
@@ -37,13 +36,10 @@ def metric_cards(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     cards = []
     for m in run_metrics(metrics):
         key = m.name
-        value = (metrics.get("metrics") or {}).get(key)
-        ci = (metrics.get("ci") or {}).get(key)
-        micro = (metrics.get("micro") or {}).get(key)
-        name = (metrics.get("bands") or {}).get(key) or "none"
+        value, ci, micro = ((metrics.get(s) or {}).get(key) for s in ("metrics", "ci", "micro"))
         cards.append({
             "key": key, "name": m.title, "short": m.short, "about": m.about, "value": value,
-            "band": name,
+            "band": (metrics.get("bands") or {}).get(key) or "none",
             "sentence": card_sentence(key, metrics),
             # The seed's texts: what 1.0, 0.5 and 0.0 mean (a legend, not about this run).
             "legend": list(zip(("1.0", "0.5", "0.0"), m.band_text)),
@@ -71,12 +67,9 @@ def interval_bar(value: float | None, ci: list[float] | None, micro: float | Non
 
 
 def label_bars(labels: Mapping[str, int]) -> list[dict[str, Any]]:
-    """A stacked bar each for citation and reference labels (:func:`stacked_bars`), with what
-    each label means."""
-    text = {lab.key: lab.text for lab in (*CITATION, *REFERENCE)}
-    return [{**bar, "kind": bar["kind"].capitalize(), "segments": [
-        {**s, "share": 100.0 * s["count"] / bar["total"] if bar["total"] else 0.0,
-         "text": text[s["key"]]} for s in bar["segments"]]} for bar in stacked_bars(labels)]
+    """A stacked bar each for citation and reference labels (:func:`stacked_bars`), kind
+    capitalised (the template adds what each label means, ``LABEL_TEXT``)."""
+    return [{**bar, "kind": bar["kind"].capitalize()} for bar in stacked_bars(labels)]
 
 
 def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -84,30 +77,25 @@ def distributions(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     by the band zone its lower edge lies in, the mean marked."""
     width, height = 240.0, 80.0
     bounds = run_bands(metrics)
-    means = metrics.get("metrics") or {}
     out = []
     for m in run_metrics(metrics):
-        key = m.name
-        hist = (metrics.get("histograms") or {}).get(key) or {}
+        hist = (metrics.get("histograms") or {}).get(m.name) or {}
         counts = [int(c) for c in hist.get("counts") or []]
         low, high = float(hist.get("low", 0.0)), float(hist.get("high", 1.0))
         step, bw = (high - low) / max(len(counts), 1), width / max(len(counts), 1)
         top = max(counts, default=0) or 1
         bars = []
         for i, count in enumerate(counts):
-            h = round(height * count / top, 2)
-            edge = low + i * step
-            last = i == len(counts) - 1
+            h, edge = round(height * count / top, 2), low + i * step
             bars.append({"x": round(i * bw, 2), "y": round(height - h, 2), "w": round(bw - 1, 2),
                          "h": h, "count": count, "band": band(edge, bounds) or "none",
                          "range": f"{edge:.2f}–{edge + step:.2f}"
-                                  + (f" (incl. {high:.2f})" if last else "")})
-        mean = means.get(key)
-        out.append({"key": key, "name": m.title, "bars": bars, "width": width,
-                    "height": height, "n": sum(counts), "counts": counts,
+                                  + (f" (incl. {high:.2f})" if i == len(counts) - 1 else "")})
+        mean = (metrics.get("metrics") or {}).get(m.name)
+        out.append({"key": m.name, "name": m.title, "bars": bars, "width": width,
+                    "height": height, "n": sum(counts),
                     "undefined": int(hist.get("undefined") or 0),
-                    "mean_x": None if mean is None else round(min(max(mean, 0), 1) * width, 2),
-                    "max": top})
+                    "mean_x": None if mean is None else round(min(max(mean, 0), 1) * width, 2)})
     return out
 
 
@@ -121,34 +109,36 @@ def failed_list(metrics: Mapping[str, Any], shown: int) -> tuple[int, list[dict[
     return count, listed
 
 
+_IDENTITY = {  # a field of the run's identity: its section of ``metrics.json`` and key there
+    "started_at": ("run", "started_at"), "version": ("run", "ragcite_version"),
+    "dataset_path": ("dataset", "path"), "dataset_digest": ("dataset", "digest"),
+    "threshold": ("threshold", "value"), "threshold_level": ("threshold", "level"),
+    "zero_division": ("scoring", "zero_division"),
+    "require_same_source": ("scoring", "require_same_source"),
+    "confidence": ("bootstrap", "confidence"),
+}
+
+
 def identity(metrics: Mapping[str, Any], result_dir: Path,
              tracking_link: str | None) -> dict[str, Any]:
     """What the run is: its name, dataset, model, matcher, threshold, scoring settings."""
-    run, dataset = metrics.get("run") or {}, metrics.get("dataset") or {}
-    model, matcher = metrics.get("model") or {}, metrics.get("matcher") or {}
-    scoring, boot = metrics.get("scoring") or {}, metrics.get("bootstrap") or {}
-    threshold = metrics.get("threshold") or {}
+    def sec(name: str) -> Mapping[str, Any]:
+        return metrics.get(name) or {}
+
+    boot = sec("bootstrap")
     return {
-        "name": run.get("name") or result_dir.name,
-        "started_at": run.get("started_at"),
-        "version": run.get("ragcite_version"),
-        "dataset": dataset.get("name") or "unknown",
-        "dataset_path": dataset.get("path"),
-        "dataset_digest": dataset.get("digest"),
-        "model": model.get("name") or "unknown",
-        "model_params": params_text(model.get("identity")),
-        "matcher": matcher.get("name") or "unknown",
-        "matcher_params": params_text(matcher.get("identity")),
-        "threshold": threshold.get("value"),
-        "threshold_level": threshold.get("level"),
-        "zero_division": scoring.get("zero_division"),
-        "require_same_source": scoring.get("require_same_source"),
-        "normalization": ", ".join(scoring.get("source_normalization") or []),
+        **{name: sec(section).get(key) for name, (section, key) in _IDENTITY.items()},
+        "name": sec("run").get("name") or result_dir.name,
+        "dataset": sec("dataset").get("name") or "unknown",
+        "model": sec("model").get("name") or "unknown",
+        "model_params": params_text(sec("model").get("identity")),
+        "matcher": sec("matcher").get("name") or "unknown",
+        "matcher_params": params_text(sec("matcher").get("identity")),
+        "normalization": ", ".join(sec("scoring").get("source_normalization") or []),
         "bootstrap": (f"{int(boot['resamples'])} resamples, "
                       f"{100 * float(boot['confidence']):g}% percentile"
                       if boot.get("resamples") is not None and boot.get("confidence") is not None
                       else None),
-        "confidence": boot.get("confidence"),
         "tracking_link": tracking_link,
         "tracking_href": safe_href(tracking_link),
         "coverage": metrics.get("coverage") or None,

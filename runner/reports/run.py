@@ -139,42 +139,34 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     table from the `embedded` cases."""
     run = figures.identity(metrics, result_dir, tracking_link)
     n_failed, failed = figures.failed_list(metrics, opts.max_failed_listed)
-    n_embedded = len(embedded.rows)
-    gates = metrics.get("gates") or {}
+    gates, labels = metrics.get("gates") or {}, metrics.get("labels") or {}
+    line = threshold_line(run)
     declared = figures.run_metrics(metrics)
     meta = {
         "metrics": [m.name for m in declared], "names": {m.name: m.title for m in declared},
         "citation_labels": list(CITATION_LABELS), "reference_labels": list(REFERENCE_LABELS),
         "label_text": LABEL_TEXT, "page_size": opts.page_size,
-        "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": n_embedded,
-        "threshold": run["threshold"],
-        "review_key": review_key(result_dir, run),
+        "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": len(embedded.rows),
+        "threshold": run["threshold"], "review_key": review_key(result_dir, run),
     }
     return {
-        "title": f"ragcite run report — {run['name']} — {threshold_line(run)}",
-        "run": run,
-        "threshold_line": threshold_line(run),
-        "m": metrics,
+        "title": f"ragcite run report — {run['name']} — {line}", "run": run,
+        "threshold_line": line, "m": metrics, "opts": opts,
         "gates": {"passed": gates.get("passed", True),
                   "failures": list(gates.get("failures") or []),
                   "config": dict(gates.get("config") or {})},
-        "cards": figures.metric_cards(metrics),
-        "bands": figures.run_bands(metrics),
-        "label_bars": figures.label_bars(metrics.get("labels") or {}),
-        "diagnosis": diagnosis(metrics.get("labels") or {}),
-        "distributions": figures.distributions(metrics),
-        "failed": failed,
-        "n_failed": n_failed,
-        "n_seen": meta["n_cases"],
-        "n_embedded": n_embedded,
-        **_blocks(embedded, opts),
-        "meta_json": embed_json(meta),
-        "opts": opts,
+        "cards": figures.metric_cards(metrics), "bands": figures.run_bands(metrics),
+        "label_bars": figures.label_bars(labels), "diagnosis": diagnosis(labels),
+        "distributions": figures.distributions(metrics), "failed": failed, "n_failed": n_failed,
+        "n_seen": meta["n_cases"], "n_embedded": meta["n_embedded"],
+        **_blocks(embedded, opts), "meta_json": embed_json(meta),
     }
 
 
-def _render(result_dir: Path, link: str | None, opts: HtmlOptions,
+def _render(result_dir: Path, link: str | None,
+            options: Mapping[str, Any] | HtmlOptions | None,
             known: dict[PassagesKey, PassageTexts] | None, output: Path | None = None) -> Path:
+    opts = options_of(result_dir, options)
     metrics = read_result(result_dir)
     # The embedded case data are cycle-free: with the collector on, its collections walk the
     # growing row and score lists again and again.
@@ -202,8 +194,7 @@ def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
     Returns:
         The path of the report.
     """
-    folder = Path(result_dir)
-    return _render(folder, tracking_link, options_of(folder, options), None,
+    return _render(Path(result_dir), tracking_link, options, None,
                    Path(output) if output else None)
 
 
@@ -221,11 +212,8 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
     if len(result_dirs) != len(links):
         raise ValueError(f"{len(result_dirs)} result folders but {len(links)} links")
     known: dict[PassagesKey, PassageTexts] = {}
-    out = []
-    for result_dir, link in zip(result_dirs, links):
-        folder = Path(result_dir)
-        out.append(_render(folder, link, options_of(folder, options), known))
-    return out
+    return [_render(Path(folder), link, options, known)
+            for folder, link in zip(result_dirs, links)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,13 +52,8 @@ def diagnosis(labels: Mapping[str, Any]) -> tuple[str, str]:
     Every clause states a count of ``metrics.json`` → ``labels``; a clause whose count is 0 is
     left out, so nothing is claimed that did not happen.
     """
-    def n(key: str) -> int:
-        return int(labels.get(key) or 0)
-
-    sup, other = n("citation_supported"), n("citation_other_source")
-    wrong, unexp = n("citation_wrong_passage"), n("citation_unexpected_source")
-    cited, p_missed = n("reference_cited"), n("reference_passage_missed")
-    s_missed = n("reference_source_missed")
+    sup, wrong, unexp, other, cited, p_missed, s_missed = (  # the declared labels, in order
+        int(labels.get(lab.key) or 0) for lab in (*CITATION, *REFERENCE))
     total, refs = sup + other + wrong + unexp, cited + p_missed + s_missed
     if not total and not refs:
         return "Nothing to diagnose", "No citation or reference was scored."

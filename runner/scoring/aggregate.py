@@ -40,11 +40,8 @@ def histogram(values: Sequence[float] | np.ndarray, bins: int = HIST_BINS) -> li
     Value v falls in bin ``floor(v * bins)``; values outside [0, 1] (a raw cosine below 0) are
     clipped into the end bins.
     """
-    if not len(values):
-        return [0] * bins
-    index = np.floor(np.asarray(values, dtype=float) * bins)
-    index = np.clip(index, 0, bins - 1).astype(np.int64)
-    counts: list[int] = np.bincount(index, minlength=bins).tolist()
+    index = np.clip(np.floor(np.asarray(values, dtype=float) * bins), 0, bins - 1)
+    counts: list[int] = np.bincount(index.astype(np.int64), minlength=bins).tolist()
     return counts
 
 
@@ -52,13 +49,10 @@ def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
                bins: int = HIST_BINS) -> dict[str, dict[str, Any]]:
     """Per metric (`names`, the columns of `values`, NaN = undefined): its defined values
     binned over [0, 1] (:func:`histogram`) and how many are undefined."""
-    out: dict[str, dict[str, Any]] = {}
-    for k, key in enumerate(names):
-        col = values[:, k]
-        defined = col[~np.isnan(col)]
-        out[key] = {"low": 0.0, "high": 1.0, "bins": bins, "counts": histogram(defined, bins),
-                    "undefined": int(col.size - defined.size)}
-    return out
+    return {key: {"low": 0.0, "high": 1.0, "bins": bins,
+                  "counts": histogram(defined := col[~np.isnan(col)], bins),
+                  "undefined": int(col.size - defined.size)}
+            for key, col in zip(names, values.T)}
 
 
 def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
@@ -100,8 +94,8 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
     defined = ~np.isnan(values)
     rng = np.random.default_rng(seed)
     distinct = [np.unique(values[:, k], return_counts=True) for k in range(m)]  # NaNs: one
+    means = np.empty((resamples, m))
     if all(len(u) * 8 <= n for u, _ in distinct):
-        means = np.empty((resamples, m))
         for k, (uniq, sizes) in enumerate(distinct):
             ok = ~np.isnan(uniq)
             draws = rng.multinomial(n, sizes / n, size=resamples)
@@ -111,7 +105,6 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
     else:
         filled = np.where(defined, values, 0.0)
         mask = defined.astype(np.float64)
-        means = np.empty((resamples, m))
         for b in range(resamples):
             # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
             w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
@@ -119,12 +112,10 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[b] = num / den
     alpha = (1.0 - confidence) / 2.0
-    for k in range(m):
-        col = means[:, k]
+    for k, col in enumerate(means.T):
         col = col[~np.isnan(col)]
         if defined[:, k].any() and col.size:
-            low, high = np.quantile(col, [alpha, 1.0 - alpha])
-            out[k] = [float(low), float(high)]
+            out[k] = [float(q) for q in np.quantile(col, [alpha, 1.0 - alpha])]
     return out
 
 
@@ -193,23 +184,9 @@ class Aggregator:
 
     def add_batch(self, batch: BatchResults) -> None:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
-        self.n_cases += len(batch)
-        self.n_errors += batch.n_errors
-        if batch.n_errors:
-            self._list_failed(batch.error_cases())
-        self.rows.extend(batch.rows)
-        for k, v in batch.counts.items():
-            self.counts[k] += v
-        for k, v in batch.labels.items():
-            self.labels[k] = self.labels.get(k, 0) + v
-        if self.keep_cases:
-            self._parts.append(batch)
-
-    def _list_failed(self, cases: Iterable[CaseResult]) -> None:
-        """List failed cases (id and error) until ``max_failed_listed`` are listed."""
-        room = max(self.max_failed_listed - len(self.failed_listed), 0)
-        self.failed_listed.extend({"id": c.id, "error": str(c.error)}
-                                  for c in islice(cases, room))
+        failed = ({"id": c.id, "error": str(c.error)} for c in batch.error_cases())
+        self._add(len(batch), batch.n_errors, failed if batch.n_errors else (), batch.rows,
+                  batch.counts, batch.labels, [batch])
 
     def empty(self) -> Aggregator:
         """A new aggregator with the same settings and no cases."""
@@ -221,27 +198,32 @@ class Aggregator:
         The result is the same as adding the other's cases here one by one, so cases scored in
         separate processes aggregate exactly as in one.
         """
-        self.n_cases += other.n_cases
-        self.n_errors += other.n_errors
+        self._add(other.n_cases, other.n_errors, other.failed_listed, other.rows, other.counts,
+                  other.labels, other._parts)
+
+    def _add(self, n_cases: int, n_errors: int, failed: Iterable[dict[str, str]],
+             rows: Sequence[Sequence[float]], counts: Mapping[str, int],
+             labels: Mapping[str, int], parts: Sequence[Sequence[CaseResult]]) -> None:
+        """Count cases; list failed ones (id and error) until ``max_failed_listed`` are."""
+        self.n_cases += n_cases
+        self.n_errors += n_errors
         room = max(self.max_failed_listed - len(self.failed_listed), 0)
-        self.failed_listed.extend(other.failed_listed[:room])
-        self.rows.extend(other.rows)
+        self.failed_listed.extend(islice(failed, room))
+        self.rows.extend(rows)
         if self.keep_cases:
-            self._parts.extend(other._parts)
-        for k, v in other.counts.items():
+            self._parts.extend(parts)
+        for k, v in counts.items():
             self.counts[k] = self.counts.get(k, 0) + v
-        for k, v in other.labels.items():
+        for k, v in labels.items():
             self.labels[k] = self.labels.get(k, 0) + v
 
     def result(self) -> RunResult:
         """The run-level figures of every case added so far."""
         names = self.metrics
         values = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), len(names))
-        metrics: dict[str, float | None] = {}
-        for k, key in enumerate(names):
-            col = values[:, k]
-            col = col[~np.isnan(col)]
-            metrics[key] = float(col.mean()) if col.size else None
+        metrics: dict[str, float | None] = {
+            key: float(d.mean()) if (d := col[~np.isnan(col)]).size else None
+            for key, col in zip(names, values.T)}
         ci = bootstrap_ci(values, self.resamples, self.confidence, self.seed)
         return RunResult(
             metrics=metrics,

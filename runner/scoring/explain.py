@@ -68,8 +68,18 @@ def _unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+def _labelled(sources: Sequence[str], labels: Sequence[str], *names: str) -> list[str]:
+    """The distinct sources (in order) of the items labelled one of `names`."""
+    return _unique([s for s, lab in zip(sources, labels) if lab in names])
+
+
 def _fmt(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.2f}"
+
+
+def _by_rule(premise: str, name: str, value: float | None) -> str:
+    """The sentence of a metric whose denominator is empty."""
+    return f"{premise}, so {name} is {_fmt(value)} by the zero-division rule."
 
 
 def summary(kind: str, r: float | None, p: float | None) -> str:
@@ -82,10 +92,11 @@ def summary(kind: str, r: float | None, p: float | None) -> str:
     return f"{kind.capitalize()} recall is {_fmt(r)} and {kind} precision is {_fmt(p)}."
 
 
-def _wrong_passage(sources: Sequence[str]) -> str:
+def _citations_that(sources: Sequence[str], verb: str, ending: str, rest: str) -> str:
+    """``the a and b citations use a wrong passage`` (`verb` + `ending` for one citation)."""
     many = len(sources) > 1
-    return (f"the {listing(sources)} citation{'s' if many else ''} use{'' if many else 's'} "
-            "a wrong passage")
+    return (f"the {listing(sources)} citation{'s' if many else ''} "
+            f"{verb}{'' if many else ending} {rest}")
 
 
 def _sentence(parts: Sequence[str]) -> str:
@@ -106,8 +117,8 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     wrong = _unique([s for s, w in missed_passage if w])
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
-    missed = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "source_missed"])
-    parts = [_wrong_passage(wrong)] if wrong else []
+    missed = _labelled(ref_sources, ref_labels, "source_missed")
+    parts = [_citations_that(wrong, "use", "s", "a wrong passage")] if wrong else []
     if others:
         parts.append(f"the other {listing(_unique(others))} "
                      f"passage{'s are' if len(others) > 1 else ' is'} not cited")
@@ -116,20 +127,14 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     return _sentence(parts)
 
 
-def _other_source(sources: Sequence[str]) -> str:
-    many = len(sources) > 1
-    return (f"the {listing(sources)} citation{'s' if many else ''} "
-            f"match{'' if many else 'es'} only a passage of another document")
-
-
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
-    wrong = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "wrong_passage"])
-    unexpected = _unique(
-        [s for s, lab in zip(cit_sources, cit_labels) if lab == "unexpected_source"])
-    other = _unique([s for s, lab in zip(cit_sources, cit_labels) if lab == "other_source"])
-    parts = [_other_source(other)] if other else []
+    wrong = _labelled(cit_sources, cit_labels, "wrong_passage")
+    unexpected = _labelled(cit_sources, cit_labels, "unexpected_source")
+    other = _labelled(cit_sources, cit_labels, "other_source")
+    parts = [_citations_that(other, "match", "es", "only a passage of another document")
+             ] if other else []
     if wrong:
-        parts.append(_wrong_passage(wrong))
+        parts.append(_citations_that(wrong, "use", "s", "a wrong passage"))
     if unexpected:
         parts.append(f"{listing(unexpected)} "
                      f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
@@ -141,14 +146,13 @@ def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: 
                     ref_wrong_cited: Sequence[bool] | None) -> str:
     n_ref, k_ref = len(ref_labels), ref_labels.count("cited")
     if n_ref == 0:
-        return ("There are no ground-truth passages, so context recall is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("There are no ground-truth passages", "context recall", value)
     if k_ref == n_ref:
         return (f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
                 "citation — all expected evidence passages are cited." if n_ref == 1 else
                 f"All {n_ref} ground-truth passages ({listing(_unique(ref_sources))}) are matched "
                 "by response citations — all expected evidence passages are cited.")
-    matched = _unique([s for s, lab in zip(ref_sources, ref_labels) if lab == "cited"])
+    matched = _labelled(ref_sources, ref_labels, "cited")
     if k_ref:
         lead = (f"Only the {listing(matched)} passage{'s' if k_ref > 1 else ''} "
                 f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
@@ -166,15 +170,13 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
     n_cit = len(cit_labels)
     k_cit = cit_labels.count("supported") + cit_labels.count("other_source")
     if n_cit == 0:
-        return ("The response cites nothing, so context precision is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("The response cites nothing", "context precision", value)
     if k_cit == n_cit:
         return ("The only response citation matches a ground-truth reference — there are no "
                 "spurious citations." if n_cit == 1 else
                 f"All {n_cit} response citations match ground-truth references — there are no "
                 "spurious citations.") + _citation_details(cit_sources, cit_labels)
-    matched = _unique([s for s, lab in zip(cit_sources, cit_labels)
-                       if lab in ("supported", "other_source")])
+    matched = _labelled(cit_sources, cit_labels, "supported", "other_source")
     if k_cit:
         lead = (f"Only the {listing(matched)} citation{'s' if k_cit > 1 else ''} "
                 f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
@@ -193,8 +195,7 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
 def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bool]) -> str:
     n_exp, k_exp = len(expected), list(hit).count(True)
     if n_exp == 0:
-        return ("No source documents are expected, so source recall is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("No source documents are expected", "source recall", value)
     if k_exp == n_exp:
         return (f"{expected[0]}, the only expected source, appears in the response citations."
                 if n_exp == 1 else
@@ -212,8 +213,7 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
 def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
     n_cs, k_cs = len(cited), list(hit).count(True)
     if n_cs == 0:
-        return ("The response cites no source documents, so source precision is "
-                f"{_fmt(value)} by the zero-division rule.")
+        return _by_rule("The response cites no source documents", "source precision", value)
     if k_cs == n_cs:
         return (f"The only cited document, {cited[0]}, is among the expected sources."
                 if n_cs == 1 else

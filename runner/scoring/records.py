@@ -51,9 +51,7 @@ class Scored:
                         if k not in failed else None
                         for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
-        ok_case = np.ones(len(n_ref), dtype=bool)
-        if failed:
-            ok_case[list(failed)] = False
+        ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.rows = [f[2] for f in self.figures if f is not None]
         totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
         self.counts = dict(zip(COUNT_KEYS, totals[ok_case].sum(axis=0).tolist()))
@@ -149,8 +147,7 @@ class BatchResults(CaseSequence):
         self._errors = errors
         self._scored = scored
         self._records: list[CaseResult] | None = None
-        n_failed = len(scored.failed) if scored is not None else 0
-        self.n_errors = len(errors) + n_failed
+        self.n_errors = len(errors) + (len(scored.failed) if scored is not None else 0)
         self.rows = scored.rows if scored is not None else []
         self.counts = scored.counts if scored is not None else dict.fromkeys(COUNT_KEYS, 0)
         self.labels = scored.labels if scored is not None else {}
@@ -198,14 +195,8 @@ class BatchResults(CaseSequence):
             return shared, [json_line(c.decisions_dict()) for c in self]
         same = scored.same_decisions(like[0]._scored)
         build = [k for k, kept in enumerate(same) if not kept]
-        built = scored.records(build)
-        out = []
-        for pos, k in enumerate(self._where):
-            if k >= 0 and not same[k]:
-                record = built[k]
-                if record is None:  # pragma: no cover - every changed case is built above
-                    raise RuntimeError(f"case {pos} was not built")
-                out.append(json_line(record.decisions_dict()))
-            else:  # an error, or the same decisions: the same line
-                out.append(like[1][pos])
-        return shared, out
+        built = scored.records(build)  # every case whose decisions changed
+        # An error, or the same decisions as in `like`: the line there.
+        return shared, [json_line(cast(CaseResult, built[k]).decisions_dict())
+                        if k >= 0 and not same[k] else like[1][pos]
+                        for pos, k in enumerate(self._where)]

@@ -195,8 +195,7 @@ def add_case(agg: Aggregator, case: CaseResult) -> None:
             agg._parts.append([])
         agg._parts[-1].append(case)  # type: ignore[attr-defined]
     if case.error is not None:
-        agg.n_errors += 1
-        agg._list_failed((case,))
+        agg._add(0, 1, [{"id": case.id, "error": str(case.error)}], (), {}, {}, ())
         return
     agg.rows.append([math.nan if (v := case.metrics[k]) is None else v for k in agg.metrics])
     for k in COUNT_KEYS:
