@@ -74,20 +74,15 @@ class Usage:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"model": name, "requests": n, ...}``: the shape ``usage()`` methods return."""
-        return {"model": self.model, "requests": self.requests, "errors": self.errors,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cached": self.cached, "unknown_figures": self.unknown_figures}
+        return {"model": self.model, **{k: getattr(self, k) for k in USAGE_COUNTERS}}
 
 
 def price_for(model: str | None, prices: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The price entry of `model`: an exact name, else the longest name it starts with
     (``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``), else None."""
-    if not model or not prices:
-        return None
-    if model in prices:
-        return prices[model]
-    best = max((name for name in prices if model.startswith(name)), key=len, default=None)
-    return prices[best] if best is not None else None
+    best = max((name for name in prices if model and model.startswith(name)), key=len,
+               default=None)
+    return None if best is None else prices[best]
 
 
 def estimate_cost(model: str | None, input_tokens: float, output_tokens: float,
