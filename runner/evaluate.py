@@ -18,7 +18,7 @@ from runner.inputs import (
     no_response_error,
 )
 from runner.matchers.base import BaseMatcher, Matcher
-from runner.results import CaseResult, RunResult
+from runner.results import RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
@@ -89,23 +89,6 @@ def score_batches(
         yield score_batch_thresholds(batch, matcher, options, thresholds)
         if on_batch is not None:
             on_batch(len(batch))
-
-
-def score_stream(
-    items: Iterable[tuple[Case, Response | None]],
-    matcher: Matcher,
-    options: ScoringOptions,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    on_batch: Callable[[int], None] | None = None,
-) -> Iterator[CaseResult]:
-    """Score at ``options.threshold``, case by case.
-
-    Yields:
-        One :class:`CaseResult` per input, in input order.
-    """
-    for (results,) in score_batches(items, matcher, options, [options.threshold], batch_size,
-                                    on_batch):
-        yield from results
 
 
 def evaluate(

@@ -59,33 +59,24 @@ def resolve_path(path: str | Path) -> Path:
     return Path(str(root.joinpath(norm)))
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
+_PROBLEMS = {"missing": "required field is missing",
+             "extra_forbidden": "unknown field (put extra data under 'metadata', or use a "
+                                "mapping)"}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def validation_to_data_error(exc: ValidationError, path: str,
                              where: str | None) -> DataError:
     """Turn the first pydantic validation error into a located :class:`DataError`."""
     err = exc.errors()[0]
-    field = _format_loc(tuple(err.get("loc", ()))) or None
-    kind = err.get("type", "")
-    if kind == "missing":
-        problem = "required field is missing"
-    elif kind == "extra_forbidden":
-        problem = "unknown field (put extra data under 'metadata', or use a mapping)"
-    else:
-        got = err.get("input")
-        shown = repr(got)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        problem = f"{err.get('msg', 'invalid value')} (got {shown})"
-    return DataError(path, where, field, problem)
+    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                    for part in err.get("loc", ())).removeprefix(".")
+    problem = _PROBLEMS.get(err.get("type", "")) or (
+        f"{err.get('msg', 'invalid value')} (got {_cut(repr(err.get('input')), 60)})")
+    return DataError(path, where, field or None, problem)
 
 
 def iter_cases(
@@ -216,27 +207,17 @@ def callable_name(fn: Callable[..., Any]) -> str:
 
 def _shown(value: Any) -> str:
     """A value's type and a short repr, for messages (``list ([1, 2])``)."""
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(value).__name__} ({text})"
+    return f"{type(value).__name__} ({_cut(repr(value), 40)})"
 
 
 def _fold_response(record: dict[str, Any]) -> dict[str, Any]:
     """Move mapped top-level `citations`/`answer` into the `response` object."""
     if "citations" not in record and "answer" not in record:
         return record
-    record = dict(record)
-    citations = record.pop("citations", None)
-    answer = record.pop("answer", None)
-    if citations is None and answer is None:
-        return record
-    response = dict(record.get("response") or {})
-    if citations is not None:
-        response["citations"] = citations
-    if answer is not None:
-        response["answer"] = answer
-    record["response"] = response
+    moved = {k: record[k] for k in ("citations", "answer") if record.get(k) is not None}
+    record = {k: v for k, v in record.items() if k not in ("citations", "answer")}
+    if moved:
+        record["response"] = dict(record.get("response") or {}, **moved)
     return record
 
 
@@ -324,14 +305,8 @@ def load_knowledge_base(
 def file_digest(path: str | Path) -> str:
     """SHA-256 of a file's bytes (or of a folder's files, in name order), first 16 hex digits."""
     real = resolve_path(path)
-    if real.is_dir():
-        return _digest_files(sorted(p for p in real.rglob("*") if p.is_file()))
-    return _digest_files([real])
-
-
-def _digest_files(files: list[Path]) -> str:
     h = hashlib.sha256()
-    for file in files:
+    for file in sorted(p for p in real.rglob("*") if p.is_file()) if real.is_dir() else [real]:
         h.update(file.name.encode())
         with file.open("rb") as fh:
             while chunk := fh.read(1 << 20):

@@ -44,8 +44,15 @@ from runner.reports.common import (
     signed,
     write_html,
 )
-from runner.reports.compare_load import DOWNLOAD_TIMEOUT, CompareError, RunData, load_run
-from runner.reports.compare_names import COMPARE_HTML, output_folder, side_names
+from runner.reports.compare_load import (
+    COMPARE_HTML,
+    DOWNLOAD_TIMEOUT,
+    CompareError,
+    RunData,
+    load_run,
+    output_folder,
+    side_names,
+)
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
 from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,21 +129,8 @@ def _series_key(row: Mapping[str, Any]) -> tuple[str, str]:
     return key, label
 
 
-def _points(rows: Sequence[Mapping[str, Any]], metric: str, sx: Callable[[float], float],
-            sy: Callable[[float], float]) -> list[dict[str, Any]]:
-    points = []
-    for row in sorted(rows, key=lambda r: float(r["threshold"])):
-        value = row["vals"][metric]
-        if value is None:
-            continue
-        ci = row["ci"][metric]
-        points.append({
-            "x": sx(float(row["threshold"])), "y": sy(value), "value": value,
-            "threshold": row["threshold_text"],
-            "ci": [sy(ci[1]), sy(ci[0])] if ci else None,
-            "ci_text": f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "",
-        })
-    return points
+def _ci_text(ci: Sequence[float] | None) -> str:
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
 
 
 def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -151,12 +138,19 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
     for row in members:
         key, label = _series_key(row)
         series.setdefault(key, {"label": label, "rows": []})["rows"].append(row)
+    groups = list(series.values())
     xs = sorted({float(r["threshold"]) for r in members})
-    if len(xs) == 1 and len(series) > 1:  # e.g. a sweep over systems: one bar per series
-        return _bar_charts(matcher, xs[0], list(series.values()))
-    lo, hi = xs[0], xs[-1]
-    if hi - lo < 1e-9:
-        lo, hi = lo - 0.1, hi + 0.1
+    bars = len(xs) == 1 and len(groups) > 1  # e.g. a sweep over systems: one bar per series
+    return {"matcher": matcher, "kind": "bars" if bars else "lines", "n_results": len(members),
+            "legend": [{"index": i % 8, "label": s["label"]} for i, s in enumerate(groups)],
+            "thresholds": [f"{x:g}" for x in xs],
+            "charts": (_bar_charts if bars else _line_charts)(matcher, xs, groups)}
+
+
+def _line_charts(matcher: str, xs: Sequence[float],
+                 series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per metric, one line per series through its results, ordered by threshold."""
+    lo, hi = (xs[0], xs[-1]) if xs[-1] - xs[0] >= 1e-9 else (xs[0] - 0.1, xs[-1] + 0.1)
 
     def sx(v: float) -> float:
         return round(LEFT + (v - lo) / (hi - lo) * (WIDTH - LEFT - RIGHT), 2)
@@ -167,8 +161,13 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
     out = []
     for metric in METRIC_KEYS:
         lines = []
-        for i, s in enumerate(series.values()):
-            points = _points(s["rows"], metric, sx, sy)
+        for i, s in enumerate(series):
+            points = [{"x": sx(float(row["threshold"])), "y": sy(value), "value": value,
+                       "threshold": row["threshold_text"], "ci_text": _ci_text(ci),
+                       "ci": [sy(ci[1]), sy(ci[0])] if ci else None}
+                      for row in sorted(s["rows"], key=lambda r: float(r["threshold"]))
+                      if (value := row["vals"][metric]) is not None
+                      for ci in [row["ci"][metric]]]
             path = " ".join(("M" if k == 0 else "L") + f"{p['x']} {p['y']}"
                             for k, p in enumerate(points)) if len(points) > 1 else ""
             lines.append({"index": i % 8, "label": s["label"], "points": points, "path": path})
@@ -179,14 +178,11 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
             "yticks": [{"y": sy(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
             "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs],
         })
-    legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series.values())]
-    return {"matcher": matcher, "legend": legend, "charts": out, "kind": "lines",
-            "n_results": len(members),
-            "thresholds": [f"{x:g}" for x in xs]}
+    return out
 
 
-def _bar_charts(matcher: str, threshold: float,
-                series: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _bar_charts(matcher: str, xs: Sequence[float],
+                series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One threshold, several series (systems, models, settings): per metric, a horizontal bar
     per series with its mean and interval, instead of points all at one x."""
     row_h, top, label_w = 22.0, 6.0, 120.0
@@ -200,23 +196,19 @@ def _bar_charts(matcher: str, threshold: float,
         for i, s in enumerate(series):
             row = s["rows"][0]
             value, ci = row["vals"][metric], row["ci"][metric]
-            y = top + i * row_h
             short = " ".join(split_override(p)[1] if "=" in p else p
                              for p in str(s["label"]).split(" "))
-            bars.append({"index": i % 8, "label": s["label"], "short": short[:22], "y": y,
-                         "value": value,
+            bars.append({"index": i % 8, "label": s["label"], "short": short[:22],
+                         "y": top + i * row_h, "value": value,
                          "w": None if value is None else round(sx(value) - label_w, 2),
-                         "ci": [sx(ci[0]), sx(ci[1])] if ci else None,
-                         "ci_text": f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""})
+                         "ci": [sx(ci[0]), sx(ci[1])] if ci else None, "ci_text": _ci_text(ci)})
         out.append({"metric": metric, "name": METRIC_NAMES[metric],
-                    "title": f"{METRIC_NAMES[metric]} per series at threshold {threshold:g} "
+                    "title": f"{METRIC_NAMES[metric]} per series at threshold {xs[0]:g} "
                              f"({matcher})",
                     "width": WIDTH, "height": top + len(series) * row_h + 16,
                     "left": label_w, "right": WIDTH - RIGHT, "row_h": row_h, "bars": bars,
                     "xticks": [{"x": sx(t), "label": f"{t:g}"} for t in (0.0, 0.5, 1.0)]})
-    legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series)]
-    return {"matcher": matcher, "legend": legend, "charts": out, "kind": "bars",
-            "n_results": sum(len(s["rows"]) for s in series), "thresholds": [f"{threshold:g}"]}
+    return out
 
 
 def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
