@@ -7,6 +7,7 @@ stays flat whatever the file size.
 
 from __future__ import annotations
 
+import collections
 import csv
 import json
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ _CSV_JSON_COLUMNS = ("references", "expected_sources", "citations", "response", 
                      "usage")
 
 # CSV columns whose empty cell means "absent" (a row without a stored response), not "".
-_CSV_OPTIONAL_COLUMNS = ("answer",)
+_CSV_OPTIONAL_COLUMNS = (*_CSV_JSON_COLUMNS, "answer")
 
 Record = tuple[str, Any]
 
@@ -83,7 +84,7 @@ def iter_records(path: str | Path, format: str | None = None, *,
     if fmt in ("jsonl", "csv"):
         check_stream(p, fmt)
     if fmt == "jsonl":
-        yield from _iter_jsonl(p)
+        yield from ((f"line {n}", parse_jsonl_line(p, n, line)) for n, line in iter_jsonl_lines(p))
     elif fmt == "csv":
         yield from _iter_csv(p)
     else:
@@ -103,12 +104,11 @@ def check_stream(path: Path, fmt: str) -> None:
     if not check_utf8(path, HINT_TEXTS):
         return
     if fmt == "csv":
-        for _ in _iter_csv(path):
-            pass
-        return
-    for lineno, line in iter_jsonl_lines(path):
-        if HINTS.search(line):
-            parse_jsonl_line(path, lineno, line)
+        collections.deque(_iter_csv(path), maxlen=0)
+    else:
+        for lineno, line in iter_jsonl_lines(path):
+            if HINTS.search(line):
+                parse_jsonl_line(path, lineno, line)
 
 
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -133,24 +133,11 @@ def parse_jsonl_line(path: Path, lineno: int, line: str) -> Any:
                         f"malformed JSON ({exc.msg} at column {exc.colno})") from None
 
 
-def _iter_jsonl(path: Path) -> Iterator[Record]:
-    for lineno, line in iter_jsonl_lines(path):
-        yield f"line {lineno}", parse_jsonl_line(path, lineno, line)
-
-
 def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:
     data = parse_document(path, fmt)
-    if isinstance(data, dict):
-        # Accept {"cases": [...]} as well as a bare list.
-        for key in ("cases", "data", "records"):
-            if isinstance(data.get(key), list):
-                data = data[key]
-                break
-        else:
-            if whole_object:
-                check_value(data, str(path), "record 1")
-                yield "record 1", data
-                return
+    if isinstance(data, dict):  # {"cases": [...]} as well as a bare list; or one record
+        data = next((data[key] for key in ("cases", "data", "records")
+                     if isinstance(data.get(key), list)), [data] if whole_object else data)
     if not isinstance(data, list):
         raise DataError(str(path), None, None,
                         f"expected a list of records (or an object with a 'cases' list), "
@@ -242,10 +229,10 @@ def _iter_csv(path: Path) -> Iterator[Record]:
 
 def _csv_header(path: Path, where: str, header: list[str]) -> list[str]:
     """The header row, refused when it names a column twice."""
-    for index, name in enumerate(header):
-        if name in header[:index]:
-            raise DataError(str(path), where, name,
-                            "the header names this column twice; name each column once")
+    twice = next((name for index, name in enumerate(header) if name in header[:index]), None)
+    if twice is not None:
+        raise DataError(str(path), where, twice,
+                        "the header names this column twice; name each column once")
     return header
 
 
@@ -253,14 +240,12 @@ def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:
     """One CSV row as a record: JSON columns parsed, empty optional ones left out."""
     record: dict[str, Any] = {}
     for key, value in row.items():
-        if key in _CSV_JSON_COLUMNS:
-            if value.strip() == "":
-                continue
-            try:
-                record[key] = parse_json(value, str(path), where, key)
-            except json.JSONDecodeError as exc:
-                raise DataError(str(path), where, key,
-                                f"expected a JSON-encoded value ({exc.msg})") from None
-        elif not (key in _CSV_OPTIONAL_COLUMNS and value.strip() == ""):
-            record[key] = value
+        if key in _CSV_OPTIONAL_COLUMNS and value.strip() == "":
+            continue
+        try:
+            record[key] = (parse_json(value, str(path), where, key) if key in _CSV_JSON_COLUMNS
+                           else value)
+        except json.JSONDecodeError as exc:
+            raise DataError(str(path), where, key,
+                            f"expected a JSON-encoded value ({exc.msg})") from None
     return record
