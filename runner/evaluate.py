@@ -8,15 +8,9 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from runner import inputs
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.inputs import (
-    CaseLike,
-    ResponseLike,
-    as_responses,
-    iter_as_cases,
-    no_response_error,
-)
 from runner.matchers.base import BaseMatcher, Matcher
 from runner.results import RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
@@ -92,12 +86,12 @@ def score_batches(
 
 
 def evaluate(
-    cases: Iterable[CaseLike],
+    cases: Iterable[inputs.CaseLike],
     matcher: str | Matcher = "ngram",
     threshold: float | str | None = None,
     *,
     thresholds: Sequence[float | str] | None = None,
-    responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None = None,
+    responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None = None,
     zero_division: str = "auto",
     require_same_source: bool = False,
     source_normalization: Sequence[str] = DEFAULT_STEPS,
@@ -153,19 +147,19 @@ def evaluate(
     return results if thresholds is not None else results[0]
 
 
-def _score_inputs(cases: Iterable[CaseLike],
-                  responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None,
+def _score_inputs(cases: Iterable[inputs.CaseLike],
+                  responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
                   empty: Aggregator, batch_size: int) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them."""
-    valid: Iterable[Case] = (list(iter_as_cases(cases)) if isinstance(cases, Sequence)
-                             else iter_as_cases(cases))
-    table = as_responses(responses) if responses is not None else None
+    valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
+                             else inputs.iter_as_cases(cases))
+    table = inputs.as_responses(responses) if responses is not None else None
     tally = _Tally()
     results = _aggregate(tally.count(valid, table), table, matcher, options, decided, empty,
                          batch_size)
     if tally.first_id is not None and not tally.answered:
-        raise no_response_error(results[0].n_cases, table is not None, tally.first_id)
+        raise inputs.no_response_error(results[0].n_cases, table is not None, tally.first_id)
     return results
 
 

@@ -14,17 +14,11 @@ from jiter import from_json
 from pydantic import ValidationError
 
 from runner._gc import gc_paused
+from runner.data import readers
 from runner.data.errors import DataError
 from runner.data.limits import may_break_bounds
 from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
 from runner.data.models import Case, Document
-from runner.data.readers import (
-    check_stream,
-    infer_format,
-    iter_jsonl_lines,
-    iter_records,
-    parse_jsonl_line,
-)
 from runner.data.text import read_text
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
@@ -104,11 +98,12 @@ def iter_cases(
     shown = str(path)
     fm = as_mapping(mapping, CASE_KEYS, origin=f"{shown} (mapping)")
     if transform is None and fm.is_identity and real.is_file() \
-            and infer_format(real, format) == "jsonl":
+            and readers.infer_format(real, format) == "jsonl":
         located: Iterator[tuple[str, Case | None]] = _jsonl_cases(real, shown, fm)
     else:
+        records = enumerate(readers.iter_records(real, format), start=1)
         located = ((where, _to_case(raw, index, where, shown, fm, transform))
-                   for index, (where, raw) in enumerate(iter_records(real, format), start=1))
+                   for index, (where, raw) in records)
     ids = CaseIds()
     for where, case in located:
         if case is None:  # the transform skipped the record
@@ -152,8 +147,8 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
     malformed JSON, a repeated key, an invalid field) takes the general path, which fills the
     defaults or raises the located error, so the result is the same either way.
     """
-    check_stream(path, "jsonl")
-    for index, (lineno, line) in enumerate(iter_jsonl_lines(path), start=1):
+    readers.check_stream(path, "jsonl")
+    for index, (lineno, line) in enumerate(readers.iter_jsonl_lines(path), start=1):
         where = f"line {lineno}"
         if not may_break_bounds(line):  # jiter reads NaN and 101 levels; the check does not
             try:
@@ -162,7 +157,7 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
                 continue
             except ValueError:  # pydantic's ValidationError is one too
                 pass
-        yield where, _to_case(parse_jsonl_line(path, lineno, line), index, where, shown, fm,
+        yield where, _to_case(readers.parse_jsonl_line(path, lineno, line), index, where, shown, fm,
                               None)
 
 
@@ -263,7 +258,7 @@ def iter_documents(
         return
     fm = as_mapping(mapping, KB_KEYS, origin=f"{shown} (mapping)")
     # With a transform, a JSON/YAML object (a corpus keyed by source) is one record to split.
-    for where, raw in iter_records(real, format, whole_object=transform is not None):
+    for where, raw in readers.iter_records(real, format, whole_object=transform is not None):
         records = [raw] if transform is None else _kb_records(transform, raw, shown, where)
         for record in records:
             mapped = fm.apply(record, shown, where)

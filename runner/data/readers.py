@@ -16,17 +16,8 @@ from typing import Any
 
 import yaml
 
+from runner.data import limits
 from runner.data.errors import DataError
-from runner.data.limits import (
-    HINT_TEXTS,
-    HINTS,
-    REPEATED,
-    Repeated,
-    check_value,
-    deep_line,
-    deep_problem,
-    parse_json,
-)
 from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
@@ -101,13 +92,13 @@ def check_stream(path: Path, fmt: str) -> None:
     Raises:
         DataError: The first bad line.
     """
-    if not check_utf8(path, HINT_TEXTS):
+    if not check_utf8(path, limits.HINT_TEXTS):
         return
     if fmt == "csv":
         collections.deque(_iter_csv(path), maxlen=0)
     else:
         for lineno, line in iter_jsonl_lines(path):
-            if HINTS.search(line):
+            if limits.HINTS.search(line):
                 parse_jsonl_line(path, lineno, line)
 
 
@@ -127,7 +118,7 @@ def parse_jsonl_line(path: Path, lineno: int, line: str) -> Any:
             value breaks a bound of :mod:`runner.data.limits`.
     """
     try:
-        return parse_json(line, str(path), f"line {lineno}")
+        return limits.parse_json(line, str(path), f"line {lineno}")
     except json.JSONDecodeError as exc:
         raise DataError(str(path), f"line {lineno}", None,
                         f"malformed JSON ({exc.msg} at column {exc.colno})") from None
@@ -143,7 +134,7 @@ def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator
                         f"expected a list of records (or an object with a 'cases' list), "
                         f"got {type(data).__name__}")
     for index, record in enumerate(data, start=1):
-        check_value(record, str(path), f"record {index}")
+        limits.check_value(record, str(path), f"record {index}")
         yield f"record {index}", record
 
 
@@ -182,9 +173,9 @@ def parse_document(path: Path, fmt: str) -> Any:
     text = read_text(path)
     try:
         if fmt == "json":
-            data = parse_json(text, str(path), None, check=False)
-            if isinstance(data, Repeated):  # in the top level; the records are checked later
-                raise DataError(str(path), None, data.key, REPEATED)
+            data = limits.parse_json(text, str(path), None, check=False)
+            if isinstance(data, limits.Repeated):  # in the top level; the records are checked later
+                raise DataError(str(path), None, data.key, limits.REPEATED)
             return data
         return yaml.load(text, Loader=_Loader)  # a SafeLoader
     except json.JSONDecodeError as exc:
@@ -195,7 +186,7 @@ def parse_document(path: Path, fmt: str) -> Any:
         where = f"line {mark.line + 1}" if mark is not None else None
         raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
     except RecursionError:
-        raise DataError(str(path), deep_line(text), None, deep_problem()) from None
+        raise DataError(str(path), limits.deep_line(text), None, limits.deep_problem()) from None
 
 
 def _iter_csv(path: Path) -> Iterator[Record]:
@@ -243,8 +234,8 @@ def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:
         if key in _CSV_OPTIONAL_COLUMNS and value.strip() == "":
             continue
         try:
-            record[key] = (parse_json(value, str(path), where, key) if key in _CSV_JSON_COLUMNS
-                           else value)
+            record[key] = (limits.parse_json(value, str(path), where, key)
+                           if key in _CSV_JSON_COLUMNS else value)
         except json.JSONDecodeError as exc:
             raise DataError(str(path), where, key,
                             f"expected a JSON-encoded value ({exc.msg})") from None

@@ -33,17 +33,8 @@ from runner.folders import file_target, write_problem
 from runner.jsonio import dumps_strict
 from runner.naming import model_text
 from runner.redact import guard_output
-from runner.reports.common import (
-    EXPLANATION_KEYS,
-    METRIC_KEYS,
-    METRIC_NAMES,
-    fmt,
-    params_text,
-    render,
-    safe_href,
-    signed,
-    write_html,
-)
+from runner.reports import common
+from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, signed
 from runner.reports.compare_load import (
     COMPARE_HTML,
     DOWNLOAD_TIMEOUT,
@@ -90,8 +81,8 @@ def _side_summary(run: RunData) -> dict[str, Any]:
         "started_at": section["run"].get("started_at"),
         "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
         "model": model_text(section["model"]),  # the model and its system
-        "model_params": params_text(section["model"].get("identity")),
-        "matcher_params": params_text(section["matcher"].get("identity")),
+        "model_params": common.params_text(section["model"].get("identity")),
+        "matcher_params": common.params_text(section["matcher"].get("identity")),
         "matcher": section["matcher"].get("name"), "threshold": section["threshold"].get("value"),
         **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
         **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
@@ -250,7 +241,7 @@ def _case_side(case: CaseResult) -> dict[str, Any]:
         "error": case.error, "answer": response.get("answer"),
         "citations": items(response.get("citations") or [], case.citation_labels),
         "references": items(case.references, case.reference_labels),
-        "explanations": [case.explanations[k] for k in EXPLANATION_KEYS
+        "explanations": [case.explanations[k] for k in common.EXPLANATION_KEYS
                          if case.explanations.get(k)],
     }
 
@@ -270,11 +261,11 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
     anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
     sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
     for side in sides.values():
-        side["href"] = safe_href(side.get("link"))
+        side["href"] = common.safe_href(side.get("link"))
         # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
         side["title"] = side.get("differs") or (
             side["name"] if comparison["a"]["name"] != comparison["b"]["name"] else side["label"])
-    return write_html(output, render(
+    return common.write_html(output, common.render(
         "report_compare.html.j2",
         title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
         A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
@@ -361,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / COMPARE_HTML
         json_out = args.json_out or out.with_suffix(".json")
         render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
-        write_html(json_out, dumps_strict(comparison))
+        common.write_html(json_out, dumps_strict(comparison))
     except (CompareError, OSError) as exc:
         line = str(exc) if isinstance(exc, CompareError) else write_problem(
             exc, "the report and the summary are each written whole or not at all")

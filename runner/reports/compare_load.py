@@ -17,20 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner import results
 from runner.naming import safe_name
 from runner.redact import mask_uri
-from runner.results import (
-    CASES_FILE,
-    CONFIG_FILE,
-    METRICS_FILE,
-    PASSAGES_FILE,
-    CaseResult,
-    passages_path,
-    read_cases,
-    read_result,
-    require_complete,
-    result_dirs,
-)
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
 from runner.tracking.deadline import within
@@ -52,7 +41,7 @@ class RunData:
     label: str
     source: str
     metrics: dict[str, Any]
-    cases: dict[str, CaseResult] = field(default_factory=dict)
+    cases: dict[str, results.CaseResult] = field(default_factory=dict)
     link: str | None = None
     config: dict[str, str] = field(default_factory=dict)  # flat: a folder's config.yaml or
     # an MLflow run's params (what differs between the two sides names them)
@@ -63,28 +52,28 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
     """A result folder's ``metrics.json`` and its cases, paired by id; a `local` one only when
     its job finished (an MLflow run's results were logged after ``job.json``)."""
     try:
-        several = [] if (folder / METRICS_FILE).exists() else [
-            str(d.relative_to(folder)) for d in result_dirs(folder) if d != folder]
+        several = [] if (folder / results.METRICS_FILE).exists() else [
+            str(d.relative_to(folder)) for d in results.result_dirs(folder) if d != folder]
         if several:
             raise CompareError(f"{source}: this job decided several thresholds: compare one of "
                                f"its result folders ({', '.join(several)})")
         if local:
-            require_complete(folder)
-        metrics = read_result(folder)
-        for path in (folder / CASES_FILE, passages_path(folder, metrics)):
+            results.require_complete(folder)
+        metrics = results.read_result(folder)
+        for path in (folder / results.CASES_FILE, results.passages_path(folder, metrics)):
             if not path.is_file():
                 raise CompareError(f"{source}: no {path.name}: the per-case results are needed "
                                    "to pair cases")
-        cases: dict[str, CaseResult] = {}
-        for case in read_cases(folder):
+        cases: dict[str, results.CaseResult] = {}
+        for case in results.read_cases(folder):
             if case.id in cases:
-                raise CompareError(f"{folder / CASES_FILE}: case id {case.id!r} occurs twice; "
-                                   "cases are paired by id")
+                raise CompareError(f"{folder / results.CASES_FILE}: case id {case.id!r} occurs "
+                                   "twice; cases are paired by id")
             cases[case.id] = case
     except (ValueError, OSError) as exc:
         raise CompareError(str(exc)) from None
     return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link,
-                   config=_flat_config(folder / CONFIG_FILE))
+                   config=_flat_config(folder / results.CONFIG_FILE))
 
 
 def _flat_config(path: Path) -> dict[str, str]:
@@ -146,16 +135,16 @@ def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) ->
     except Exception as exc:
         raise CompareError(f"MLflow run {run_id} not found at {mask_uri(tracking_uri)}: "
                            f"{_text(exc)}") from None
-    for name in (METRICS_FILE, CASES_FILE):
+    for name in (results.METRICS_FILE, results.CASES_FILE):
         _download(client, run_id, name, dst / name, base)
     try:
-        passages = passages_path(dst, read_result(dst)).resolve()
+        passages = results.passages_path(dst, results.read_result(dst)).resolve()
     except (ValueError, OSError) as exc:
         raise CompareError(f"MLflow run {run_id}: {exc}") from None
     if not passages.is_relative_to(base.resolve()):
         raise CompareError(f"MLflow run {run_id}: its passages file is outside its folder")
     holder = run.data.tags.get(PASSAGES_TAG) or run_id
-    _download(client, holder, PASSAGES_FILE, passages, base)
+    _download(client, holder, results.PASSAGES_FILE, passages, base)
     link = store.run_link(tracking_uri, None, run.info.experiment_id, run_id)
     data = _read_folder(dst, label=run.info.run_name or run_id[:8],
                         source=f"mlflow run {run_id}", link=link, local=False)
@@ -168,7 +157,7 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)
     from `tracking_uri` (see :func:`tracking_uri_from`), downloaded within `timeout` seconds."""
     path = Path(spec)
-    if path.is_file() and path.name == METRICS_FILE:
+    if path.is_file() and path.name == results.METRICS_FILE:
         path = path.parent
     if path.is_dir():
         return _read_folder(path, label=path.resolve().name, source=str(path))

@@ -20,15 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.naming import model_text
-from runner.reports.common import (
-    METRIC_KEYS,
-    METRIC_NAMES,
-    fmt,
-    place,
-    rel_link,
-    render,
-    write_html,
-)
+from runner.reports import common
+from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt
 from runner.reports.diagnosis import stacked_bars
 from runner.results import iter_decisions
 
@@ -45,7 +38,7 @@ def split_override(override: str) -> tuple[str, str]:
     """``key=value`` → (key without ``+``/``~``, value; a local path as :func:`place` shows
     it)."""
     key, _, value = str(override).partition("=")
-    return key.lstrip("+~"), place(value)
+    return key.lstrip("+~"), common.place(value)
 
 
 def _quiet(key: str) -> bool:
@@ -80,7 +73,7 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
     report = sweep_dir / folder / RUN_REPORT
     return {
         "num": entry.get("num"), "dir": folder, "job": str(entry.get("job") or folder),
-        "link": rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
+        "link": common.rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
         "complete": bool(entry.get("complete")) and bool(m),
         "dataset": (m.get("dataset") or {}).get("name") or "?",
         "model": model_text(m.get("model") or {}),  # the model and its system
@@ -283,8 +276,8 @@ def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None)
         raise ValueError(f"{sweep_dir / SWEEP_FILE}: schema_version {version!r} is not "
                          "supported (this ragcite reads version 2)")
     context = build_context(summary, sweep_dir)
-    return write_html(Path(output) if output else sweep_dir / REPORT_FILE,
-                      render("report_sweep.html.j2", **context))
+    return common.write_html(Path(output) if output else sweep_dir / REPORT_FILE,
+                      common.render("report_sweep.html.j2", **context))
 
 
 def main(argv: list[str] | None = None) -> int:
