@@ -238,14 +238,13 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
     entries = list(summary.get("jobs") or [])
     varying, common = _varying(entries)
     rows = [_row(entry, sweep_dir, varying) for entry in entries]
-    started = sorted(str(((e.get("metrics") or {}).get("run") or {}).get("started_at") or "")
-                     for e in entries)
-    started = [s for s in started if s]
+    started = min(filter(None, (str(((e.get("metrics") or {}).get("run") or {}).get("started_at")
+                                    or "") for e in entries)), default=None)
     jobs = list(dict.fromkeys(r["job"] for r in rows))
     return {
         "title": f"ragcite sweep report — {sweep_dir.name}",
         "name": sweep_dir.name,
-        "started_at": started[0] if started else None,
+        "started_at": started,
         "failed": bool(summary.get("failed")),
         "n_jobs": int(summary.get("n_jobs") or len(jobs)),
         "n_results": len(rows),
