@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -151,48 +150,24 @@ def _score_inputs(cases: Iterable[inputs.CaseLike],
                   responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
                   empty: Aggregator, batch_size: int) -> list[RunResult]:
-    """Validate the inputs (dicts become cases and responses) and score them."""
+    """Validate the inputs (dicts become cases and responses) and score them at every threshold
+    of `decided`: one result each. A list stays a list (its size known, the matcher plans for
+    it), a stream a stream."""
     valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
-                             else inputs.iter_as_cases(cases))
+                             else inputs.iter_as_cases(cases))  # a list: checked first
     table = inputs.as_responses(responses) if responses is not None else None
-    tally = _Tally()
-    results = _aggregate(tally.count(valid, table), table, matcher, options, decided, empty,
-                         batch_size)
-    if tally.first_id is not None and not tally.answered:
-        raise inputs.no_response_error(results[0].n_cases, table is not None, tally.first_id)
-    return results
+    first_id, answered = None, 0  # counted as the cases pass
 
+    def pair(c: Case) -> tuple[Case, Response | None]:
+        nonlocal first_id, answered
+        response = table.get(c.id) if table is not None else c.response
+        first_id, answered = first_id or c.id, answered + (response is not None)
+        return c, response
 
-@dataclass
-class _Tally:
-    """The first case's id and how many cases have a response, counted as they pass."""
-
-    first_id: str | None = None
-    answered: int = 0
-
-    def count(self, cases: Iterable[Case],
-              table: Mapping[str, Response] | None) -> Iterable[Case]:
-        """`cases` as they are (a list stays a list, a stream a stream), counted."""
-        def note(c: Case) -> Case:
-            if self.first_id is None:
-                self.first_id = c.id
-            if (table.get(c.id) if table is not None else c.response) is not None:
-                self.answered += 1
-            return c
-
-        return [note(c) for c in cases] if isinstance(cases, list) else map(note, cases)
-
-
-def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, matcher: Matcher,
-               options: ScoringOptions, decided: Sequence[Threshold], empty: Aggregator,
-               batch_size: int) -> list[RunResult]:
-    """Score `cases` at every threshold of `decided`: one result each."""
-    pairs: Iterable[tuple[Case, Response | None]] = (
-        (c, responses.get(c.id) if responses is not None else c.response) for c in cases)
-    if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
-        stored = [r for _, r in pairs]
-        matcher = matcher.for_workload(count_pairs(cases, stored))
-        pairs = zip(cases, stored)
+    pairs: Iterable[tuple[Case, Response | None]] = map(pair, valid)
+    if isinstance(cases, Sequence):
+        pairs = list(pairs)
+        matcher = matcher.for_workload(count_pairs(*zip(*pairs)) if pairs else 0)
     aggs = [empty.empty() for _ in decided]
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which
@@ -206,4 +181,6 @@ def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, 
         results = [agg.result() for agg in aggs]
     for t, result in zip(decided, results):
         result.extra["threshold"] = t.to_dict()
+    if first_id is not None and not answered:
+        raise inputs.no_response_error(results[0].n_cases, table is not None, first_id)
     return results
