@@ -182,8 +182,7 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
         raise DataError(shown, where, None,
                         f"expected an object, got {type(raw).__name__}")
     record = _fold_response(record)
-    if "id" not in record:
-        record["id"] = str(index)
+    record.setdefault("id", str(index))
     try:
         return Case.model_validate(record)
     except ValidationError as exc:
