@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from runner import inputs
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.inputs import (
-    CaseLike,
-    ResponseLike,
-    as_responses,
-    iter_as_cases,
-    no_response_error,
-)
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
-from runner.results import CaseResult, RunResult
+from runner.results import RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
@@ -91,30 +84,13 @@ def score_batches(
             on_batch(len(batch))
 
 
-def score_stream(
-    items: Iterable[tuple[Case, Response | None]],
-    matcher: Matcher,
-    options: ScoringOptions,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    on_batch: Callable[[int], None] | None = None,
-) -> Iterator[CaseResult]:
-    """Score at ``options.threshold``, case by case.
-
-    Yields:
-        One :class:`CaseResult` per input, in input order.
-    """
-    for (results,) in score_batches(items, matcher, options, [options.threshold], batch_size,
-                                    on_batch):
-        yield from results
-
-
 def evaluate(
-    cases: Iterable[CaseLike],
+    cases: Iterable[inputs.CaseLike],
     matcher: str | Matcher = "ngram",
     threshold: float | str | None = None,
     *,
     thresholds: Sequence[float | str] | None = None,
-    responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None = None,
+    responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None = None,
     zero_division: str = "auto",
     require_same_source: bool = False,
     source_normalization: Sequence[str] = DEFAULT_STEPS,
@@ -170,52 +146,28 @@ def evaluate(
     return results if thresholds is not None else results[0]
 
 
-def _score_inputs(cases: Iterable[CaseLike],
-                  responses: Mapping[str, ResponseLike] | Iterable[Mapping[str, Any]] | None,
+def _score_inputs(cases: Iterable[inputs.CaseLike],
+                  responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
                   empty: Aggregator, batch_size: int) -> list[RunResult]:
-    """Validate the inputs (dicts become cases and responses) and score them."""
-    valid: Iterable[Case] = (list(iter_as_cases(cases)) if isinstance(cases, Sequence)
-                             else iter_as_cases(cases))
-    table = as_responses(responses) if responses is not None else None
-    tally = _Tally()
-    results = _aggregate(tally.count(valid, table), table, matcher, options, decided, empty,
-                         batch_size)
-    if tally.first_id is not None and not tally.answered:
-        raise no_response_error(results[0].n_cases, table is not None, tally.first_id)
-    return results
+    """Validate the inputs (dicts become cases and responses) and score them at every threshold
+    of `decided`: one result each. A list stays a list (its size known, the matcher plans for
+    it), a stream a stream."""
+    valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
+                             else inputs.iter_as_cases(cases))  # a list: checked first
+    table = inputs.as_responses(responses) if responses is not None else None
+    first_id, answered = None, 0  # counted as the cases pass
 
+    def pair(c: Case) -> tuple[Case, Response | None]:
+        nonlocal first_id, answered
+        response = table.get(c.id) if table is not None else c.response
+        first_id, answered = first_id or c.id, answered + (response is not None)
+        return c, response
 
-@dataclass
-class _Tally:
-    """The first case's id and how many cases have a response, counted as they pass."""
-
-    first_id: str | None = None
-    answered: int = 0
-
-    def count(self, cases: Iterable[Case],
-              table: Mapping[str, Response] | None) -> Iterable[Case]:
-        """`cases` as they are (a list stays a list, a stream a stream), counted."""
-        def note(c: Case) -> Case:
-            if self.first_id is None:
-                self.first_id = c.id
-            if (table.get(c.id) if table is not None else c.response) is not None:
-                self.answered += 1
-            return c
-
-        return [note(c) for c in cases] if isinstance(cases, list) else map(note, cases)
-
-
-def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, matcher: Matcher,
-               options: ScoringOptions, decided: Sequence[Threshold], empty: Aggregator,
-               batch_size: int) -> list[RunResult]:
-    """Score `cases` at every threshold of `decided`: one result each."""
-    pairs: Iterable[tuple[Case, Response | None]] = (
-        (c, responses.get(c.id) if responses is not None else c.response) for c in cases)
-    if isinstance(cases, Sequence):  # its size is known: the matcher can plan for it
-        stored = [r for _, r in pairs]
-        matcher = for_workload(matcher, count_pairs(cases, stored))
-        pairs = zip(cases, stored)
+    pairs: Iterable[tuple[Case, Response | None]] = map(pair, valid)
+    if isinstance(cases, Sequence):
+        pairs = list(pairs)
+        matcher = for_workload(matcher, count_pairs(*zip(*pairs)) if pairs else 0)
     aggs = [empty.empty() for _ in decided]
     # Automatic garbage collection stays off while this run allocates its results (see
     # runner._gc): with millions of live objects every full collection walks all of them, which
@@ -229,4 +181,6 @@ def _aggregate(cases: Iterable[Case], responses: Mapping[str, Response] | None, 
         results = [agg.result() for agg in aggs]
     for t, result in zip(decided, results):
         result.extra["threshold"] = t.to_dict()
+    if first_id is not None and not answered:
+        raise inputs.no_response_error(results[0].n_cases, table is not None, first_id)
     return results

@@ -27,9 +27,8 @@ def folder_problem(path: str | Path) -> str | None:
         if candidate.is_dir():
             return None
         if candidate.exists():
-            if candidate == target:
-                return f"{path} is a file"
-            return f"{path} is under {candidate}, which is a file"
+            return (f"{path} is a file" if candidate == target
+                    else f"{path} is under {candidate}, which is a file")
     return None
 
 

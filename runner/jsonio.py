@@ -4,6 +4,7 @@ the same, and faster)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from typing import Any
@@ -50,20 +51,17 @@ def json_line(record: dict[str, Any]) -> bytes:
     integer beyond 64 bits, say) goes through the standard library instead, and a text that is
     not valid Unicode (a lone surrogate) is written escaped (``\\ud800``), as valid JSON.
     """
-    try:  # numpy values go through default_json; the options below make orjson twice as slow
-        return orjson.dumps(record, default=default_json) + b"\n"
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    try:  # keys that are not strings
-        return orjson.dumps(record, default=default_json, option=_ORJSON_OPTIONS) + b"\n"
-    except (TypeError, orjson.JSONEncodeError):
-        text = json.dumps(clean_json(record), ensure_ascii=False, allow_nan=False,
-                          default=default_json) + "\n"
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped, the line stays valid UTF-8
-        return (json.dumps(clean_json(record), allow_nan=False, default=default_json)
-                + "\n").encode("ascii")
+    # numpy values go through default_json; the options make orjson twice as slow, so they are
+    # tried second (keys that are not strings)
+    for option in (None, _ORJSON_OPTIONS):
+        with contextlib.suppress(TypeError, orjson.JSONEncodeError):
+            return orjson.dumps(record, default=default_json, option=option) + b"\n"
+    with contextlib.suppress(UnicodeEncodeError):
+        return (json.dumps(clean_json(record), ensure_ascii=False, allow_nan=False,
+                           default=default_json) + "\n").encode("utf-8")
+    # a lone surrogate: escaped, the line stays valid UTF-8
+    return (json.dumps(clean_json(record), allow_nan=False, default=default_json)
+            + "\n").encode("ascii")
 
 
 # orjson reads an integer beyond 64 bits as a float; such an integer needs 19 or more digits in

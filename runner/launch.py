@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -37,30 +38,14 @@ from omegaconf import DictConfig, OmegaConf, read_write
 log = logging.getLogger("ragcite")
 
 
+# Hydra's override grammar: inside quotes, a quote is escaped with a backslash, and so are the
+# backslashes right before a quote or the closing quote; `\${` keeps `${` literal.
+_ESCAPED = re.compile(r"(\\*)('|\$(?=\{)|\Z)")
+
+
 def quote_override_value(value: str) -> str:
     """`value` as a single-quoted Hydra override value (quotes and ``${`` escaped)."""
-    # Hydra's override grammar: inside quotes, a quote is escaped with a backslash, and so are
-    # the backslashes right before a quote or the closing quote; `\${` keeps `${` literal.
-    out = []
-    i = 0
-    while i < len(value):
-        j = i
-        while j < len(value) and value[j] == "\\":
-            j += 1
-        run = value[i:j]
-        if j < len(value):
-            ch = value[j]
-            if ch == "'":
-                out.append(run * 2 + "\\'")
-            elif ch == "$" and value[j + 1:j + 2] == "{":
-                out.append(run * 2 + "\\$")
-            else:
-                out.append(run + ch)
-            i = j + 1
-        else:
-            out.append(run * 2)
-            i = j
-    return "'" + "".join(out) + "'"
+    return "'" + _ESCAPED.sub(lambda m: m[1] * 2 + ("\\" + m[2] if m[2] else ""), value) + "'"
 
 
 def enter_launch_dir(launch_dir: str | None) -> bool:

@@ -63,9 +63,7 @@ def system_name(model: Mapping[str, Any], dataset: Mapping[str, Any] | None,
 def system_label(choice: str, system: str) -> str:
     """The model choice and its system as one folder-safe part: ``precomputed-wrong_passages``,
     ``openai-gpt-4o-mini``, ``http-localhost_8080``; just ``extractive`` when they agree."""
-    if system == choice:
-        return safe_name(choice)
-    return safe_name(f"{choice}-{system}")
+    return safe_name(choice if system == choice else f"{choice}-{system}")
 
 
 def _resolve_label(choice: str, *, _root_: Any) -> str:

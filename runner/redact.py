@@ -81,14 +81,10 @@ def is_secret_key(key: str) -> bool:
 def redact(obj: Any, _under_headers: bool = False) -> Any:
     """A copy of a plain dict/list structure with every secret value replaced by ``***``."""
     if isinstance(obj, dict):
-        out = {}
-        for key, value in obj.items():
-            if (_under_headers or is_secret_key(key)) and value is not None \
-                    and not isinstance(value, (dict, list)):
-                out[key] = REDACTED
-            else:
-                out[key] = redact(value, _under_headers or str(key).lower() == "headers")
-        return out
+        return {key: REDACTED if (_under_headers or is_secret_key(key)) and value is not None
+                and not isinstance(value, (dict, list))
+                else redact(value, _under_headers or str(key).lower() == "headers")
+                for key, value in obj.items()}
     if isinstance(obj, list):
         return [mask_uri(redact_override(v)) if isinstance(v, str)
                 else redact(v, _under_headers) for v in obj]
@@ -105,9 +101,7 @@ def _is_header_key(key: str) -> bool:
 def redact_override(text: str) -> str:
     """Redact a ``key=value`` override string whose key is secret (or under ``headers``)."""
     key, sep, _ = text.partition("=")
-    if sep and (is_secret_key(key) or _is_header_key(key)):
-        return f"{key}={REDACTED}"
-    return text
+    return f"{key}={REDACTED}" if sep and (is_secret_key(key) or _is_header_key(key)) else text
 
 
 def header_env_names(spec: str) -> list[str]:
@@ -115,18 +109,15 @@ def header_env_names(spec: str) -> list[str]:
     (``RAG_TOKEN``), else its ``$NAME`` and ``${NAME}`` references (``Bearer $RAG_TOKEN``); none
     for a literal value."""
     spec = str(spec)
-    if _ENV_NAME.match(spec):
-        return [spec]
-    return [a or b for a, b in ENV_REF.findall(spec)]
+    return [spec] if _ENV_NAME.match(spec) else [a or b for a, b in ENV_REF.findall(spec)]
 
 
 def header_secrets(spec: str) -> set[str]:
     """The secrets of one header value: the values of the environment variables it names, or
     the value itself when it names none (a literal, or ``${oc.env:NAME}`` and its value)."""
     names = header_env_names(spec)
-    if not names:
-        return _secret_text(str(spec))
-    return {value for name in names if (value := os.environ.get(name))}
+    return {value for name in names if (value := os.environ.get(name))} if names else (
+        _secret_text(str(spec)))
 
 
 def _secret_text(value: str) -> set[str]:
@@ -340,9 +331,8 @@ def _one_line(value: Any) -> Any:
     """A log call's argument (a case id, an error, a server's reply) as one printable line."""
     if not isinstance(value, (str, BaseException)):
         return value
-    text = str(value)
-    clean = printable(text, one_line=True)
-    return value if clean == text else clean
+    clean = printable(str(value), one_line=True)
+    return value if clean == str(value) else clean
 
 
 def _scrubbing_factory(make: Any) -> Any:

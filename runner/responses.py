@@ -65,17 +65,15 @@ def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: 
     Responses are cached per (adapter identity, dataset, case id and query). Error responses
     are not cached, so a rerun retries the failed cases.
     """
-    use_cache = cache is not None and adapter.cacheable
+    cache = cache if adapter.cacheable else None
     ns = "resp-" + digest({"v": CACHE_VERSION, "a": adapter.identity(),
                            "d": dataset_digest})[:32]
-    keys = [text_key(c.id, c.query) for c in cases] if use_cache else []
+    keys = [text_key(c.id, c.query) for c in cases] if cache is not None else []
     out: list[Response | None] = [None] * len(cases)
-    with cache.lock(ns) if use_cache and cache is not None else contextlib.nullcontext():
-        if use_cache and cache is not None:
+    with cache.lock(ns) if cache is not None else contextlib.nullcontext():
+        if cache is not None:
             found: dict[str, Any] = cache.get_many(ns, keys)
-            for i, k in enumerate(keys):
-                if k in found:
-                    out[i] = Response.model_validate(found[k])
+            out = [Response.model_validate(found[k]) if k in found else None for k in keys]
         missing = [i for i, r in enumerate(out) if r is None]
         bar = tqdm(total=len(missing), desc="model", unit="case", leave=False, file=terminal(),
                    disable=None if progress else True)  # None: on a terminal only
@@ -84,7 +82,7 @@ def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: 
             answers = _ask(adapter, [cases[i] for i in idx])
             for i, resp in zip(idx, answers):
                 out[i] = resp
-            if use_cache and cache is not None:
+            if cache is not None:
                 cache.put_many(ns, [(keys[i], r.model_dump(mode="json"))
                                     for i, r in zip(idx, answers) if r.error is None])
             bar.update(len(idx))

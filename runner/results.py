@@ -38,6 +38,8 @@ PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "me
                 "similarity")
 DECISION_KEYS = ("id", "matched", "labels", "metrics", "counts", "bands", "explanations",
                  "error")
+_FIGURES = ("n_cases", "n_scored", "n_errors", "error_rate", "metrics", "ci", "micro", "labels",
+            "counts", "bootstrap", "bands", "histograms")  # metrics.json, in order
 
 
 @dataclass(eq=False)
@@ -79,51 +81,27 @@ class CaseResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready record written as one line of ``cases.jsonl``."""
-        return {
-            "id": self.id,
-            "query": self.query,
-            "references": self.references,
-            "expected_sources": self.expected_sources,
-            "response": self.response,
-            "metadata": self.metadata,
-            "similarity": self.similarity,
-            "matched": self.matched,
-            "labels": self.labels,
-            "metrics": self.metrics,
-            "counts": self.counts,
-            "bands": self.bands,
-            "explanations": self.explanations,
-            "error": self.error,
-        }
+        return {k: getattr(self, k) for k in (*PASSAGE_KEYS, *DECISION_KEYS[1:])}
 
     def passages_dict(self) -> dict[str, Any]:
         """The threshold-free part of the record: one line of ``passages.jsonl``."""
-        return {"v": CASES_VERSION, "id": self.id, "query": self.query,
-                "references": self.references, "expected_sources": self.expected_sources,
-                "response": self.response, "metadata": self.metadata,
-                "similarity": self.similarity}
+        return {"v": CASES_VERSION, **{k: getattr(self, k) for k in PASSAGE_KEYS}}
 
     def decisions_dict(self) -> dict[str, Any]:
         """The part that depends on the threshold: one line of ``cases.jsonl``."""
-        return {"v": CASES_VERSION, "id": self.id, "matched": self.matched,
-                "labels": self.labels, "metrics": self.metrics, "counts": self.counts,
-                "bands": self.bands, "explanations": self.explanations, "error": self.error}
+        return {"v": CASES_VERSION, **{k: getattr(self, k) for k in DECISION_KEYS}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
         """Read back a record written by :meth:`to_dict`."""
         labels = data.get("labels") or {}
-        return cls(
-            id=data["id"], query=data["query"], references=data["references"],
-            expected_sources=data["expected_sources"], response=data.get("response"),
-            metadata=data.get("metadata") or {}, similarity=data.get("similarity") or [],
-            matched=data.get("matched") or [],
-            citation_labels=labels.get("citations", []),
-            reference_labels=labels.get("references", []),
-            metrics=data.get("metrics") or {}, counts=data.get("counts") or {},
-            bands=data.get("bands") or {}, explanations=data.get("explanations") or {},
-            error=data.get("error"),
-        )
+        dicts = {k: data.get(k) or {} for k in ("metadata", "metrics", "counts", "bands",
+                                                 "explanations")}
+        return cls(data["id"], data["query"], data["references"], data["expected_sources"],
+                   data.get("response"), similarity=data.get("similarity") or [],
+                   matched=data.get("matched") or [], citation_labels=labels.get("citations", []),
+                   reference_labels=labels.get("references", []), error=data.get("error"),
+                   **dicts)
 
 
 class CaseSequence(Sequence[CaseResult]):
@@ -206,24 +184,9 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The content of ``metrics.json``."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "complete": True,
-            "n_cases": self.n_cases,
-            "n_scored": self.n_scored,
-            "n_errors": self.n_errors,
-            "error_rate": self.error_rate,
-            "metrics": self.metrics,
-            "ci": self.ci,
-            "micro": self.micro,
-            "labels": self.labels,
-            "counts": self.counts,
-            "bootstrap": self.bootstrap,
-            "bands": self.bands,
-            "histograms": self.histograms,
-            "failed": self.failed or {"count": self.n_errors, "listed": []},
-            **self.extra,
-        }
+        return {"schema_version": SCHEMA_VERSION, "complete": True,
+                **{k: getattr(self, k) for k in _FIGURES},
+                "failed": self.failed or {"count": self.n_errors, "listed": []}, **self.extra}
 
 
 def read_lines(path: Path, check: type[BaseModel] | None = None) -> Iterator[dict[str, Any]]:
@@ -289,18 +252,13 @@ def iter_records(result_dir: str | Path, metrics: dict[str, Any] | None = None,
 def read_cases(result_dir: str | Path) -> Iterator[CaseResult]:
     """Stream the cases of a result folder as :class:`CaseResult` records, each line checked
     (a metric is a number in [0, 1] or null: :class:`~runner.data.models.Decisions`)."""
-    for record in iter_records(result_dir, checked=True):
-        yield CaseResult.from_dict(record)
+    return map(CaseResult.from_dict, iter_records(result_dir, checked=True))
 
 
-def write_lines(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write records as JSON lines (streamed); returns the number of lines."""
-    n = 0
+def write_lines(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    """Write records as JSON lines (streamed)."""
     with Path(path).open("wb") as fh:
-        for record in records:
-            fh.write(json_line(record))
-            n += 1
-    return n
+        fh.writelines(map(json_line, records))
 
 
 def write_result(result_dir: str | Path, result: RunResult,
@@ -337,9 +295,7 @@ def result_dirs(job_dir: str | Path) -> list[Path]:
     """The result folders of a finished job, in its threshold order ([] if it did not finish)."""
     folder = Path(job_dir)
     path = folder / JOB_FILE
-    if not path.is_file():
-        return []
-    data = parse_document(path, "json")
+    data = parse_document(path, "json") if path.is_file() else {}
     return [(folder / name) if name != "." else folder for name in data.get("results", [])]
 
 

@@ -74,20 +74,15 @@ class Usage:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"model": name, "requests": n, ...}``: the shape ``usage()`` methods return."""
-        return {"model": self.model, "requests": self.requests, "errors": self.errors,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cached": self.cached, "unknown_figures": self.unknown_figures}
+        return {"model": self.model, **{k: getattr(self, k) for k in USAGE_COUNTERS}}
 
 
 def price_for(model: str | None, prices: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The price entry of `model`: an exact name, else the longest name it starts with
     (``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``), else None."""
-    if not model or not prices:
-        return None
-    if model in prices:
-        return prices[model]
-    best = max((name for name in prices if model.startswith(name)), key=len, default=None)
-    return prices[best] if best is not None else None
+    best = max((name for name in prices if model and model.startswith(name)), key=len,
+               default=None)
+    return None if best is None else prices[best]
 
 
 def estimate_cost(model: str | None, input_tokens: float, output_tokens: float,
@@ -123,9 +118,9 @@ def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None,
     """
     prices = prices or {}
     out: dict[str, Any] = {}
-    totals: dict[str, float] = {"requests": 0, "errors": 0, "input_tokens": 0,
-                                "output_tokens": 0, "unknown_figures": 0}
-    total_cost: float | None = 0.0
+    totals: dict[str, float] = dict.fromkeys(
+        ("requests", "errors", "input_tokens", "output_tokens", "unknown_figures"), 0)
+    costs: list[float | None] = []
     for name, part in parts.items():
         if part is None:
             continue
@@ -138,13 +133,12 @@ def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None,
         figures.update({k: v for k, v in data.items() if k not in figures
                         and isinstance(v, (int, float)) and not isinstance(v, bool)})
         figures["total_tokens"] = figures["input_tokens"] + figures["output_tokens"]
-        cost = None if figures["unknown_figures"] else estimate_cost(
+        figures["cost_usd"] = None if figures["unknown_figures"] else estimate_cost(
             model if isinstance(model, str) else None, figures["input_tokens"],
             figures["output_tokens"], prices)
-        figures["cost_usd"] = cost
-        for key in totals:
-            totals[key] += figures[key]
-        total_cost = None if cost is None or total_cost is None else total_cost + cost
+        totals = {key: total + figures[key] for key, total in totals.items()}
+        costs.append(figures["cost_usd"])
         out[name] = figures
-    out["total"] = {**totals, "cost_usd": None if total_cost is None else round(total_cost, 8)}
+    total_cost = None if None in costs else round(sum((c or 0.0 for c in costs), 0.0), 8)
+    out["total"] = {**totals, "cost_usd": total_cost}
     return out

@@ -45,9 +45,7 @@ class ResultWriter:
     def __init__(self, job_dir: Path, thresholds: Sequence[Threshold]) -> None:
         self.job_dir = job_dir
         self.thresholds = list(thresholds)
-        single = len(self.thresholds) == 1
-        self.dirs = [job_dir if single else job_dir / t.folder for t in self.thresholds]
-        self.passages_ref = PASSAGES_FILE if single else f"../{PASSAGES_FILE}"
+        self.dirs = [job_dir if len(thresholds) == 1 else job_dir / t.folder for t in thresholds]
         for folder in self.dirs:
             folder.mkdir(parents=True, exist_ok=True)
         self._passages: IO[bytes] = _partial(job_dir / PASSAGES_FILE).open("wb")
@@ -66,7 +64,7 @@ class ResultWriter:
         for fh in (self._passages, *self._cases):
             fh.close()
 
-    def finish(self, results: Sequence[RunResult], config: dict[str, Any]) -> list[Path]:
+    def finish(self, results: Sequence[RunResult], config: dict[str, Any]) -> None:
         """Complete the results: the lines renamed into place, then per threshold its
         ``config.yaml`` (a subfolder's) and ``metrics.json`` (``job.json`` is the caller's).
 
@@ -74,9 +72,6 @@ class ResultWriter:
             results: One result per threshold, in order.
             config: The job's config (secrets redacted); a threshold's folder gets it with
                 ``scoring.threshold`` set to that threshold.
-
-        Returns:
-            The result folders, in order.
         """
         self.close()
         _partial(self.job_dir / PASSAGES_FILE).replace(self.job_dir / PASSAGES_FILE)
@@ -85,9 +80,9 @@ class ResultWriter:
             if folder != self.job_dir:
                 scoring = {**config.get("scoring", {}), "threshold": threshold.value}
                 write_config(folder / CONFIG_FILE, {**config, "scoring": scoring})
-            result.extra["files"] = {"passages": self.passages_ref, "cases": CASES_FILE}
+            passages = PASSAGES_FILE if folder == self.job_dir else f"../{PASSAGES_FILE}"
+            result.extra["files"] = {"passages": passages, "cases": CASES_FILE}
             write_metrics(folder / METRICS_FILE, result)
-        return list(self.dirs)
 
     def mark_complete(self) -> None:
         """Write ``job.json``, the job's last file: it lists the result folders."""
@@ -97,5 +92,4 @@ class ResultWriter:
 
 def write_config(path: Path, config: dict[str, Any]) -> None:
     """Write a (redacted) config as YAML."""
-    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
-                    encoding="utf-8")
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), "utf-8")

@@ -12,7 +12,7 @@ import pytest
 import runner
 from runner.data.models import Citation, Response
 from runner.errors import RagciteError
-from runner.evaluate import matcher_from_name, score_stream
+from runner.evaluate import matcher_from_name, score_batches
 from runner.matchers import NgramMatcher, PairError, SubstringMatcher
 from runner.scoring.case import ScoringOptions
 from runner.scoring.metrics import METRIC_KEYS
@@ -336,11 +336,13 @@ def test_batch_size_does_not_change_results() -> None:
     assert whole.cases == single.cases
 
 
-def test_score_stream_progress_and_order() -> None:
+def test_score_batches_progress_and_order() -> None:
     cases = runner.load_cases(SEED_FILE)
     seen: list[int] = []
-    out = list(score_stream(((c, c.response) for c in cases), NgramMatcher(),
-                            ScoringOptions(), batch_size=2, on_batch=seen.append))
+    options = ScoringOptions()
+    out = [r for (batch,) in score_batches(((c, c.response) for c in cases), NgramMatcher(),
+                                           options, [options.threshold], batch_size=2,
+                                           on_batch=seen.append) for r in batch]
     assert [r.id for r in out] == ["seed-1", "seed-2", "seed-3"]
     assert seen == [2, 1]  # batches of 2 and 1 cases
 

@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner.naming import model_text, safe_name, system_label, system_name
-from runner.reports.compare_names import side_names
+from runner.reports.compare_load import side_names
 from runner.sweep import sweep_name
 from tests.conftest import REPO, read_json, run_cli
 from tests.tracking.conftest import all_runs

@@ -17,14 +17,9 @@ from runner.data.models import Case, Document, Response
 
 def _plain(cfg: Any) -> Any:
     """An OmegaConf node (or plain value) as plain Python data."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
+    from omegaconf import OmegaConf
 
-        if isinstance(cfg, (DictConfig, ListConfig)):
-            return OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        pass
-    return cfg
+    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else cfg
 
 
 def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | None:
@@ -38,11 +33,9 @@ def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | No
         return None
     from runner.plugins import build
 
-    written = key if isinstance(spec, str) else None  # `dataset.transform=pkg.fn`
-    if isinstance(spec, str):
-        spec = {"_target_": spec}
-    fn: Callable[..., Any] = build(spec, key, target_key=written, _partial_=True)
-    return fn
+    written = isinstance(spec, str)  # `dataset.transform=pkg.fn`
+    return build({"_target_": spec} if written else spec, key, target_key=key if written else None,
+                 _partial_=True)
 
 
 def _mapping(cfg: Mapping[str, Any] | None) -> dict[str, str]:
@@ -103,11 +96,6 @@ class Dataset:
                             f"the knowledge base has {what}; a retrieving model needs at "
                             "least one document with text")
         return docs
-
-    @property
-    def systems(self) -> list[str]:
-        """Names of the systems whose responses the dataset stores."""
-        return list((self.cfg.get("systems") or {}).keys())
 
     def responses(self, system: str | None) -> dict[str, Response] | None:
         """Stored responses of `system` keyed by case id, or None to use those in the cases.

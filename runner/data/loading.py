@@ -14,17 +14,11 @@ from jiter import from_json
 from pydantic import ValidationError
 
 from runner._gc import gc_paused
+from runner.data import readers
 from runner.data.errors import DataError
 from runner.data.limits import may_break_bounds
 from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
 from runner.data.models import Case, Document
-from runner.data.readers import (
-    check_stream,
-    infer_format,
-    iter_jsonl_lines,
-    iter_records,
-    parse_jsonl_line,
-)
 from runner.data.text import read_text
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
@@ -59,33 +53,24 @@ def resolve_path(path: str | Path) -> Path:
     return Path(str(root.joinpath(norm)))
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
+_PROBLEMS = {"missing": "required field is missing",
+             "extra_forbidden": "unknown field (put extra data under 'metadata', or use a "
+                                "mapping)"}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def validation_to_data_error(exc: ValidationError, path: str,
                              where: str | None) -> DataError:
     """Turn the first pydantic validation error into a located :class:`DataError`."""
     err = exc.errors()[0]
-    field = _format_loc(tuple(err.get("loc", ()))) or None
-    kind = err.get("type", "")
-    if kind == "missing":
-        problem = "required field is missing"
-    elif kind == "extra_forbidden":
-        problem = "unknown field (put extra data under 'metadata', or use a mapping)"
-    else:
-        got = err.get("input")
-        shown = repr(got)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        problem = f"{err.get('msg', 'invalid value')} (got {shown})"
-    return DataError(path, where, field, problem)
+    field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                    for part in err.get("loc", ())).removeprefix(".")
+    problem = _PROBLEMS.get(err.get("type", "")) or (
+        f"{err.get('msg', 'invalid value')} (got {_cut(repr(err.get('input')), 60)})")
+    return DataError(path, where, field or None, problem)
 
 
 def iter_cases(
@@ -113,11 +98,12 @@ def iter_cases(
     shown = str(path)
     fm = as_mapping(mapping, CASE_KEYS, origin=f"{shown} (mapping)")
     if transform is None and fm.is_identity and real.is_file() \
-            and infer_format(real, format) == "jsonl":
+            and readers.infer_format(real, format) == "jsonl":
         located: Iterator[tuple[str, Case | None]] = _jsonl_cases(real, shown, fm)
     else:
+        records = enumerate(readers.iter_records(real, format), start=1)
         located = ((where, _to_case(raw, index, where, shown, fm, transform))
-                   for index, (where, raw) in enumerate(iter_records(real, format), start=1))
+                   for index, (where, raw) in records)
     ids = CaseIds()
     for where, case in located:
         if case is None:  # the transform skipped the record
@@ -161,8 +147,8 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
     malformed JSON, a repeated key, an invalid field) takes the general path, which fills the
     defaults or raises the located error, so the result is the same either way.
     """
-    check_stream(path, "jsonl")
-    for index, (lineno, line) in enumerate(iter_jsonl_lines(path), start=1):
+    readers.check_stream(path, "jsonl")
+    for index, (lineno, line) in enumerate(readers.iter_jsonl_lines(path), start=1):
         where = f"line {lineno}"
         if not may_break_bounds(line):  # jiter reads NaN and 101 levels; the check does not
             try:
@@ -171,7 +157,7 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
                 continue
             except ValueError:  # pydantic's ValidationError is one too
                 pass
-        yield where, _to_case(parse_jsonl_line(path, lineno, line), index, where, shown, fm,
+        yield where, _to_case(readers.parse_jsonl_line(path, lineno, line), index, where, shown, fm,
                               None)
 
 
@@ -196,8 +182,7 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
         raise DataError(shown, where, None,
                         f"expected an object, got {type(raw).__name__}")
     record = _fold_response(record)
-    if "id" not in record:
-        record["id"] = str(index)
+    record.setdefault("id", str(index))
     try:
         return Case.model_validate(record)
     except ValidationError as exc:
@@ -216,27 +201,17 @@ def callable_name(fn: Callable[..., Any]) -> str:
 
 def _shown(value: Any) -> str:
     """A value's type and a short repr, for messages (``list ([1, 2])``)."""
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(value).__name__} ({text})"
+    return f"{type(value).__name__} ({_cut(repr(value), 40)})"
 
 
 def _fold_response(record: dict[str, Any]) -> dict[str, Any]:
     """Move mapped top-level `citations`/`answer` into the `response` object."""
     if "citations" not in record and "answer" not in record:
         return record
-    record = dict(record)
-    citations = record.pop("citations", None)
-    answer = record.pop("answer", None)
-    if citations is None and answer is None:
-        return record
-    response = dict(record.get("response") or {})
-    if citations is not None:
-        response["citations"] = citations
-    if answer is not None:
-        response["answer"] = answer
-    record["response"] = response
+    moved = {k: record[k] for k in ("citations", "answer") if record.get(k) is not None}
+    record = {k: v for k, v in record.items() if k not in ("citations", "answer")}
+    if moved:
+        record["response"] = dict(record.get("response") or {}, **moved)
     return record
 
 
@@ -282,7 +257,7 @@ def iter_documents(
         return
     fm = as_mapping(mapping, KB_KEYS, origin=f"{shown} (mapping)")
     # With a transform, a JSON/YAML object (a corpus keyed by source) is one record to split.
-    for where, raw in iter_records(real, format, whole_object=transform is not None):
+    for where, raw in readers.iter_records(real, format, whole_object=transform is not None):
         records = [raw] if transform is None else _kb_records(transform, raw, shown, where)
         for record in records:
             mapped = fm.apply(record, shown, where)
@@ -324,14 +299,8 @@ def load_knowledge_base(
 def file_digest(path: str | Path) -> str:
     """SHA-256 of a file's bytes (or of a folder's files, in name order), first 16 hex digits."""
     real = resolve_path(path)
-    if real.is_dir():
-        return _digest_files(sorted(p for p in real.rglob("*") if p.is_file()))
-    return _digest_files([real])
-
-
-def _digest_files(files: list[Path]) -> str:
     h = hashlib.sha256()
-    for file in files:
+    for file in sorted(p for p in real.rglob("*") if p.is_file()) if real.is_dir() else [real]:
         h.update(file.name.encode())
         with file.open("rb") as fh:
             while chunk := fh.read(1 << 20):

@@ -71,11 +71,8 @@ class FieldMapping:
         if not compiled:
             return record if isinstance(record, dict) else {"__raw__": record}
         out: dict[str, Any] = {}
-        if isinstance(record, dict):
-            # Unmapped canonical keys pass through unchanged.
-            for key in self.allowed:
-                if key not in compiled and key in record:
-                    out[key] = record[key]
+        if isinstance(record, dict):  # unmapped canonical keys pass through unchanged
+            out = {k: record[k] for k in self.allowed if k not in compiled and k in record}
             if "response" in record and "citations" not in compiled and "answer" not in compiled:
                 out["response"] = record["response"]
         for key, expr in compiled.items():

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictFloat,
     StrictStr,
-    field_validator,
     model_validator,
 )
 from typing_extensions import TypedDict
@@ -95,40 +95,27 @@ class Case(_Model):
         metadata: Free data carried into every artifact.
     """
 
-    id: str = Field(min_length=1)
+    # Integer ids are common in foreign data; they are kept as their decimal text.
+    id: Annotated[str, BeforeValidator(
+        lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v)] = Field(
+        min_length=1)
     query: str
     references: list[Reference] = Field(default_factory=list)
     expected_sources: list[Source] = Field(default_factory=list)
     response: Response | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_to_str(cls, value: Any) -> Any:
-        # Integer ids are common in foreign data; keep them as their decimal text.
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        return value
-
-    @field_validator("metadata", mode="before")
-    @classmethod
-    def _metadata_none(cls, value: Any) -> Any:
-        # An optional mapping such as `metadata: meta` yields null for a record without `meta`.
-        return {} if value is None else value
+    # An optional mapping such as `metadata: meta` yields null for a record without `meta`.
+    metadata: Annotated[dict[str, Any], BeforeValidator(lambda v: {} if v is None else v)] = (
+        Field(default_factory=dict))
 
     @model_validator(mode="before")
     @classmethod
     def _default_expected_sources(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("expected_sources") is None:
-            refs = data.get("references") or []
-            seen: dict[str, None] = {}
-            if isinstance(refs, list):
-                for ref in refs:
-                    src = (ref.get("source") if isinstance(ref, dict)
-                           else getattr(ref, "source", None))
-                    if isinstance(src, str):
-                        seen.setdefault(src, None)
-            data = {**data, "expected_sources": list(seen)}
+            refs = data.get("references")
+            sources = [ref.get("source") if isinstance(ref, dict) else getattr(ref, "source", None)
+                       for ref in (refs if isinstance(refs, list) else [])]
+            data = {**data, "expected_sources": list(dict.fromkeys(
+                src for src in sources if isinstance(src, str)))}
         return data
 
 

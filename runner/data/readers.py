@@ -7,6 +7,7 @@ stays flat whatever the file size.
 
 from __future__ import annotations
 
+import collections
 import csv
 import json
 from collections.abc import Iterator
@@ -15,17 +16,8 @@ from typing import Any
 
 import yaml
 
+from runner.data import limits
 from runner.data.errors import DataError
-from runner.data.limits import (
-    HINT_TEXTS,
-    HINTS,
-    REPEATED,
-    Repeated,
-    check_value,
-    deep_line,
-    deep_problem,
-    parse_json,
-)
 from runner.data.text import check_file, check_utf8, open_text, read_text
 
 FORMATS = ("jsonl", "json", "yaml", "csv")
@@ -36,7 +28,7 @@ _CSV_JSON_COLUMNS = ("references", "expected_sources", "citations", "response", 
                      "usage")
 
 # CSV columns whose empty cell means "absent" (a row without a stored response), not "".
-_CSV_OPTIONAL_COLUMNS = ("answer",)
+_CSV_OPTIONAL_COLUMNS = (*_CSV_JSON_COLUMNS, "answer")
 
 Record = tuple[str, Any]
 
@@ -83,7 +75,7 @@ def iter_records(path: str | Path, format: str | None = None, *,
     if fmt in ("jsonl", "csv"):
         check_stream(p, fmt)
     if fmt == "jsonl":
-        yield from _iter_jsonl(p)
+        yield from ((f"line {n}", parse_jsonl_line(p, n, line)) for n, line in iter_jsonl_lines(p))
     elif fmt == "csv":
         yield from _iter_csv(p)
     else:
@@ -100,15 +92,14 @@ def check_stream(path: Path, fmt: str) -> None:
     Raises:
         DataError: The first bad line.
     """
-    if not check_utf8(path, HINT_TEXTS):
+    if not check_utf8(path, limits.HINT_TEXTS):
         return
     if fmt == "csv":
-        for _ in _iter_csv(path):
-            pass
-        return
-    for lineno, line in iter_jsonl_lines(path):
-        if HINTS.search(line):
-            parse_jsonl_line(path, lineno, line)
+        collections.deque(_iter_csv(path), maxlen=0)
+    else:
+        for lineno, line in iter_jsonl_lines(path):
+            if limits.HINTS.search(line):
+                parse_jsonl_line(path, lineno, line)
 
 
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -127,36 +118,23 @@ def parse_jsonl_line(path: Path, lineno: int, line: str) -> Any:
             value breaks a bound of :mod:`runner.data.limits`.
     """
     try:
-        return parse_json(line, str(path), f"line {lineno}")
+        return limits.parse_json(line, str(path), f"line {lineno}")
     except json.JSONDecodeError as exc:
         raise DataError(str(path), f"line {lineno}", None,
                         f"malformed JSON ({exc.msg} at column {exc.colno})") from None
 
 
-def _iter_jsonl(path: Path) -> Iterator[Record]:
-    for lineno, line in iter_jsonl_lines(path):
-        yield f"line {lineno}", parse_jsonl_line(path, lineno, line)
-
-
 def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:
     data = parse_document(path, fmt)
-    if isinstance(data, dict):
-        # Accept {"cases": [...]} as well as a bare list.
-        for key in ("cases", "data", "records"):
-            if isinstance(data.get(key), list):
-                data = data[key]
-                break
-        else:
-            if whole_object:
-                check_value(data, str(path), "record 1")
-                yield "record 1", data
-                return
+    if isinstance(data, dict):  # {"cases": [...]} as well as a bare list; or one record
+        data = next((data[key] for key in ("cases", "data", "records")
+                     if isinstance(data.get(key), list)), [data] if whole_object else data)
     if not isinstance(data, list):
         raise DataError(str(path), None, None,
                         f"expected a list of records (or an object with a 'cases' list), "
                         f"got {type(data).__name__}")
     for index, record in enumerate(data, start=1):
-        check_value(record, str(path), f"record {index}")
+        limits.check_value(record, str(path), f"record {index}")
         yield f"record {index}", record
 
 
@@ -195,9 +173,9 @@ def parse_document(path: Path, fmt: str) -> Any:
     text = read_text(path)
     try:
         if fmt == "json":
-            data = parse_json(text, str(path), None, check=False)
-            if isinstance(data, Repeated):  # in the top level; the records are checked later
-                raise DataError(str(path), None, data.key, REPEATED)
+            data = limits.parse_json(text, str(path), None, check=False)
+            if isinstance(data, limits.Repeated):  # in the top level; the records are checked later
+                raise DataError(str(path), None, data.key, limits.REPEATED)
             return data
         return yaml.load(text, Loader=_Loader)  # a SafeLoader
     except json.JSONDecodeError as exc:
@@ -208,7 +186,7 @@ def parse_document(path: Path, fmt: str) -> Any:
         where = f"line {mark.line + 1}" if mark is not None else None
         raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
     except RecursionError:
-        raise DataError(str(path), deep_line(text), None, deep_problem()) from None
+        raise DataError(str(path), limits.deep_line(text), None, limits.deep_problem()) from None
 
 
 def _iter_csv(path: Path) -> Iterator[Record]:
@@ -242,10 +220,10 @@ def _iter_csv(path: Path) -> Iterator[Record]:
 
 def _csv_header(path: Path, where: str, header: list[str]) -> list[str]:
     """The header row, refused when it names a column twice."""
-    for index, name in enumerate(header):
-        if name in header[:index]:
-            raise DataError(str(path), where, name,
-                            "the header names this column twice; name each column once")
+    twice = next((name for index, name in enumerate(header) if name in header[:index]), None)
+    if twice is not None:
+        raise DataError(str(path), where, twice,
+                        "the header names this column twice; name each column once")
     return header
 
 
@@ -253,14 +231,12 @@ def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:
     """One CSV row as a record: JSON columns parsed, empty optional ones left out."""
     record: dict[str, Any] = {}
     for key, value in row.items():
-        if key in _CSV_JSON_COLUMNS:
-            if value.strip() == "":
-                continue
-            try:
-                record[key] = parse_json(value, str(path), where, key)
-            except json.JSONDecodeError as exc:
-                raise DataError(str(path), where, key,
-                                f"expected a JSON-encoded value ({exc.msg})") from None
-        elif not (key in _CSV_OPTIONAL_COLUMNS and value.strip() == ""):
-            record[key] = value
+        if key in _CSV_OPTIONAL_COLUMNS and value.strip() == "":
+            continue
+        try:
+            record[key] = (limits.parse_json(value, str(path), where, key)
+                           if key in _CSV_JSON_COLUMNS else value)
+        except json.JSONDecodeError as exc:
+            raise DataError(str(path), where, key,
+                            f"expected a JSON-encoded value ({exc.msg})") from None
     return record

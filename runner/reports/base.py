@@ -38,14 +38,10 @@ class NoReports:
     def __init__(self, **_: Any) -> None:
         pass
 
-    def render_run(self, result_dir: Path, link: str | None) -> None:
-        """Nothing."""
+    def _nothing(self, *_: Any, **__: Any) -> None:
+        """Render nothing."""
 
-    def render_runs(self, result_dirs: Sequence[Path], links: Sequence[str | None]) -> None:
-        """Nothing."""
-
-    def render_sweep(self, sweep_dir: Path) -> None:
-        """Nothing."""
+    render_run = render_runs = render_sweep = _nothing
 
 
 def make_reports(cfg: Mapping[str, Any]) -> Reports:

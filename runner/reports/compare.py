@@ -33,19 +33,17 @@ from runner.folders import file_target, write_problem
 from runner.jsonio import dumps_strict
 from runner.naming import model_text
 from runner.redact import guard_output
-from runner.reports.common import (
-    EXPLANATION_KEYS,
-    METRIC_KEYS,
-    METRIC_NAMES,
-    fmt,
-    params_text,
-    render,
-    safe_href,
-    signed,
-    write_html,
+from runner.reports import common
+from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, signed
+from runner.reports.compare_load import (
+    COMPARE_HTML,
+    DOWNLOAD_TIMEOUT,
+    CompareError,
+    RunData,
+    load_run,
+    output_folder,
+    side_names,
 )
-from runner.reports.compare_load import DOWNLOAD_TIMEOUT, CompareError, RunData, load_run
-from runner.reports.compare_names import COMPARE_HTML, output_folder, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
 from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
@@ -58,16 +56,20 @@ __all__ = ["CompareError", "RunData", "check_gates", "compare_runs", "load_run",
 # --- comparing ----------------------------------------------------------------------------------
 
 
-def _status(a: CaseResult, b: CaseResult) -> str:
-    if a.error is None:
-        return "scored" if b.error is None else "newly failed"
-    return "fixed" if b.error is None else "failed in both"
+_STATUS = {(True, True): "scored", (True, False): "newly failed", (False, True): "fixed",
+           (False, False): "failed in both"}  # by (A scored, B scored)
 
 
 def _deltas(a: CaseResult, b: CaseResult) -> list[float | None]:
     """B − A per metric (None where either value is undefined)."""
     pairs = [(a.metrics.get(k), b.metrics.get(k)) for k in METRIC_KEYS]
     return [None if va is None or vb is None else float(vb) - float(va) for va, vb in pairs]
+
+
+def _values(run: RunData, ids: Sequence[str]) -> np.ndarray:
+    """The metrics of the cases `ids`, one row each (nan where undefined)."""
+    return np.array([[run.cases[cid].metrics.get(k) for k in METRIC_KEYS] for cid in ids],
+                    dtype=float).reshape(len(ids), len(METRIC_KEYS))
 
 
 def _side_summary(run: RunData) -> dict[str, Any]:
@@ -79,8 +81,8 @@ def _side_summary(run: RunData) -> dict[str, Any]:
         "started_at": section["run"].get("started_at"),
         "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
         "model": model_text(section["model"]),  # the model and its system
-        "model_params": params_text(section["model"].get("identity")),
-        "matcher_params": params_text(section["matcher"].get("identity")),
+        "model_params": common.params_text(section["model"].get("identity")),
+        "matcher_params": common.params_text(section["matcher"].get("identity")),
         "matcher": section["matcher"].get("name"), "threshold": section["threshold"].get("value"),
         **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
         **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
@@ -95,30 +97,32 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
     Per metric: the macro means of both runs (from their ``metrics.json``), their difference,
     and the mean of the per-case differences B − A over the paired cases with its percentile
     bootstrap interval (cases resampled with replacement, seeded). ``verdict`` is ``worse`` when
-    the whole interval is below 0, ``better`` when it is above 0.
+    the whole interval is below 0, ``better`` when it is above 0. ``a_common`` and ``b_common``
+    are A's and B's means over those same cases.
     """
     common = [cid for cid in a.cases if cid in b.cases]
-    paired = [cid for cid in common if a.cases[cid].error is None and b.cases[cid].error is None]
-    diffs = np.array([_deltas(a.cases[cid], b.cases[cid]) for cid in paired],
-                     dtype=float).reshape(len(paired), len(METRIC_KEYS))  # None → nan
+    statuses = {cid: _STATUS[a.cases[cid].error is None, b.cases[cid].error is None]
+                for cid in common}
+    paired = [cid for cid in common if statuses[cid] == "scored"]
+    values_a, values_b = _values(a, paired), _values(b, paired)
+    diffs = values_b - values_a  # nan where either is undefined
     cis = bootstrap_ci(diffs, resamples, confidence, seed)
-    on_common = _common_means(a, b, paired)
     metrics: dict[str, Any] = {}
     for k, key in enumerate(METRIC_KEYS):
-        col = diffs[:, k][~np.isnan(diffs[:, k])]
-        mean_a = (a.metrics.get("metrics") or {}).get(key)
-        mean_b = (b.metrics.get("metrics") or {}).get(key)
+        both = ~np.isnan(diffs[:, k])
+        n = int(both.sum())
+        mean_a, mean_b = ((run.metrics.get("metrics") or {}).get(key) for run in (a, b))
         ci = cis[k]
-        verdict = ("undefined" if ci is None else "worse" if ci[1] < 0 else "better"
-                   if ci[0] > 0 else "no significant change")
         metrics[key] = {
             "a": mean_a, "b": mean_b,
             "delta": None if mean_a is None or mean_b is None else mean_b - mean_a,
-            "n_paired": int(col.size),
-            "paired_mean_delta": float(col.mean()) if col.size else None,
-            "ci": ci, "verdict": verdict, **on_common[key],
+            "n_paired": n, "paired_mean_delta": float(diffs[both, k].mean()) if n else None,
+            "ci": ci, "verdict": "undefined" if ci is None else "worse" if ci[1] < 0
+            else "better" if ci[0] > 0 else "no significant change",
+            # sums in case order, as the means of metrics.json are taken
+            "a_common": sum(values_a[both, k].tolist()) / n if n else None,
+            "b_common": sum(values_b[both, k].tolist()) / n if n else None,
         }
-    statuses = {cid: _status(a.cases[cid], b.cases[cid]) for cid in common}
     count = list(statuses.values()).count
     pairing = {
         "n_a": len(a.cases), "n_b": len(b.cases), "n_common": len(common),
@@ -126,10 +130,10 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
         "only_a": len(a.cases) - len(common), "only_b": len(b.cases) - len(common),
         "newly_failed": count("newly failed"), "fixed": count("fixed"),
         "failed_in_both": count("failed in both"),
+        "same_cases": ({cid for cid, c in a.cases.items() if c.error is None}
+                       == {cid for cid, c in b.cases.items() if c.error is None}),
     }
     side_a, side_b = _side_summary(a), _side_summary(b)
-    scored = [{cid for cid, c in run.cases.items() if c.error is None} for run in (a, b)]
-    pairing["same_cases"] = scored[0] == scored[1]
     return {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "a": side_a, "b": side_b,
@@ -142,19 +146,6 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
                    "transitions": label_transitions(a.cases, b.cases, paired)},
         "changed": changed_cases(a, b, common, statuses, top),
     }
-
-
-def _common_means(a: RunData, b: RunData, paired: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Per metric, A's and B's means over the cases scored in both where both define it (the
-    cases of the paired difference): the two runs' figures on the same cases."""
-    out = {}
-    for key in METRIC_KEYS:
-        pairs = [(a.cases[cid].metrics.get(key), b.cases[cid].metrics.get(key))
-                 for cid in paired]
-        both = [(float(va), float(vb)) for va, vb in pairs if va is not None and vb is not None]
-        out[key] = {"a_common": sum(va for va, _ in both) / len(both) if both else None,
-                    "b_common": sum(vb for _, vb in both) / len(both) if both else None}
-    return out
 
 
 def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mapping[str, str],
@@ -250,7 +241,7 @@ def _case_side(case: CaseResult) -> dict[str, Any]:
         "error": case.error, "answer": response.get("answer"),
         "citations": items(response.get("citations") or [], case.citation_labels),
         "references": items(case.references, case.reference_labels),
-        "explanations": [case.explanations[k] for k in EXPLANATION_KEYS
+        "explanations": [case.explanations[k] for k in common.EXPLANATION_KEYS
                          if case.explanations.get(k)],
     }
 
@@ -270,11 +261,11 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
     anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
     sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
     for side in sides.values():
-        side["href"] = safe_href(side.get("link"))
+        side["href"] = common.safe_href(side.get("link"))
         # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
         side["title"] = side.get("differs") or (
             side["name"] if comparison["a"]["name"] != comparison["b"]["name"] else side["label"])
-    return write_html(output, render(
+    return common.write_html(output, common.render(
         "report_compare.html.j2",
         title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
         A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
@@ -361,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / COMPARE_HTML
         json_out = args.json_out or out.with_suffix(".json")
         render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
-        write_html(json_out, dumps_strict(comparison))
+        common.write_html(json_out, dumps_strict(comparison))
     except (CompareError, OSError) as exc:
         line = str(exc) if isinstance(exc, CompareError) else write_problem(
             exc, "the report and the summary are each written whole or not at all")

@@ -1,27 +1,25 @@
 """The two sides of ``ragcite-compare``: result folders, or MLflow runs whose results files are
-downloaded and laid out as a result folder; read with :mod:`runner.results`."""
+downloaded and laid out as a result folder; read with :mod:`runner.results`.
+
+A and B are named by what differs between them, read from the two runs' configs (a result
+folder's ``config.yaml``, an MLflow run's params): ``system=loose_quotes`` vs
+``system=wrong_passages``, ``matcher=ngram`` vs ``matcher=substring``. Each comparison writes to
+a folder of its own, so no comparison overwrites another.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner import results
+from runner.naming import safe_name
 from runner.redact import mask_uri
-from runner.results import (
-    CASES_FILE,
-    CONFIG_FILE,
-    METRICS_FILE,
-    PASSAGES_FILE,
-    CaseResult,
-    passages_path,
-    read_cases,
-    read_result,
-    require_complete,
-    result_dirs,
-)
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
 from runner.tracking.deadline import within
@@ -43,7 +41,7 @@ class RunData:
     label: str
     source: str
     metrics: dict[str, Any]
-    cases: dict[str, CaseResult] = field(default_factory=dict)
+    cases: dict[str, results.CaseResult] = field(default_factory=dict)
     link: str | None = None
     config: dict[str, str] = field(default_factory=dict)  # flat: a folder's config.yaml or
     # an MLflow run's params (what differs between the two sides names them)
@@ -54,38 +52,33 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
     """A result folder's ``metrics.json`` and its cases, paired by id; a `local` one only when
     its job finished (an MLflow run's results were logged after ``job.json``)."""
     try:
-        several = [] if (folder / METRICS_FILE).exists() else [
-            str(d.relative_to(folder)) for d in result_dirs(folder) if d != folder]
+        several = [] if (folder / results.METRICS_FILE).exists() else [
+            str(d.relative_to(folder)) for d in results.result_dirs(folder) if d != folder]
         if several:
             raise CompareError(f"{source}: this job decided several thresholds: compare one of "
                                f"its result folders ({', '.join(several)})")
         if local:
-            require_complete(folder)
-        metrics = read_result(folder)
-    except (ValueError, OSError) as exc:
-        raise CompareError(str(exc)) from None
-    for path in (folder / CASES_FILE, passages_path(folder, metrics)):
-        if not path.is_file():
-            raise CompareError(f"{source}: no {path.name}: the per-case results are needed to "
-                               "pair cases")
-    cases: dict[str, CaseResult] = {}
-    try:
-        for case in read_cases(folder):
+            results.require_complete(folder)
+        metrics = results.read_result(folder)
+        for path in (folder / results.CASES_FILE, results.passages_path(folder, metrics)):
+            if not path.is_file():
+                raise CompareError(f"{source}: no {path.name}: the per-case results are needed "
+                                   "to pair cases")
+        cases: dict[str, results.CaseResult] = {}
+        for case in results.read_cases(folder):
             if case.id in cases:
-                raise CompareError(f"{folder / CASES_FILE}: case id {case.id!r} occurs twice; "
-                                   "cases are paired by id")
+                raise CompareError(f"{folder / results.CASES_FILE}: case id {case.id!r} occurs "
+                                   "twice; cases are paired by id")
             cases[case.id] = case
     except (ValueError, OSError) as exc:
         raise CompareError(str(exc)) from None
     return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link,
-                   config=_flat_config(folder / CONFIG_FILE))
+                   config=_flat_config(folder / results.CONFIG_FILE))
 
 
 def _flat_config(path: Path) -> dict[str, str]:
     """A result folder's ``config.yaml``, flat ({} when absent or unreadable)."""
     import yaml
-
-    from runner.reports.compare_names import flat_config
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
@@ -96,10 +89,9 @@ def _flat_config(path: Path) -> dict[str, str]:
 
 def tracking_uri_from(arg: str | None) -> str | None:
     """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present."""
-    if arg or os.environ.get("MLFLOW_TRACKING_URI"):
-        return arg or os.environ["MLFLOW_TRACKING_URI"]
     default = Path("outputs") / "mlflow.db"
-    return f"sqlite:///{default.resolve()}" if default.is_file() else None
+    return arg or os.environ.get("MLFLOW_TRACKING_URI") or (
+        f"sqlite:///{default.resolve()}" if default.is_file() else None)
 
 
 def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:
@@ -143,16 +135,16 @@ def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) ->
     except Exception as exc:
         raise CompareError(f"MLflow run {run_id} not found at {mask_uri(tracking_uri)}: "
                            f"{_text(exc)}") from None
-    for name in (METRICS_FILE, CASES_FILE):
+    for name in (results.METRICS_FILE, results.CASES_FILE):
         _download(client, run_id, name, dst / name, base)
     try:
-        passages = passages_path(dst, read_result(dst)).resolve()
+        passages = results.passages_path(dst, results.read_result(dst)).resolve()
     except (ValueError, OSError) as exc:
         raise CompareError(f"MLflow run {run_id}: {exc}") from None
     if not passages.is_relative_to(base.resolve()):
         raise CompareError(f"MLflow run {run_id}: its passages file is outside its folder")
     holder = run.data.tags.get(PASSAGES_TAG) or run_id
-    _download(client, holder, PASSAGES_FILE, passages, base)
+    _download(client, holder, results.PASSAGES_FILE, passages, base)
     link = store.run_link(tracking_uri, None, run.info.experiment_id, run_id)
     data = _read_folder(dst, label=run.info.run_name or run_id[:8],
                         source=f"mlflow run {run_id}", link=link, local=False)
@@ -165,7 +157,7 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)
     from `tracking_uri` (see :func:`tracking_uri_from`), downloaded within `timeout` seconds."""
     path = Path(spec)
-    if path.is_file() and path.name == METRICS_FILE:
+    if path.is_file() and path.name == results.METRICS_FILE:
         path = path.parent
     if path.is_dir():
         return _read_folder(path, label=path.resolve().name, source=str(path))
@@ -190,3 +182,77 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     what = f"MLflow run {run_id} at {mask_uri(uri)}"
     return within(timeout, lambda: _download_run(mlflow, run_id, uri, workdir),
                   lambda: CompareError(f"{what}: no answer within {timeout:g} s (--timeout)"))
+
+
+# Keys that say where and how a run was written, not what was measured.
+_QUIET = ("output_root", "progress", "report", "tracking", "cache", "run_name", "experiment",
+          "prices", "hydra", "gate", "scoring.workers", "scoring.batch_size")
+_NAMED = (("dataset", "name"), ("model", "name"), ("model", "system"), ("matcher", "name"))
+MAX_PARTS = 4
+COMPARE_HTML = "compare.html"
+
+
+def flat_config(node: Any, prefix: str = "") -> dict[str, str]:
+    """A config as ``dotted.key → text`` (the form of an MLflow run's params)."""
+    if isinstance(node, Mapping) and node:
+        return {key: text for k, v in node.items()
+                for key, text in flat_config(v, f"{prefix}.{k}" if prefix else str(k)).items()}
+    return {prefix: "null" if node is None else str(node).lower() if isinstance(node, bool)
+            else str(node)}
+
+
+def _quiet(key: str) -> bool:
+    return any(key == q or key.startswith(q + ".") for q in _QUIET)
+
+
+def _threshold(metrics: Mapping[str, Any]) -> str | None:
+    threshold = metrics.get("threshold") or {}
+    level, value = threshold.get("level"), threshold.get("value")
+    return str(level) if level else (None if value is None else f"{value:g}")
+
+
+def side_names(a: tuple[Mapping[str, Any], Mapping[str, str]],
+               b: tuple[Mapping[str, Any], Mapping[str, str]]) -> tuple[str, str] | None:
+    """What differs between two runs, as each side's ``key=value`` words.
+
+    Args:
+        a: Run A's ``metrics.json`` and flat config.
+        b: Run B's.
+
+    Returns:
+        (A's words, B's words), at most four ``key=value`` each, or None when nothing
+        differs (the same config run twice).
+    """
+    (ma, ca), (mb, cb) = a, b
+    parts: list[tuple[str, str, str]] = []
+    covered: list[str] = ["scoring.threshold"]
+    for section, name in _NAMED:  # the model's system only when the model is the same
+        va, vb = ((m.get(section) or {}).get(name) for m in (ma, mb))
+        if section not in covered and va != vb:
+            parts.append((section if name == "name" else name, str(va), str(vb)))
+            covered.append(section)
+    if _threshold(ma) != _threshold(mb):
+        parts.append(("threshold", str(_threshold(ma)), str(_threshold(mb))))
+    for key in sorted(set(ca) | set(cb)):
+        if _quiet(key) or any(key == c or key.startswith(c + ".") for c in covered):
+            continue
+        if ca.get(key) != cb.get(key):
+            parts.append((key, str(ca.get(key, "—")), str(cb.get(key, "—"))))
+    if not parts:
+        return None
+    shown = parts[:MAX_PARTS]
+    more = f" (+{len(parts) - MAX_PARTS} more)" if len(parts) > MAX_PARTS else ""
+    return (" ".join(f"{k}={va}" for k, va, _ in shown) + more,
+            " ".join(f"{k}={vb}" for k, _, vb in shown) + more)
+
+
+def output_folder(root: Path, name_a: str, name_b: str) -> Path:
+    """A new folder for one comparison: ``<root>/<start stamp>_<A>_vs_<B>``, created here;
+    two comparisons, even of the same runs at the same moment, never share one."""
+    from runner.schema import folder_stamp
+
+    while True:  # a clash: 1 in 65,536 within one microsecond
+        folder = root / f"{folder_stamp()}_{safe_name(name_a)}_vs_{safe_name(name_b)}"
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(parents=True, exist_ok=False)
+            return folder

@@ -15,20 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.naming import model_text
-from runner.reports.common import (
-    METRIC_KEYS,
-    METRIC_NAMES,
-    fmt,
-    place,
-    rel_link,
-    render,
-    write_html,
-)
+from runner.reports import common
+from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt
 from runner.reports.diagnosis import stacked_bars
 from runner.results import iter_decisions
 
@@ -45,7 +38,7 @@ def split_override(override: str) -> tuple[str, str]:
     """``key=value`` → (key without ``+``/``~``, value; a local path as :func:`place` shows
     it)."""
     key, _, value = str(override).partition("=")
-    return key.lstrip("+~"), place(value)
+    return key.lstrip("+~"), common.place(value)
 
 
 def _quiet(key: str) -> bool:
@@ -80,7 +73,7 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
     report = sweep_dir / folder / RUN_REPORT
     return {
         "num": entry.get("num"), "dir": folder, "job": str(entry.get("job") or folder),
-        "link": rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
+        "link": common.rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
         "complete": bool(entry.get("complete")) and bool(m),
         "dataset": (m.get("dataset") or {}).get("name") or "?",
         "model": model_text(m.get("model") or {}),  # the model and its system
@@ -129,21 +122,8 @@ def _series_key(row: Mapping[str, Any]) -> tuple[str, str]:
     return key, label
 
 
-def _points(rows: Sequence[Mapping[str, Any]], metric: str, sx: Callable[[float], float],
-            sy: Callable[[float], float]) -> list[dict[str, Any]]:
-    points = []
-    for row in sorted(rows, key=lambda r: float(r["threshold"])):
-        value = row["vals"][metric]
-        if value is None:
-            continue
-        ci = row["ci"][metric]
-        points.append({
-            "x": sx(float(row["threshold"])), "y": sy(value), "value": value,
-            "threshold": row["threshold_text"],
-            "ci": [sy(ci[1]), sy(ci[0])] if ci else None,
-            "ci_text": f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "",
-        })
-    return points
+def _ci_text(ci: Sequence[float] | None) -> str:
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
 
 
 def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -151,12 +131,19 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
     for row in members:
         key, label = _series_key(row)
         series.setdefault(key, {"label": label, "rows": []})["rows"].append(row)
+    groups = list(series.values())
     xs = sorted({float(r["threshold"]) for r in members})
-    if len(xs) == 1 and len(series) > 1:  # e.g. a sweep over systems: one bar per series
-        return _bar_charts(matcher, xs[0], list(series.values()))
-    lo, hi = xs[0], xs[-1]
-    if hi - lo < 1e-9:
-        lo, hi = lo - 0.1, hi + 0.1
+    bars = len(xs) == 1 and len(groups) > 1  # e.g. a sweep over systems: one bar per series
+    return {"matcher": matcher, "kind": "bars" if bars else "lines", "n_results": len(members),
+            "legend": [{"index": i % 8, "label": s["label"]} for i, s in enumerate(groups)],
+            "thresholds": [f"{x:g}" for x in xs],
+            "charts": (_bar_charts if bars else _line_charts)(matcher, xs, groups)}
+
+
+def _line_charts(matcher: str, xs: Sequence[float],
+                 series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per metric, one line per series through its results, ordered by threshold."""
+    lo, hi = (xs[0], xs[-1]) if xs[-1] - xs[0] >= 1e-9 else (xs[0] - 0.1, xs[-1] + 0.1)
 
     def sx(v: float) -> float:
         return round(LEFT + (v - lo) / (hi - lo) * (WIDTH - LEFT - RIGHT), 2)
@@ -167,8 +154,13 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
     out = []
     for metric in METRIC_KEYS:
         lines = []
-        for i, s in enumerate(series.values()):
-            points = _points(s["rows"], metric, sx, sy)
+        for i, s in enumerate(series):
+            points = [{"x": sx(float(row["threshold"])), "y": sy(value), "value": value,
+                       "threshold": row["threshold_text"], "ci_text": _ci_text(ci),
+                       "ci": [sy(ci[1]), sy(ci[0])] if ci else None}
+                      for row in sorted(s["rows"], key=lambda r: float(r["threshold"]))
+                      if (value := row["vals"][metric]) is not None
+                      for ci in [row["ci"][metric]]]
             path = " ".join(("M" if k == 0 else "L") + f"{p['x']} {p['y']}"
                             for k, p in enumerate(points)) if len(points) > 1 else ""
             lines.append({"index": i % 8, "label": s["label"], "points": points, "path": path})
@@ -179,14 +171,11 @@ def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[
             "yticks": [{"y": sy(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
             "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs],
         })
-    legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series.values())]
-    return {"matcher": matcher, "legend": legend, "charts": out, "kind": "lines",
-            "n_results": len(members),
-            "thresholds": [f"{x:g}" for x in xs]}
+    return out
 
 
-def _bar_charts(matcher: str, threshold: float,
-                series: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _bar_charts(matcher: str, xs: Sequence[float],
+                series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One threshold, several series (systems, models, settings): per metric, a horizontal bar
     per series with its mean and interval, instead of points all at one x."""
     row_h, top, label_w = 22.0, 6.0, 120.0
@@ -200,23 +189,19 @@ def _bar_charts(matcher: str, threshold: float,
         for i, s in enumerate(series):
             row = s["rows"][0]
             value, ci = row["vals"][metric], row["ci"][metric]
-            y = top + i * row_h
             short = " ".join(split_override(p)[1] if "=" in p else p
                              for p in str(s["label"]).split(" "))
-            bars.append({"index": i % 8, "label": s["label"], "short": short[:22], "y": y,
-                         "value": value,
+            bars.append({"index": i % 8, "label": s["label"], "short": short[:22],
+                         "y": top + i * row_h, "value": value,
                          "w": None if value is None else round(sx(value) - label_w, 2),
-                         "ci": [sx(ci[0]), sx(ci[1])] if ci else None,
-                         "ci_text": f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""})
+                         "ci": [sx(ci[0]), sx(ci[1])] if ci else None, "ci_text": _ci_text(ci)})
         out.append({"metric": metric, "name": METRIC_NAMES[metric],
-                    "title": f"{METRIC_NAMES[metric]} per series at threshold {threshold:g} "
+                    "title": f"{METRIC_NAMES[metric]} per series at threshold {xs[0]:g} "
                              f"({matcher})",
                     "width": WIDTH, "height": top + len(series) * row_h + 16,
                     "left": label_w, "right": WIDTH - RIGHT, "row_h": row_h, "bars": bars,
                     "xticks": [{"x": sx(t), "label": f"{t:g}"} for t in (0.0, 0.5, 1.0)]})
-    legend = [{"index": i % 8, "label": s["label"]} for i, s in enumerate(series)]
-    return {"matcher": matcher, "legend": legend, "charts": out, "kind": "bars",
-            "n_results": sum(len(s["rows"]) for s in series), "thresholds": [f"{threshold:g}"]}
+    return out
 
 
 def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -253,14 +238,13 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
     entries = list(summary.get("jobs") or [])
     varying, common = _varying(entries)
     rows = [_row(entry, sweep_dir, varying) for entry in entries]
-    started = sorted(str(((e.get("metrics") or {}).get("run") or {}).get("started_at") or "")
-                     for e in entries)
-    started = [s for s in started if s]
+    started = min(filter(None, (str(((e.get("metrics") or {}).get("run") or {}).get("started_at")
+                                    or "") for e in entries)), default=None)
     jobs = list(dict.fromkeys(r["job"] for r in rows))
     return {
         "title": f"ragcite sweep report — {sweep_dir.name}",
         "name": sweep_dir.name,
-        "started_at": started[0] if started else None,
+        "started_at": started,
         "failed": bool(summary.get("failed")),
         "n_jobs": int(summary.get("n_jobs") or len(jobs)),
         "n_results": len(rows),
@@ -291,8 +275,8 @@ def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None)
         raise ValueError(f"{sweep_dir / SWEEP_FILE}: schema_version {version!r} is not "
                          "supported (this ragcite reads version 2)")
     context = build_context(summary, sweep_dir)
-    return write_html(Path(output) if output else sweep_dir / REPORT_FILE,
-                      render("report_sweep.html.j2", **context))
+    return common.write_html(Path(output) if output else sweep_dir / REPORT_FILE,
+                      common.render("report_sweep.html.j2", **context))
 
 
 def main(argv: list[str] | None = None) -> int:

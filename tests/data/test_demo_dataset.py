@@ -74,8 +74,8 @@ def test_demo_shape(demo: Dataset, cases: list[Case]) -> None:
     assert len(kb) == 10
     assert len({d.source for d in kb}) == 10
     # The three systems below, then `loose_quotes` (tests/data/test_demo_loose_quotes.py).
-    assert demo.systems == [*SYSTEMS, "loose_quotes"]
-    for system in demo.systems:
+    assert list(demo.cfg["systems"]) == [*SYSTEMS, "loose_quotes"]
+    for system in list(demo.cfg["systems"]):
         responses = demo.responses(system)
         assert responses is not None
         assert list(responses) == [c.id for c in cases]

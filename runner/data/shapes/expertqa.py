@@ -78,8 +78,7 @@ def _single_answer(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if not isinstance(answers, dict) or len(answers) != 1:
         got = list(answers) if isinstance(answers, dict) else type(answers).__name__
         raise ValueError(f"expected 'answers' to hold exactly one system's answer, got {got}")
-    name, answer = next(iter(answers.items()))
-    return name, answer
+    return next(iter(answers.items()))
 
 
 def _check_system(system: str | None) -> None:
