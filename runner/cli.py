@@ -20,8 +20,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from runner.config_check import check_config
-from runner.config_errors import describe, hydra_errors
+from runner.config.check import check_config
+from runner.config.hydra_errors import describe, hydra_errors
+from runner.config.schema import chosen_targets, plain_config, register_configs
 from runner.data.errors import DataError
 from runner.errors import (
     EXIT_BROKEN_PIPE,
@@ -35,7 +36,6 @@ from runner.pipeline import Outcome, run_job, summary_line
 from runner.redact import env_secrets, guard_output, scrub_files, scrub_text, secret_values
 from runner.reports.base import make_reports
 from runner.reports.run import REPORT_FILE
-from runner.schema import chosen_targets, plain_config, register_configs
 from runner.scoring.gates import check_gate_config
 from runner.sweep import SWEEPS, finish_sweep
 from runner.tracking.base import TrackingLost, make_tracker

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
-from runner import inputs
 from runner._gc import gc_paused
+from runner.data import inputs
 from runner.data.models import Case, Response
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
 from runner.results import RunResult

@@ -21,12 +21,16 @@ from tqdm import tqdm
 
 from runner._gc import gc_paused
 from runner.adapters.base import AdapterContext, ModelAdapter
-from runner.cache import CacheStats, DiskCache
+from runner.adapters.responses import get_responses
+from runner.api.cache import CacheStats, DiskCache
+from runner.api.usage import usage_section
+from runner.config.folders import check_folder
+from runner.config.naming import system_label, system_name
+from runner.config.plugins import build
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from runner.evaluate import count_pairs
-from runner.folders import check_folder
 from runner.matchers.base import (
     Checked,
     Matcher,
@@ -35,20 +39,16 @@ from runner.matchers.base import (
     similarity_range,
     usage_of,
 )
-from runner.matching import cached
-from runner.naming import system_label, system_name
-from runner.parallel import resolve_workers, score_parallel
-from runner.plugins import build
+from runner.matchers.cached import cached
 from runner.redact import env_secrets, protect, redact, scrub_files, secret_values, terminal
-from runner.responses import get_responses
 from runner.results import CONFIG_FILE, RunResult
+from runner.results.writer import ResultWriter, write_config
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 from runner.scoring.gates import check_gates, run_metrics
 from runner.scoring.metrics import summary_figures
+from runner.scoring.parallel import resolve_workers, score_parallel
 from runner.scoring.thresholds import Threshold, resolve_thresholds
-from runner.usage import usage_section
-from runner.writer import ResultWriter, write_config
 
 log = logging.getLogger("ragcite")
 
@@ -262,7 +262,7 @@ def _gates(cfg: dict[str, Any], failures: list[str]) -> dict[str, Any]:
 
 
 def system_of(cfg: dict[str, Any], names: dict[str, str]) -> str:
-    """The system under test of a job's config (runner/naming.py::system_name)."""
+    """The system under test of a job's config (runner/config/naming.py::system_name)."""
     return system_name(cfg.get("model") or {}, cfg.get("dataset"), names.get("model", "?"))
 
 

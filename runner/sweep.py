@@ -69,7 +69,7 @@ def sweep_name(config: Any) -> str:
     """A sweep's name (``<run_name>_sweep`` when ``run_name`` is set): dataset, model (and its
     system when one is fixed) and what is swept, e.g. ``demo · precomputed · sweep
     matcher×threshold``."""
-    from runner.naming import system_name
+    from runner.config.naming import system_name
 
     if _select(config, "run_name"):
         return f"{_select(config, 'run_name')}_sweep"

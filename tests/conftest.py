@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
-from runner.schema import register_configs
+from runner.config.schema import register_configs
 
 REPO = Path(__file__).resolve().parent.parent
 CONF = REPO / "conf"
@@ -81,8 +81,8 @@ def run_job_in(compose_cfg: Callable[..., DictConfig],
                tmp_path: Path) -> Callable[..., list[Any]]:
     """Compose the real config and run one job in this process (no tracking, no report unless
     overridden), as ``ragcite`` does: returns its outcomes, one per threshold."""
+    from runner.config.schema import plain_config
     from runner.pipeline import run_job
-    from runner.schema import plain_config
 
     def _run(*overrides: str, out: Path | None = None) -> list[Any]:
         cfg = plain_config(compose_cfg("tracking=none", "report=none", "progress=false",

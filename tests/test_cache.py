@@ -1,11 +1,11 @@
-"""The on-disk cache shared by the jobs of a sweep (runner/cache.py)."""
+"""The on-disk cache shared by the jobs of a sweep (runner/api/cache.py)."""
 
 from __future__ import annotations
 
 import multiprocessing
 from pathlib import Path
 
-from runner.cache import DiskCache
+from runner.api.cache import DiskCache
 from tests.helpers import WAIT_BOUND
 
 

@@ -169,7 +169,7 @@ def test_a_plugin_option_is_typed_by_the_class_it_names() -> None:
     import yaml
     from hydra.core.config_store import ConfigStore
 
-    from runner.schema import register_configs
+    from runner.config.schema import register_configs
 
     register_configs()
     repo = ConfigStore.instance().repo["schema"]

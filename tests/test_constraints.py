@@ -1,5 +1,5 @@
-"""What a config key allows (runner/constraints.py) and the config check that applies it
-(runner/config_check.py), in-process on the real composed config."""
+"""What a config key allows (runner/config/constraints.py) and the config check that applies it
+(runner/config/check.py), in-process on the real composed config."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.adapters.extractive import ExtractiveModel
 from runner.calibration.schema import register_calibrate_configs
-from runner.config_check import check_config
-from runner.constraints import CHECK, OneOf, Range
+from runner.config.check import check_config
+from runner.config.constraints import CHECK, OneOf, Range
 from runner.errors import RagciteError
 from runner.matchers.llm import LlmMatcher
 

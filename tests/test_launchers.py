@@ -183,7 +183,7 @@ def ray_cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 @pytest.mark.slow
 def test_ray_cluster_started_elsewhere_still_writes_under_the_launch_folder(
         tmp_path: Path, ray_cluster: tuple[str, Path]) -> None:
-    # Ray workers keep the working directory of `ray start` (ray-home); runner.launch makes
+    # Ray workers keep the working directory of `ray start` (ray-home); runner.config.launch makes
     # each job resolve the relative output_root against the folder the sweep ran in.
     address, home = ray_cluster
     launch = tmp_path / "launch"

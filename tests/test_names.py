@@ -1,5 +1,5 @@
 """Runs you can tell apart: the system under test names run folders, runs, sweep jobs, MLflow
-runs (tag ``ragcite.system``), sweep parents and comparisons (runner/naming.py)."""
+runs (tag ``ragcite.system``), sweep parents and comparisons (runner/config/naming.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from runner.naming import model_text, safe_name, system_label, system_name
+from runner.config.naming import model_text, safe_name, system_label, system_name
 from runner.reports.compare_load import side_names
 from runner.sweep import sweep_name
 from tests.conftest import REPO, read_json, run_cli

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, ClassVar
 
-from runner.constraints import POSITIVE, Range, allows
+from runner.config.constraints import POSITIVE, Range, allows
 from runner.matchers.base import BaseMatcher
 
 

@@ -1,4 +1,4 @@
-"""Scoring in forked worker processes (runner/parallel.py, ``scoring.workers``)."""
+"""Scoring in forked worker processes (runner/scoring/parallel.py, ``scoring.workers``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from runner.data.models import Case, Citation, Reference, Response
 from runner.evaluate import count_pairs
 from runner.matchers import NgramMatcher, SubstringMatcher, ngram_numba
 from runner.matchers.base import BaseMatcher, Matcher, for_workload
-from runner.parallel import resolve_workers
+from runner.scoring.parallel import resolve_workers
 from tests.conftest import read_json
 
 
 def _for_workers(matcher: Matcher, cases: list[Case], responses: list[Response | None],
                  workers: int) -> Matcher:
-    """The matcher as each of `workers` processes runs it (runner.parallel.score_parallel)."""
+    """The matcher as each of `workers` processes runs it
+    (runner.scoring.parallel.score_parallel)."""
     return for_workload(matcher, count_pairs(cases, responses) // workers, workers)
 
 

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 import pytest
 
 from runner.cli import run
+from runner.config.schema import plain_config
 from runner.results import PASSAGES_FILE, read_cases, result_dirs
-from runner.schema import plain_config
 from tests.conftest import read_json
 
 

@@ -210,7 +210,7 @@ def test_cases_lines_reject_what_json_cannot_encode(tmp_path: Path) -> None:
 
 
 def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
-    from runner.jsonio import parse_line
+    from runner.results.jsonio import parse_line
 
     # Integers past 64 bits (orjson would read a float), NaN and a lone surrogate (orjson
     # refuses both) and ordinary lines all read as json.loads reads them.
@@ -228,6 +228,6 @@ def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
 def test_a_lone_surrogate_is_written_escaped_and_read_back() -> None:
     line = json_line({"q": "a\ud800b", "n": float("nan")})
     assert line == b'{"q": "a\\ud800b", "n": null}\n'
-    from runner.jsonio import parse_line
+    from runner.results.jsonio import parse_line
 
     assert parse_line(line) == {"q": "a\ud800b", "n": None}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from runner.schema import STAMP_RESOLVER, folder_stamp, register_resolvers
+from runner.config.schema import STAMP_RESOLVER, folder_stamp, register_resolvers
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from runner.constraints import check_fields
+from runner.config.constraints import check_fields
 from runner.data.models import Case, Response
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class BaseAdapter:
         self._context = context
 
     def check(self) -> None:
-        """The fields' declared ranges (runner/constraints.py)."""
+        """The fields' declared ranges (runner/config/constraints.py)."""
         check_fields(self, "model")
 
     def notes(self) -> list[str]:

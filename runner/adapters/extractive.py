@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.adapters.base import AdapterContext, BaseAdapter
-from runner.constraints import OneOf, Range, allows
+from runner.config.constraints import OneOf, Range, allows
 from runner.data.models import Case, Citation, Document, Response
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")

@@ -26,7 +26,8 @@ from jmespath.exceptions import JMESPathError
 from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
-from runner.apiclient import (
+from runner.api.cache import ResultStore, request_key
+from runner.api.client import (
     MAX_BACKOFF,
     MAX_RETRY_AFTER,
     RETRY_AFTER,
@@ -38,12 +39,11 @@ from runner.apiclient import (
     too_long,
     waits_too_long,
 )
-from runner.cache import ResultStore, request_key
-from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
+from runner.api.usage import token_count
+from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
-from runner.usage import token_count
 
 NAMESPACE = "http-replies"
 

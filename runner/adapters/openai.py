@@ -3,7 +3,7 @@ then an OpenAI-compatible chat model answers with citations (source and verbatim
 
 The prompt is a Jinja template; the reply is constrained to :data:`ANSWER_SCHEMA` through
 structured output (``structured_output: json_object`` for servers without JSON-schema support).
-A call that fails after its retries (:func:`runner.apiclient.retrying`), or a reply that is not
+A call that fails after its retries (:func:`runner.api.client.retrying`), or a reply that is not
 that JSON, is ``Response(error=...)``. Every call is persisted as it returns, keyed by a digest
 of the exact request, so an interrupted run resumes without paying twice.
 """
@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
-from runner.apiclient import (
+from runner.api.cache import ResultStore, request_key
+from runner.api.client import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
     OpenaiCaller,
@@ -29,12 +30,11 @@ from runner.apiclient import (
     effective_base_url,
     require_key,
 )
-from runner.cache import ResultStore, request_key
-from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
+from runner.api.prompts import Prompt, load_prompt
+from runner.api.usage import token_count
+from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
-from runner.prompts import Prompt, load_prompt
 from runner.redact import known_secrets, scrub_data
-from runner.usage import token_count
 
 NAMESPACE = "openai-chat"
 STRUCTURED_OUTPUT = ("json_schema", "json_object")

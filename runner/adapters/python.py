@@ -11,10 +11,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.adapters.base import BaseAdapter
-from runner.constraints import POSITIVE, allows
+from runner.config.constraints import POSITIVE, allows
+from runner.config.plugins import locate
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
-from runner.plugins import locate
 
 
 @dataclass

@@ -22,7 +22,8 @@ from runner.calibration.job import JSON_FILE, NothingScored, run_calibration
 from runner.calibration.schema import register_calibrate_configs
 from runner.calibration.tracking import CalibrationTracker
 from runner.cli import CONFIG_PATH, front_door, job_failed
-from runner.config_check import check_config
+from runner.config.check import check_config
+from runner.config.schema import plain_config
 from runner.data.errors import DataError
 from runner.errors import (
     EXIT_INPUT,
@@ -30,7 +31,6 @@ from runner.errors import (
     RagciteError,
 )
 from runner.redact import env_secrets, guard_output, scrub_files, secret_values
-from runner.schema import plain_config
 
 log = logging.getLogger("ragcite")
 PROG = "ragcite-calibrate"

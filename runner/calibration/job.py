@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from runner.cache import CacheStats, DiskCache
+from runner.api.cache import CacheStats, DiskCache
 from runner.calibration.agreement import annotator_agreement
 from runner.calibration.figures import calibrate
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
+from runner.config.plugins import build
 from runner.data.loading import file_digest
 from runner.errors import RagciteError
 from runner.matchers.base import (
@@ -27,8 +28,7 @@ from runner.matchers.base import (
     similarity_range,
     usage_of,
 )
-from runner.matching import cached
-from runner.plugins import build
+from runner.matchers.cached import cached
 from runner.redact import redact, redact_override
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 

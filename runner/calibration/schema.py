@@ -10,8 +10,8 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from runner.constraints import COUNT, Range, allows
-from runner.schema import CacheConf, ScoringConf, register_configs
+from runner.config.constraints import COUNT, Range, allows
+from runner.config.schema import CacheConf, ScoringConf, register_configs
 
 
 @dataclass

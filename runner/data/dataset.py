@@ -31,7 +31,7 @@ def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | No
     spec = _plain(spec)
     if spec is None:
         return None
-    from runner.plugins import build
+    from runner.config.plugins import build
 
     written = isinstance(spec, str)  # `dataset.transform=pkg.fn`
     return build({"_target_": spec} if written else spec, key, target_key=key if written else None,

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from runner.constraints import check_fields
+from runner.config.constraints import check_fields
 
 TextPair = tuple[str, str]
 """A (reference passage, citation passage) pair; both are non-blank when a matcher sees them."""
@@ -171,5 +171,5 @@ class BaseMatcher:
         raise NotImplementedError
 
     def check(self) -> None:
-        """The fields' declared ranges (runner/constraints.py)."""
+        """The fields' declared ranges (runner/config/constraints.py)."""
         check_fields(self, "matcher")

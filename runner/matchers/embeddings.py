@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from runner.apiclient import (
+from runner.api.cache import ResultStore, digest, text_key
+from runner.api.client import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
     Caller,
@@ -32,8 +33,7 @@ from runner.apiclient import (
     send_all,
     waits_too_long,
 )
-from runner.cache import ResultStore, digest, text_key
-from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
+from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.matchers.vectors import (
     Vector,

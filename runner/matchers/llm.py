@@ -3,7 +3,7 @@ same part of the source document (SPEC 4.2).
 
 Similarity = the model's probability of answering "yes" (from the log-probabilities of its first
 answer token when the server returns them, else 1.0/0.0 from the answer text), at temperature 0.
-A pair that still fails after its retries (:func:`runner.apiclient.retrying`) is a
+A pair that still fails after its retries (:func:`runner.api.client.retrying`) is a
 :class:`~runner.matchers.base.PairError`.
 Each judgment is persisted as it completes, keyed by a digest of the exact request, so an
 interrupted run resumes where it stopped; the identity (the pipeline's similarity cache) holds
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from runner.apiclient import (
+from runner.api.cache import ResultStore, request_key
+from runner.api.client import (
     MAX_RETRY_AFTER,
     RETRY_AFTER,
     OpenaiCaller,
@@ -27,10 +28,9 @@ from runner.apiclient import (
     require_key,
     run_sync,
 )
-from runner.cache import ResultStore, request_key
-from runner.constraints import COUNT, POSITIVE, SECONDS, Range, allows
+from runner.api.prompts import Prompt, load_prompt
+from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
-from runner.prompts import Prompt, load_prompt
 
 NAMESPACE = "llm-judgments"
 _YES = frozenset({"yes", "y", "true"})

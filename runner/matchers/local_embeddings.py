@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from runner.cache import ResultStore, text_key
-from runner.constraints import POSITIVE, allows
+from runner.api.cache import ResultStore, text_key
+from runner.config.constraints import POSITIVE, allows
 from runner.matchers.base import PairError
 from runner.matchers.embeddings import EmbeddingVectors
 from runner.matchers.vectors import Vector, encode_vector, vector_problem

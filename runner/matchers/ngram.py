@@ -36,7 +36,7 @@ from typing import ClassVar, TypeVar
 import numpy as np
 
 from runner._gc import gc_paused
-from runner.constraints import OneOf, Range, allows
+from runner.config.constraints import OneOf, Range, allows
 from runner.matchers import ngram_numba
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
 from runner.matchers.text import token_ids, token_stream, token_stretches

@@ -58,7 +58,7 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
     if not isinstance(section, Mapping) or not section.get("_target_"):
         raise RagciteError("report: a report section needs a _target_ (e.g. "
                          "runner.reports.html.HtmlReports); use report=none for no reports")
-    from runner.plugins import build
+    from runner.config.plugins import build
 
     reports = build(section, "report")
     if not isinstance(reports, Reports):

@@ -28,10 +28,9 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from runner.constraints import COUNT, SECONDS, Range
-from runner.folders import file_target, write_problem
-from runner.jsonio import dumps_strict
-from runner.naming import model_text
+from runner.config.constraints import COUNT, SECONDS, Range
+from runner.config.folders import file_target, write_problem
+from runner.config.naming import model_text
 from runner.redact import guard_output
 from runner.reports import common
 from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, signed
@@ -46,6 +45,7 @@ from runner.reports.compare_load import (
 )
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
+from runner.results.jsonio import dumps_strict
 from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
 
 COMPARE_SCHEMA_VERSION = 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import results
-from runner.naming import safe_name
+from runner.config.naming import safe_name
 from runner.redact import mask_uri
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
@@ -249,7 +249,7 @@ def side_names(a: tuple[Mapping[str, Any], Mapping[str, str]],
 def output_folder(root: Path, name_a: str, name_b: str) -> Path:
     """A new folder for one comparison: ``<root>/<start stamp>_<A>_vs_<B>``, created here;
     two comparisons, even of the same runs at the same moment, never share one."""
-    from runner.schema import folder_stamp
+    from runner.config.schema import folder_stamp
 
     while True:  # a clash: 1 in 65,536 within one microsecond
         folder = root / f"{folder_stamp()}_{safe_name(name_a)}_vs_{safe_name(name_b)}"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runner._gc import gc_paused
-from runner.constraints import COUNT, POSITIVE, Range, allows
+from runner.config.constraints import COUNT, POSITIVE, Range, allows
 from runner.reports import figures
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
 from runner.reports.common import (

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.naming import model_text
+from runner.config.naming import model_text
 from runner.reports import common
 from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt
 from runner.reports.diagnosis import stacked_bars

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from runner.config.plugins import build
 from runner.errors import RagciteError
-from runner.plugins import build
 from runner.results import RunResult
 from runner.scoring.metrics import METRIC_KEYS, Metric
 

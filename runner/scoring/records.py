@@ -11,8 +11,8 @@ import numpy as np
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.jsonio import json_line
 from runner.results import CaseResult, CaseSequence
+from runner.results.jsonio import json_line
 from runner.scoring.case import ExplainedLater, ScoringOptions, error_case, figures_of
 from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS

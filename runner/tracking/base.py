@@ -118,7 +118,7 @@ def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
     if not isinstance(section, Mapping) or not section.get("_target_"):
         raise RagciteError("tracking: the tracking config names no class (_target_); choose "
                            "tracking=mlflow or tracking=none")
-    from runner.plugins import build
+    from runner.config.plugins import build
 
     tracker: Tracker = build(section, "tracking",
                              experiment=str(cfg.get("experiment") or "ragcite"),

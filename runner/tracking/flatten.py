@@ -115,7 +115,7 @@ def result_tags(data: dict[str, Any]) -> dict[str, str]:
     values = {"ragcite.complete": bool(data.get("complete")),
               **{f"ragcite.{s}": (data.get(s) or {}).get("name")
                  for s in ("dataset", "model", "matcher")},
-              "ragcite.system": model.get("system"),  # the system under test (runner/naming.py)
+              "ragcite.system": model.get("system"),  # the system under test (config/naming.py)
               "ragcite.dataset_digest": dataset.get("digest"),
               "ragcite.threshold": threshold.get("value"),
               "ragcite.threshold_level": threshold.get("level"),

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from runner.constraints import COUNT, SECONDS
+from runner.config.constraints import COUNT, SECONDS
 from runner.errors import RagciteError
 from runner.redact import redact_override, scrub_text
 from runner.results import (

@@ -17,15 +17,15 @@ import pytest
 from runner.adapters.base import AdapterContext
 from runner.adapters.http import HttpModel
 from runner.adapters.openai import OpenaiModel
-from runner.cache import CacheStats, DiskCache, ResultStore, digest, request_key, text_key
+from runner.api.cache import CacheStats, DiskCache, ResultStore, digest, request_key, text_key
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Reference
 from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.cached import CachedMatcher
 from runner.matchers.embeddings import EmbeddingsMatcher, cosine_pairs, encode_vector
 from runner.matchers.llm import NAMESPACE as LLM_NAMESPACE
 from runner.matchers.llm import LlmMatcher
-from runner.matching import CachedMatcher
 from tests.apis.conftest import CASES, KB, KEY
 from tests.openai_server import FakeOpenAI, Scripted, default_vector
 

@@ -11,7 +11,7 @@ import pytest
 
 from runner.adapters.base import AdapterContext
 from runner.adapters.http import HttpModel, header_value
-from runner.apiclient import backoff_delay
+from runner.api.client import backoff_delay
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from runner.api.usage import token_count, usage_section
 from runner.matchers.base import PairError
-from runner.usage import token_count, usage_section
 from tests.apis.conftest import KEY
 from tests.apis.test_embeddings_matcher import embedder
 from tests.apis.test_http_adapter import cases as rag_cases

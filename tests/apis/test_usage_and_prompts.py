@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from runner.adapters.base import BaseAdapter
+from runner.api.prompts import fence, load_prompt
+from runner.api.usage import Usage, estimate_cost, price_for, usage_section
 from runner.matchers.base import BaseMatcher, Metered
-from runner.prompts import fence, load_prompt
-from runner.usage import Usage, estimate_cost, price_for, usage_section
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60},
           "gpt-4o": {"input": 2.5, "output": 10.0},

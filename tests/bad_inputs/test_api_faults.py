@@ -248,7 +248,7 @@ def test_a_nan_vector_is_never_cached_and_a_rerun_after_the_fix_calls_again(
     run_fault_row(first, server, tmp_path)
     assert [b["input"] for _, b in server.bodies] == [list(TEXTS)]
 
-    from runner.cache import DiskCache
+    from runner.api.cache import DiskCache
     from runner.matchers.embeddings import decode_vector
 
     cache = DiskCache(tmp_path / "cache")

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from runner.config.folders import check_folder, folder_problem
 from runner.data import DataError, FieldMapping, iter_cases, load_cases, load_knowledge_base
 from runner.data.dataset import Dataset, build_callable
 from runner.data.limits import MAX_DEPTH, MAX_EXPANSION, check_value
 from runner.data.loading import resolve_path
 from runner.errors import RagciteError
-from runner.folders import check_folder, folder_problem
 
 CASE = {"id": "1", "query": "q", "references": [{"source": "a", "content": "the cat sat"}]}
 BOM = b"\xef\xbb\xbf"

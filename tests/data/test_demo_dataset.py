@@ -22,13 +22,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner import evaluate
+from runner.config.schema import DatasetConf
 from runner.data.dataset import Dataset
 from runner.data.loading import resolve_path
 from runner.data.models import Case, Response
 from runner.matchers.ngram import NgramMatcher
 from runner.matchers.text import split_ellipsis
 from runner.results import RunResult
-from runner.schema import DatasetConf
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "dataset"
 SYSTEMS = ("wrong_documents", "wrong_passages", "mostly_right")

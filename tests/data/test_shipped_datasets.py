@@ -15,11 +15,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from runner import evaluate
+from runner.config.schema import DatasetConf
 from runner.data.dataset import Dataset
 from runner.data.errors import DataError
 from runner.data.loading import resolve_path
 from runner.data.shapes import expertqa, hotpotqa
-from runner.schema import DatasetConf
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf" / "dataset"

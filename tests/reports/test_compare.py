@@ -261,7 +261,7 @@ def test_compare_json_writes_null_for_a_figure_that_is_no_number(runs: tuple[Pat
                                                                  tmp_path: Path) -> None:
     """compare.json is strict JSON: a NaN (here put into A's means in memory, since the reader
     refuses one in a file) is written null, never as a bare NaN."""
-    from runner.jsonio import dumps_strict
+    from runner.results.jsonio import dumps_strict
 
     a, b = (load_run(str(p), None, tmp_path) for p in runs)
     a.metrics["metrics"]["context_f1"] = float("nan")

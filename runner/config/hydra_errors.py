@@ -30,7 +30,7 @@ from omegaconf.errors import (
     ValidationError,
 )
 
-from runner.folders import write_problem
+from runner.config.folders import write_problem
 from runner.redact import mask_uri, redact_override
 from runner.scoring.metrics import METRIC_KEYS
 

@@ -1,8 +1,9 @@
-"""The composed config checked against its schemas before any work (runner/constraints.py).
+"""The composed config checked against its schemas before any work (runner/config/constraints.py).
 
 A node's schema is its structured-config class; a plug-in's node (``matcher``, ``model``, any
 node with a ``_target_`` class) is checked against the schema derived from that class
-(:func:`runner.schema.conf_for`), shipped or not: the keys it takes, their types, their ranges.
+(:func:`runner.config.schema.conf_for`), shipped or not: the keys it takes, their types,
+their ranges.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import dataclasses
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from runner.config_errors import describe, unknown_key
-from runner.constraints import CHECK
+from runner.config.constraints import CHECK
+from runner.config.hydra_errors import describe, unknown_key
+from runner.config.plugins import locate
+from runner.config.schema import conf_for
 from runner.errors import RagciteError
-from runner.plugins import locate
-from runner.schema import conf_for
 
 
 def check_config(cfg: DictConfig) -> None:

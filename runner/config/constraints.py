@@ -1,13 +1,13 @@
 """What a config key allows beyond its type, declared once next to the field.
 
-A schema field (``runner/schema.py``) or a plug-in's setting carries its constraint: a
+A schema field (``runner/config/schema.py``) or a plug-in's setting carries its constraint: a
 dataclass field in its metadata, a parameter of a plug-in's ``__init__`` as an ``Annotated``
-extra (:func:`runner.schema.conf_for` derives the plug-in's schema from either)::
+extra (:func:`runner.config.schema.conf_for` derives the plug-in's schema from either)::
 
     batch_size: int = field(default=1000, metadata=allows(Range(low=1, integer=True)))
     def __init__(self, timeout_s: Annotated[float, SECONDS] = 5.0) -> None: ...
 
-and :func:`runner.config_check.check_config` checks the composed config against every schema
+and :func:`runner.config.check.check_config` checks the composed config against every schema
 before any work: keys the schema does not have (``+gate.context_recal=0.9``), values out of
 range, and the checks across keys a schema class declares in a ``config_problem`` classmethod.
 A plug-in built in Python is checked by :func:`check_fields` (its ``check``), and a command-line

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
+from runner.api.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.matchers.base import Local, Matcher, PairError, Similarity, TextPair
 
 

@@ -9,7 +9,7 @@ from hydra._internal.utils import _locate
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
-from runner.config_errors import instantiation_reason
+from runner.config.hydra_errors import instantiation_reason
 from runner.errors import RagciteError
 
 

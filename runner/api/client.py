@@ -10,7 +10,7 @@
   stops the run with one line (the component's :class:`Gate` closes; a component's first
   request goes alone until the server has accepted the key, so a bad key costs one request).
 - :class:`Caller`, :class:`OpenaiCaller`: what every API component shares (usage, one gated
-  client per batch, the retried POST); results persist in a :class:`~runner.cache.ResultStore`.
+  client per batch, the retried POST); results persist in a :class:`~runner.api.cache.ResultStore`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import tenacity
 
-from runner.constraints import Range
-from runner.usage import Usage
+from runner.api.usage import Usage
+from runner.config.constraints import Range
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

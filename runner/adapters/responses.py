@@ -12,7 +12,7 @@ from typing import Any
 from tqdm import tqdm
 
 from runner.adapters.base import ModelAdapter
-from runner.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
+from runner.api.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from runner.redact import known_secrets, scrub_data, terminal

@@ -25,7 +25,7 @@ from runner.data.loading import validation_to_data_error
 from runner.data.models import Decisions, Figures, Passages
 from runner.data.readers import parse_document
 from runner.data.text import check_file
-from runner.jsonio import dumps_strict, json_line, parse_line
+from runner.results.jsonio import dumps_strict, json_line, parse_line
 
 SCHEMA_VERSION = 2
 CASES_VERSION = 2

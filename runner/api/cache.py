@@ -81,7 +81,7 @@ class DiskCache:
     @contextlib.contextmanager
     def _storage(self) -> Iterator[None]:
         """SQLite's "disk is full" and "readonly database" as the OSError they stand for,
-        naming the database (runner.folders.write_problem says what is kept)."""
+        naming the database (runner.config.folders.write_problem says what is kept)."""
         try:
             yield
         except sqlite3.OperationalError as exc:
@@ -147,7 +147,7 @@ def request_key(*parts: Any) -> str:
 class ResultStore:
     """Results of individual calls, persisted as they complete.
 
-    Backed by the run's :class:`~runner.cache.DiskCache` (``cache.dir``) when a folder is given,
+    Backed by the run's :class:`~runner.api.cache.DiskCache` (``cache.dir``) when a folder is given,
     else by the `memory` dict of the component that owns it (so one object still never pays for
     a call twice). Open it in the thread that uses it (SQLite connections are per thread):
     ``with ResultStore(...) as store``.

@@ -6,7 +6,7 @@ a ``_target_`` class, or a class a user names with ``matcher._target_=my_pkg.Jac
 derived from the class itself by :func:`conf_for`, so a plug-in's settings live in exactly one
 place: its class. Each option YAML starts from its schema (``defaults:
 [/schema/<group>/<name>@_here_, _self_]``), so Hydra refuses a typo'd key or a wrong type with
-the full key; :mod:`runner.config_check` checks the ranges.
+the full key; :mod:`runner.config.check` checks the ranges.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf._utils import is_valid_value_annotation
 
-from runner.constraints import CHECK, COUNT, OneOf, Range, allows
-from runner.plugins import locate
+from runner.config.constraints import CHECK, COUNT, OneOf, Range, allows
+from runner.config.plugins import locate
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
@@ -57,7 +57,7 @@ def conf_for(cls: type, name: str | None = None) -> type:
         else:
             spec = field(default=default, metadata=meta)
         fields.append((key, kind, spec))
-    # A check across keys (runner.config_check) is the class's own, like its defaults.
+    # A check across keys (runner.config.check) is the class's own, like its defaults.
     across = getattr(cls, "config_problem", None)
     namespace = {"config_problem": across} if across is not None else None
     return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
@@ -310,13 +310,13 @@ def folder_stamp() -> str:
 
 
 def register_resolvers() -> None:
-    """Register ``${ragcite.system:}`` (runner/naming.py) and ``${ragcite.stamp:}``, cached
+    """Register ``${ragcite.system:}`` (runner/config/naming.py) and ``${ragcite.stamp:}``, cached
     per config like Hydra's ``${now:}``: a sweep's jobs (copies of the sweep's config, in
     whatever process) see the sweep's value."""
     if not OmegaConf.has_resolver(STAMP_RESOLVER):
         OmegaConf.register_new_resolver(STAMP_RESOLVER, folder_stamp, use_cache=True)
-    from runner.help import register_help_resolvers
-    from runner.naming import register_system_resolver
+    from runner.config.help import register_help_resolvers
+    from runner.config.naming import register_system_resolver
 
     register_system_resolver()  # ${ragcite.system:<model choice>}
     register_help_resolvers()  # ${ragcite.help_groups:}, ${ragcite.help_exits:} (--help)
