@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from runner.cache import CacheStats, DiskCache
-from runner.calibration.agreement import annotator_agreement
-from runner.calibration.figures import calibrate
+from runner.calibration.figures import annotator_agreement, calibrate
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
 from runner.data.loading import file_digest
 from runner.errors import RagciteError

@@ -15,6 +15,7 @@ import numpy as np
 
 from runner.results import CaseResult, CaseSequence, RunResult
 from runner.scoring.bands import DEFAULT_BANDS, band
+from runner.scoring.bootstrap import interval, resample_counts
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, f1, precision, recall
 
@@ -120,7 +121,7 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
         means = np.empty((resamples, m))
         for k, (uniq, sizes) in enumerate(distinct):
             ok = ~np.isnan(uniq)
-            draws = rng.multinomial(n, sizes / n, size=resamples)
+            draws = resample_counts(rng, sizes, resamples)
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[:, k] = ((draws[:, ok] * uniq[ok]).sum(axis=1)
                                / draws[:, ok].sum(axis=1))
@@ -134,14 +135,8 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
             num, den = w @ filled, w @ mask
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[b] = num / den
-    alpha = (1.0 - confidence) / 2.0
-    for k in range(m):
-        col = means[:, k]
-        col = col[~np.isnan(col)]
-        if defined[:, k].any() and col.size:
-            low, high = np.quantile(col, [alpha, 1.0 - alpha])
-            out[k] = [float(low), float(high)]
-    return out
+    return [interval(means[:, k], confidence) if defined[:, k].any() else None
+            for k in range(m)]
 
 
 class CaseList(CaseSequence):
