@@ -20,6 +20,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from runner.calibration.job import calibrate_job
 from runner.config_check import check_config
 from runner.config_errors import describe, hydra_errors
 from runner.data.errors import DataError
@@ -168,9 +169,13 @@ def _app(cfg: DictConfig) -> None:
     try:
         plain = plain_config(cfg)
         check_config(cfg)  # what each key allows, before any work
-        outcomes = run(plain, out, names)
+        if plain.get("calibrate") is not None:  # mode=calibrate (docs/calibration.md)
+            status = calibrate_job(plain, out, names.get("matcher", "matcher"),
+                                   list(hc.overrides.task))
+        else:
+            status = _report(run(plain, out, names), out)
         finished = True
-        _Status.value = max(_Status.value, _report(outcomes, out))
+        _Status.value = max(_Status.value, status)
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_INPUT)

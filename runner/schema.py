@@ -17,6 +17,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from runner.calibration.schema import CalibrateConf
 from runner.constraints import CHECK, COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
@@ -286,6 +287,7 @@ class RagciteConf:
     progress: bool = True
     experiment: str = "ragcite"
     run_name: Optional[str] = None
+    calibrate: Optional[CalibrateConf] = None  # mode=calibrate: the labelled pairs
     # Model name → {input, output} (PriceConf's keys); a plain dict so that `+prices.m.input=0.3`
     # adds a model (OmegaConf cannot add a new key to a dict of structured configs).
     prices: dict[str, dict[str, float]] = field(default_factory=dict)

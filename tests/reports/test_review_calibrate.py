@@ -69,7 +69,8 @@ def test_marked_pairs_reload_export_and_calibrate(loose_report: Path, open_page:
     watch.assert_clean()
 
     out = tmp_path / "out"
-    proc = run_cli([f"labels={labels}", "matcher=ngram", "tracking=none", f"output_root={out}"],
+    proc = run_cli([f"calibrate.labels={labels}", "matcher=ngram", "tracking=none",
+                    f"output_root={out}"],
                    tmp_path, module="runner.calibration.app")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (folder,) = (out / "calibrations").iterdir()
