@@ -173,6 +173,7 @@ def _app(cfg: DictConfig) -> None:
             status = calibrate_job(plain, out, names.get("matcher", "matcher"),
                                    list(hc.overrides.task))
         else:
+            plain.pop("calibrate", None)  # a run's config.yaml and params name no calibration
             status = _report(run(plain, out, names), out)
         finished = True
         _Status.value = max(_Status.value, status)

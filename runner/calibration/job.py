@@ -13,14 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from runner.cache import CacheStats, DiskCache
+from runner.cache import CacheStats
 from runner.calibration.figures import annotator_agreement, calibrate
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
-from runner.calibration.tracking import CalibrationTracker
+from runner.calibration.tracking import calibration_tracker
 from runner.data.loading import file_digest
 from runner.errors import EXIT_NOTHING_SCORED, RagciteError
 from runner.matchers.base import Matcher, PairError
 from runner.matching import CachedMatcher
+from runner.pipeline import open_cache
 from runner.plugins import build
 from runner.redact import env_secrets, redact, redact_override, scrub_files, secret_values
 from runner.reports.base import make_reports
@@ -59,11 +60,8 @@ def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[Labelle
     """Each record's similarity; each distinct pair is computed once (and, for the API
     matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
-    settings = cfg.get("cache") or {}
-    cache = DiskCache(settings["dir"]) if settings.get("enabled", True) else None
+    cache = open_cache(cfg)
     try:
-        if cache is not None and settings.get("clear"):
-            cache.clear()
         matcher.bind_cache(cache.dir if cache else None)
         scorer = CachedMatcher(matcher, cache, stats).for_workload(len(distinct), 1)
         found = dict(zip(distinct, scorer.similarities(distinct)))
@@ -209,16 +207,18 @@ def calibrate_job(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence
     Raises:
         RagciteError: Bad config or labels, or an unusable tracking store (before any call).
     """
-    tracker = CalibrationTracker(cfg)
+    tracker = calibration_tracker(cfg)
     try:
-        data = run_calibration(cfg, out, name, overrides, before_calls=tracker.check)
+        data = run_calibration(cfg, out, name, overrides,
+                               before_calls=tracker.check if tracker else None)
     except NothingScored as exc:
         log.error("ragcite: error: %s", exc)
         return EXIT_NOTHING_SCORED
     make_reports(cfg).render_run(out, None)
     scrub_files(out, secret_values(cfg) | env_secrets())
     run_name = str(cfg.get("run_name") or f"calibrate_{name}")
-    tracker.log(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
+    if tracker is not None:
+        tracker.log_calibration(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
     write_job(out, ["."])
     _summary(data, out)
     return 0

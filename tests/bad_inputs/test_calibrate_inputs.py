@@ -40,7 +40,7 @@ ROWS = [
         "scoring, tracking, report, gate, cache, output_root, seed, progress, experiment, "
         "run_name, calibrate, prices"),
     Row("a calibrate key that does not exist", ["calibrate.nokey=1"], 2,
-        "ragcite: error: calibrate.nokey: no such key; calibrate takes: labels, mapping, "
+        "ragcite: error: calibrate.nokey: no such key; the config takes: labels, mapping, "
         "format, worst"),
     Row("labels given empty", ["calibrate.labels="], 2,
         "ragcite: error: calibrate.labels: give the labelled pairs, e.g. "
