@@ -20,6 +20,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from runner.calibration.job import calibrate_job
 from runner.config.check import check_config
 from runner.config.hydra_errors import describe, hydra_errors
 from runner.config.schema import chosen_targets, plain_config, register_configs
@@ -169,10 +170,15 @@ def _app(cfg: DictConfig) -> None:
     try:
         plain = plain_config(cfg)
         check_config(cfg)  # what each key allows, before any work
-        check_gate_config(plain)  # the gates of the run's metrics
-        outcomes = run(plain, out, names)
+        if plain.get("calibrate") is not None:  # mode=calibrate (docs/calibration.md)
+            status = calibrate_job(plain, out, names.get("matcher", "matcher"),
+                                   list(hc.overrides.task))
+        else:
+            plain.pop("calibrate", None)  # a run's config.yaml and params name no calibration
+            check_gate_config(plain)  # the gates of the run's metrics
+            status = _report(run(plain, out, names), out)
         finished = True
-        _Status.value = max(_Status.value, _report(outcomes, out))
+        _Status.value = max(_Status.value, status)
     except (RagciteError, DataError) as exc:
         log.error("ragcite: error: %s", exc)
         _Status.value = max(_Status.value, EXIT_INPUT)

@@ -118,7 +118,7 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     thresholds = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
                                     similarity_range(matcher))
     dataset = Dataset(cfg["dataset"])
-    cache = _open_cache(cfg)
+    cache = open_cache(cfg)
     adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
     if isinstance(matcher, OwnCache):
         matcher.bind_cache(cache.dir if cache else None)
@@ -147,7 +147,8 @@ def _batches(run: _Run, cases: Iterator[Case], size: int) -> Iterator[tuple[list
             return
 
 
-def _open_cache(cfg: dict[str, Any]) -> DiskCache | None:
+def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
+    """The run's cache (`cache.*`: None when off), shared with calibrations."""
     settings = cfg.get("cache") or {}
     if not settings.get("enabled", True):
         return None

@@ -18,6 +18,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from runner.calibration.job import sweep_entry
 from runner.errors import RagciteError
 from runner.redact import known_secrets, redact, scrub_data
 from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
@@ -119,7 +120,7 @@ def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
     out = []
     for folder in result_dirs(job_dir):
         metrics = read_metrics(folder / METRICS_FILE) if (folder / METRICS_FILE).is_file() \
-            else None
+            else sweep_entry(folder)  # a calibration's (mode=calibrate)
         threshold = (metrics or {}).get("threshold") or {}
         out.append({**base, "dir": folder.relative_to(sweep_dir).as_posix(),
                     "threshold": {"value": threshold.get("value"),

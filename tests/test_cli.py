@@ -133,7 +133,7 @@ def test_help_lists_groups_and_options(tmp_path: Path) -> None:
     out = proc.stdout
     # Every group is listed with exactly the options in conf/<group>/.
     for group in ("dataset", "model", "matcher", "threshold", "scoring", "tracking", "report",
-                  "sweep"):
+                  "sweep", "mode"):
         assert f"\n{group}: {', '.join(options(group))}\n" in out
     assert "threshold: default, lenient, strict" in out
     assert "ragcite -m matcher=substring,ngram" in out

@@ -13,9 +13,9 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from runner.adapters.extractive import ExtractiveModel
-from runner.calibration.schema import register_calibrate_configs
 from runner.config.check import check_config
 from runner.config.constraints import CHECK, OneOf, Range
+from runner.config.schema import register_configs
 from runner.errors import RagciteError
 from runner.matchers.llm import LlmMatcher
 
@@ -92,7 +92,7 @@ def _numeric_fields(schema: type, prefix: str = "") -> Iterator[tuple[str, Any]]
 
 
 def _schemas() -> Iterator[tuple[str, type]]:
-    register_calibrate_configs()  # ragcite's schemas and ragcite-calibrate's
+    register_configs()  # every schema, the calibrate section's within the root's
     stack: list[tuple[str, Any]] = [("schema", ConfigStore.instance().repo["schema"])]
     while stack:
         path, node = stack.pop()
@@ -104,23 +104,23 @@ def _schemas() -> Iterator[tuple[str, type]]:
 
 
 def test_every_numeric_setting_declares_its_range() -> None:
-    """A future int or float key cannot forget its range: every one of ragcite's and
-    ragcite-calibrate's schemas (matchers' and model adapters' included, derived from their
-    classes) and every numeric option of ragcite-compare declares a Range."""
+    """A future int or float key cannot forget its range: every one of ragcite's schemas
+    (matchers' and model adapters' included, derived from their classes; mode=calibrate's
+    section within the root's) and every numeric option of ragcite-compare declares a Range."""
     found = {f"{where}:{key}": check for where, schema in _schemas()
              for key, check in _numeric_fields(schema)}
     assert not [key for key, check in found.items() if not isinstance(check, Range)]
-    # The walk reaches every group: the root, a matcher, a model adapter, calibrate's root.
+    # The walk reaches every group: the root, a matcher, a model adapter, calibrate's section.
     for key in ("schema/config.yaml:seed", "schema/config.yaml:scoring.workers",
                 "schema/matcher/embeddings.yaml:timeout", "schema/model/openai.yaml:temperature",
                 "schema/model/http.yaml:backoff", "schema/tracking/mlflow.yaml:timeout_s",
-                "schema/report/html.yaml:gzip_above_mb", "schema/calibrate.yaml:seed"):
+                "schema/report/html.yaml:gzip_above_mb", "schema/config.yaml:calibrate.worst"):
         assert key in found, key
-    # By hand from the schemas: the root 8, dataset 1, scoring 6, mlflow 2, html 5, ngram 2,
-    # embeddings 8, local_embeddings 1, llm 6, extractive 4, python 1, openai 9, http 5,
-    # calibrate 8. The gates' range, [0, 1], is checked with their keys against the run's
-    # metrics (runner.scoring.gates.check_gate_config; tests/bad_inputs "gate above 1").
-    assert len(found) == 66
+    # By hand from the schemas: the root 9 (calibrate.worst), dataset 1, scoring 6, mlflow 2,
+    # html 5, ngram 2, embeddings 8, local_embeddings 1, llm 6, extractive 4, python 1, openai 9,
+    # http 5. The gates' range, [0, 1], is checked with their keys against the run's metrics
+    # (runner.scoring.gates.check_gate_config; tests/bad_inputs "gate above 1").
+    assert len(found) == 59
     from runner.reports.compare import _parser
 
     options = {a.dest: a.type for a in _parser()._actions

@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-from runner.calibration.figures import label_counts
-from runner.calibration.roc import roc_curve
+from sklearn.metrics import roc_curve
 
 SIZE = 260
 """The side of a chart's plotting area, in SVG units."""
@@ -30,8 +28,7 @@ def roc_chart(sims: Sequence[float], labels: Sequence[bool], threshold: float,
     s, y = np.asarray(sims, dtype=np.float64), np.asarray(labels, dtype=bool)
     if y.all() or not y.any():
         return None
-    values, pos, neg = label_counts(s, y)
-    fpr, tpr = roc_curve(pos, neg)
+    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)  # a corner per similarity
 
     def point(t: float) -> dict[str, Any]:
         hit = s >= t
@@ -43,8 +40,7 @@ def roc_chart(sims: Sequence[float], labels: Sequence[bool], threshold: float,
              for v in (0, 0.25, 0.5, 0.75, 1)]
     return {"size": SIZE + 2 * PAD, "pad": PAD, "end": PAD + SIZE, "ticks": ticks,
             "points": " ".join(_xy(float(a), float(b)) for a, b in zip(fpr, tpr)),
-            "now": point(threshold), "best": None if best is None else point(best),
-            "n_values": len(values)}
+            "now": point(threshold), "best": None if best is None else point(best)}
 
 
 def distribution_chart(sims: Sequence[float], labels: Sequence[bool],

@@ -1,56 +1,122 @@
-"""A matcher's calibration figures from its similarities and people's labels.
+"""A matcher's calibration figures from its similarities and people's labels, and the
+annotators' agreement with each other; the statistics are scikit-learn's.
 
-:func:`calibrate` summarises the pairs per distinct similarity once and hands those counts to
-each metric family: :mod:`~runner.calibration.roc`, :mod:`~runner.calibration.confusion`,
-:mod:`~runner.calibration.best`, then the same for every bootstrap resample at once
-(:mod:`~runner.calibration.bootstrap`).
+The pairs are summarised once per distinct similarity (``values``, ascending; ``pos`` and
+``neg``: the true and false pairs at each), given to scikit-learn as weights. A pair matches
+when its similarity is ``>=`` the threshold. The ROC area: ``auc`` of ``roc_curve`` (what
+``roc_auc_score`` computes; ties count half). At the threshold in effect:
+``confusion_matrix``, ``balanced_accuracy_score`` (½ (tp/(tp+fn) + tn/(tn+fp))),
+``cohen_kappa_score``, precision, recall and F1.
+
+The best threshold maximises balanced accuracy over the ``k + 1`` candidates ``j = 0 … k``
+(pairs at or above ``v_j`` match; ``j = k``: nothing matches), read off ``roc_curve``: the best
+candidates form runs of consecutive ``j`` (one interval of thresholds each); the widest run
+wins (the lowest on a tie) and the threshold is the middle of its interval. Candidate ``0``
+spans ``[low, v_0]`` and ``k`` spans ``(v_{k-1}, high]`` (the matcher's similarity range; ``k``
+is left out when ``v_{k-1} = high``). Intervals: the project's bootstrap
+(:mod:`runner.scoring.bootstrap`), the true and the false pairs resampled apart. A figure whose
+denominator is zero is NaN (written as null).
+
+Annotators: Cohen's kappa (two) or Fleiss' kappa (more; ``P_i = (Σ_j n_ij² − m) / (m (m − 1))``,
+``P̄_e = Σ_j p_j²``, ``κ = (P̄ − P̄_e) / (1 − P̄_e)``) on the items all of them labelled.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import sklearn
+from sklearn.metrics import (
+    auc,
+    balanced_accuracy_score,
+    cohen_kappa_score,
+    confusion_matrix,
+    roc_curve,
+)
 
-from runner.calibration.best import balanced_accuracies, best_threshold, paste_value
-from runner.calibration.bootstrap import interval, resample_counts
-from runner.calibration.confusion import RATE_KEYS, confusion, rates
-from runner.calibration.roc import auc
+from runner.calibration.pairs import LabelledPair, annotators
+from runner.scoring.bootstrap import bootstrap
 
-FIGURE_KEYS = ("auc", *RATE_KEYS, "best_threshold", "best_balanced_accuracy")
+FIGURE_KEYS = ("auc", "balanced_accuracy", "precision", "recall", "f1", "kappa",
+               "best_threshold", "best_balanced_accuracy")
 """The figures of a matcher that carry a bootstrap interval."""
-COUNT_KEYS = ("tp", "fp", "tn", "fn", "n_pos", "n_neg")
 MIN_PER_LABEL = 10
 """The true and the false pairs a recommended threshold needs, at least, of each: with fewer,
 one pair moves its label's rate by more than 0.1 and the balanced accuracy by more than 0.05."""
+NAN = float("nan")
+BEST = ("best_threshold", "best_balanced_accuracy", "low", "high")
 
 
 def label_counts(similarities: np.ndarray,
                  labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct similarities (ascending) and the positive and negative pairs at each."""
     values, codes = np.unique(similarities, return_inverse=True)
-    k = len(values)
-    pos = np.bincount(codes[labels], minlength=k).astype(np.float64)
-    neg = np.bincount(codes[~labels], minlength=k).astype(np.float64)
+    pos = np.bincount(codes[labels], minlength=len(values)).astype(np.float64)
+    neg = np.bincount(codes[~labels], minlength=len(values)).astype(np.float64)
     return values, pos, neg
 
 
-def _number(value: Any) -> float | None:
-    value = float(value)
-    return None if math.isnan(value) else value
+def weighted(values: np.ndarray, pos: np.ndarray,
+             neg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, similarities and weights for scikit-learn: one entry per value and label drawn."""
+    y = np.repeat([True, False], len(values))
+    s, w = np.concatenate([values, values]), np.concatenate([pos, neg])
+    return y[w > 0], s[w > 0], w[w > 0]
 
 
-def _figures(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, threshold: float,
-             bounds: tuple[float, float]) -> dict[str, np.ndarray]:
-    """Every figure of :data:`FIGURE_KEYS`, for one row or a stack of resampled rows."""
-    counts = confusion(values, pos, neg, threshold)
-    out = {"auc": auc(pos, neg), **rates(**counts)}
-    ba = balanced_accuracies(pos, neg)
-    rows = ba.reshape(-1, ba.shape[-1])
-    best = np.array([best_threshold(values, row, bounds)[:2] for row in rows])
-    out["best_threshold"] = best[:, 0].reshape(ba.shape[:-1])
-    out["best_balanced_accuracy"] = best[:, 1].reshape(ba.shape[:-1])
+def best_threshold(fpr: np.ndarray, tpr: np.ndarray, cuts: np.ndarray,
+                   bounds: tuple[float, float]) -> tuple[float, float, float, float]:
+    """``(threshold, balanced accuracy, lower end, upper end)`` of the best interval, from
+    ``roc_curve``'s corners (see the module)."""
+    ba, seen = ((tpr - fpr + 1) / 2)[::-1], cuts[1:][::-1]  # ascending: j = 0 … k
+    lower = np.concatenate([[min(bounds[0], seen[0])], seen])
+    upper = np.concatenate([seen, [bounds[1]]])
+    usable = np.ones(len(ba), dtype=bool)
+    usable[-1] = seen[-1] < bounds[1]  # nothing can match only below the range's top
+    top = ba[usable].max()
+    best = usable & (ba >= top - 1e-12)
+    edges = np.diff(np.concatenate([[0], best.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    run = int(np.argmax(upper[ends] - lower[starts]))  # the first of the widest
+    lo, hi = float(lower[starts[run]]), float(upper[ends[run]])
+    return (lo + hi) / 2, float(ba[starts[run]]), lo, hi
+
+
+def paste_value(threshold: float, lo: float, hi: float) -> float:
+    """The shortest decimal (2 to 6 places) that decides the pairs as `threshold` does: inside
+    ``(lo, hi]`` (``[lo, hi]`` when ``lo = hi``); the threshold itself when none is."""
+    for places in range(2, 7):
+        value = round(threshold, places)
+        if lo < value <= hi or value == lo == hi:
+            return value
+    return threshold
+
+
+def figures(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, threshold: float,
+            bounds: tuple[float, float]) -> dict[str, float]:
+    """Every figure of :data:`FIGURE_KEYS`, the counts at `threshold` and the best interval's
+    ends (see the module)."""
+    y, s, w = weighted(values, pos, neg)
+    pred = s >= threshold
+    with warnings.catch_warnings():  # one label: its undefined figures are NaN
+        warnings.simplefilter("ignore")
+        tn, fp, fn, tp = (float(c) for c in confusion_matrix(
+            y, pred, labels=[False, True], sample_weight=w).ravel())
+        out = {"kappa": float(cohen_kappa_score(y, pred, sample_weight=w)), "tp": tp,
+               "fp": fp, "tn": tn, "fn": fn, **dict.fromkeys(FIGURE_KEYS[:2] + BEST, NAN)}
+        if y.any() and not y.all():
+            fpr, tpr, cuts = roc_curve(y, s, sample_weight=w, drop_intermediate=False)
+            out.update(zip(BEST, best_threshold(fpr, tpr, cuts, bounds)), auc=float(auc(fpr, tpr)),
+                       balanced_accuracy=float(balanced_accuracy_score(y, pred,
+                                                                       sample_weight=w)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out.update(precision=float(np.float64(tp) / (tp + fp)),
+                   recall=float(np.float64(tp) / (tp + fn)),
+                   f1=float(np.float64(2 * tp) / (2 * tp + fp + fn)))
     return out
 
 
@@ -74,6 +140,10 @@ def withheld(counts: dict[str, int], auc: float | None, auc_interval: list[float
     return None
 
 
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
 def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
               bounds: tuple[float, float] = (0.0, 1.0), resamples: int = 1000,
               confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
@@ -95,17 +165,16 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
         ``withheld``, why the labels cannot support recommending it (:func:`withheld`).
     """
     sims = np.asarray(similarities, dtype=np.float64)
-    labels = np.asarray(labels, dtype=bool)
-    values, pos, neg = label_counts(sims, labels)
-    point = {k: float(v) for k, v in _figures(values, pos, neg, threshold, bounds).items()}
-    counts = {k: int(v) for k, v in confusion(values, pos, neg, threshold).items()}
+    values, pos, neg = label_counts(sims, np.asarray(labels, dtype=bool))
+    point = figures(values, pos, neg, threshold, bounds)
+    counts = {k: int(point[k]) for k in ("tp", "fp", "tn", "fn")}
     counts.update(n_pos=int(pos.sum()), n_neg=int(neg.sum()))
-    best, _, lo, hi = best_threshold(values, balanced_accuracies(pos, neg), bounds)
+    best, lo, hi = point["best_threshold"], point["low"], point["high"]
     ci: dict[str, list[float] | None] = dict.fromkeys(FIGURE_KEYS)
     if resamples > 0:
-        bpos, bneg = resample_counts(pos, neg, resamples, seed)
-        samples = _figures(values, bpos, bneg, threshold, bounds)
-        ci = {k: interval(samples[k], point[k], confidence) for k in FIGURE_KEYS}
+        with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
+                ci = bootstrap(lambda p, n: figures(values, p, n, threshold, bounds), (pos, neg),
+                           {k: point[k] for k in FIGURE_KEYS}, resamples, confidence, seed)
     return {
         "n_pairs": len(sims), "threshold": float(threshold),
         **{k: _number(point[k]) for k in FIGURE_KEYS},
@@ -116,3 +185,35 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
         "bootstrap": {"resamples": int(resamples), "confidence": float(confidence),
                       "seed": int(seed), "method": "percentile, stratified by label"},
     }
+
+
+def fleiss_kappa(table: np.ndarray) -> float:
+    """Fleiss' kappa of an ``(N items, categories)`` table of rater counts, the same number of
+    raters per item (see the module)."""
+    table = np.asarray(table, dtype=np.float64)
+    m = table[0].sum()
+    p_bar = (((table * table).sum(axis=1) - m) / (m * (m - 1))).mean()
+    p_e = float(((table.sum(axis=0) / table.sum()) ** 2).sum())
+    return NAN if p_e >= 1 else float((p_bar - p_e) / (1 - p_e))
+
+
+def annotator_agreement(pairs: Sequence[LabelledPair]) -> dict[str, Any] | None:
+    """The annotators' kappa with each other, or None with fewer than two named annotators
+    or no item labelled by all of them (pairs are the same item when their
+    :attr:`~runner.calibration.pairs.LabelledPair.item` is)."""
+    names = annotators(list(pairs))
+    labels: dict[tuple[Any, ...], dict[str, bool]] = {}
+    for pair in pairs:
+        if pair.annotator is not None:
+            labels.setdefault(pair.item, {}).setdefault(pair.annotator, pair.label)
+    shared = [by for by in labels.values() if len(by) == len(names)]
+    if len(names) < 2 or not shared:
+        return None
+    if len(names) == 2:
+        a, b = ([by[name] for by in shared] for name in names)
+        method, value = "cohen", float(cohen_kappa_score(a, b, labels=[False, True]))
+    else:
+        yes = np.array([sum(by.values()) for by in shared])
+        method, value = "fleiss", fleiss_kappa(np.stack([yes, len(names) - yes], axis=1))
+    return {"method": method, "kappa": None if math.isnan(value) else value,
+            "annotators": names, "n_items": len(shared)}

@@ -1,18 +1,20 @@
-"""``calibration.html`` and ``calibration_summary.html``: self-contained pages on the reports'
-shared frame (templates/report_base.html.j2: inline CSS and JS, a CSP that forbids every
-request, autoescaped text), with inline SVG charts (:mod:`runner.calibration.charts`)."""
+"""``calibration.html`` and ``calibration_summary.html``, the reports of ``mode=calibrate``:
+self-contained pages on the reports' shared frame (templates/report_base.html.j2: inline CSS and
+JS, a CSP that forbids every request, autoescaped text), with inline SVG charts
+(:mod:`runner.calibration.charts`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.calibration.charts import distribution_chart, roc_chart
-from runner.calibration.job import JSON_FILE
+from runner.calibration.job import HTML_FILE, JSON_FILE
 from runner.reports.common import render, write_html
+from runner.sweep import SWEEP_FILE
 
-HTML_FILE = "calibration.html"
 SUMMARY_HTML = "calibration_summary.html"
 FIGURE_NAMES = {
     "auc": ("ROC area (AUC)", "the chance a true pair scores above a false one (ties: half)"),
@@ -54,8 +56,40 @@ def render_calibration(folder: Path) -> Path:
         "calibration.html.j2", title=title, data=data, matchers=matchers))
 
 
-def render_summary(sweep_dir: Path, summary: dict[str, Any]) -> Path:
-    """Write ``calibration_summary.html`` in `sweep_dir` from the summary."""
-    return write_html(sweep_dir / SUMMARY_HTML, render(
-        "calibration_summary.html.j2", title=f"Calibration summary {sweep_dir.name}",
-        s=summary, names=FIGURE_NAMES, name=sweep_dir.name))
+def summary(sweep: dict[str, Any]) -> dict[str, Any]:
+    """What the summary page shows of a calibration sweep's ``sweep.json``: one row per
+    matcher of each finished job, in job order; the labels the jobs read, and whether they
+    were the same file."""
+    done = [j for j in sweep["jobs"] if j["complete"]]
+    labels = [j["metrics"]["labels"] for j in done]
+    rows = [{**m, "matcher": name, "report": f"{j['dir']}/{HTML_FILE}"}
+            for j in done for name, m in j["metrics"]["matchers"].items()]
+    return {**sweep, "labels": labels[0] if labels else None, "matchers": rows,
+            "same_labels": len({str(x.get("digest")) for x in labels}) <= 1,
+            "agreement": next((j["metrics"]["agreement"] for j in done
+                               if j["metrics"].get("agreement")), None)}
+
+
+class CalibrationReports:
+    """``report=calibration`` (chosen by ``mode=calibrate``): ``calibration.html`` in each
+    calibration folder, ``calibration_summary.html`` in each calibration sweep (from its
+    ``sweep.json``)."""
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def render_run(self, result_dir: Path, link: str | None) -> None:
+        """Write the folder's ``calibration.html``."""
+        render_calibration(result_dir)
+
+    def render_runs(self, result_dirs: Sequence[Path], links: Sequence[str | None]) -> None:
+        """Write each folder's ``calibration.html``."""
+        for folder in result_dirs:
+            render_calibration(folder)
+
+    def render_sweep(self, sweep_dir: Path) -> None:
+        """Write ``calibration_summary.html`` in `sweep_dir` from its ``sweep.json``."""
+        write_html(sweep_dir / SUMMARY_HTML, render(
+            "calibration_summary.html.j2", title=f"Calibration summary {sweep_dir.name}",
+            s=summary(_read(sweep_dir / SWEEP_FILE)), names=FIGURE_NAMES,
+            name=sweep_dir.name))

@@ -1,5 +1,6 @@
-"""One calibration, top to bottom: the labels, the matcher's similarities (cached like a run's),
-the figures, ``calibration.json``. Knows nothing of Hydra (plain config data and a folder)."""
+"""A job of ``ragcite mode=calibrate``, top to bottom: the labels, the matcher's similarities
+(the run's matcher stage and cache), the figures, ``calibration.json``, the page, the tracked
+run and ``job.json``. Knows nothing of Hydra (plain config data and a folder)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from runner.api.cache import CacheStats, DiskCache
-from runner.calibration.agreement import annotator_agreement
-from runner.calibration.figures import calibrate
+from runner.api.cache import CacheStats
+from runner.calibration.figures import annotator_agreement, calibrate
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
+from runner.calibration.tracking import calibration_tracker
 from runner.config.plugins import build
 from runner.data.loading import file_digest
-from runner.errors import RagciteError
+from runner.errors import EXIT_NOTHING_SCORED, RagciteError
 from runner.matchers.base import (
     Checked,
     Matcher,
@@ -29,11 +30,15 @@ from runner.matchers.base import (
     usage_of,
 )
 from runner.matchers.cached import cached
-from runner.redact import redact, redact_override
+from runner.pipeline import open_cache
+from runner.redact import env_secrets, redact, redact_override, scrub_files, secret_values
+from runner.reports.base import make_reports
+from runner.results import write_job
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
 log = logging.getLogger("ragcite")
 JSON_FILE = "calibration.json"
+HTML_FILE = "calibration.html"
 SCHEMA_VERSION = 1
 
 
@@ -51,10 +56,10 @@ def _threshold(cfg: dict[str, Any], matcher: Matcher) -> Threshold:
 
 
 def _labels(cfg: dict[str, Any]) -> str:
-    labels = cfg.get("labels")
+    labels = cfg["calibrate"].get("labels")
     if not labels or not str(labels).strip():
-        raise RagciteError("labels: give the labelled pairs, e.g. labels=labels.jsonl "
-                           "(docs/calibration.md)")
+        raise RagciteError("calibrate.labels: give the labelled pairs, e.g. "
+                           "calibrate.labels=labels.jsonl (docs/calibration.md)")
     return str(labels)
 
 
@@ -63,11 +68,8 @@ def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[Labelle
     """Each record's similarity; each distinct pair is computed once (and, for the API
     matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
-    settings = cfg.get("cache") or {}
-    cache = DiskCache(settings["dir"]) if settings.get("enabled", True) else None
+    cache = open_cache(cfg)
     try:
-        if cache is not None and settings.get("clear"):
-            cache.clear()
         if isinstance(matcher, OwnCache):
             matcher.bind_cache(cache.dir if cache else None)
         scorer = for_workload(cached(matcher, cache, stats), len(distinct), 1)
@@ -147,8 +149,9 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     if isinstance(matcher, Checked):
         matcher.check()
     threshold = _threshold(cfg, matcher)
-    mapping = {k: v for k, v in (cfg.get("mapping") or {}).items() if v is not None}
-    pairs = load_pairs(labels_path, mapping, cfg.get("format"))
+    mapping = {k: v for k, v in (cfg["calibrate"].get("mapping") or {}).items()
+               if v is not None}
+    pairs = load_pairs(labels_path, mapping, cfg["calibrate"].get("format"))
     if before_calls is not None:
         before_calls()
     stats = CacheStats()
@@ -167,7 +170,8 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
              "cache": stats.to_dict(),
              "similarities": [round(float(s), 6) for s in sims],
              "labels": [p.label for p in kept],
-             "worst": _worst(kept, sims, threshold.value, int(cfg.get("worst", 25)))}
+             "worst": _worst(kept, sims, threshold.value,
+                             int(cfg["calibrate"].get("worst", 25)))}
     data = {"schema_version": SCHEMA_VERSION,
             "labels": _labels_section(labels_path, pairs),
             "agreement": annotator_agreement(pairs),
@@ -180,3 +184,66 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
                                  encoding="utf-8")
     return data
 
+
+
+def _summary(data: dict[str, Any], out: Path) -> None:
+    for name, m in data["matchers"].items():
+        def f(key: str, m: dict[str, Any] = m) -> str:
+            return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
+        log.info("%s: AUC %s; at threshold %g: balanced accuracy %s, kappa %s; best threshold "
+                 "%s (balanced accuracy %s)", name, f("auc"), m["threshold"],
+                 f("balanced_accuracy"), f("kappa"), f("best_threshold"),
+                 f("best_balanced_accuracy"))
+        if m.get("ready"):
+            log.info("use it: %s", m["ready"]["command"])
+        else:
+            log.warning("no threshold recommended: %s", m["withheld"])
+    log.info("results: %s", out / HTML_FILE if (out / HTML_FILE).is_file() else out)
+
+
+def calibrate_job(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence[str]) -> int:
+    """A whole calibration job (``ragcite mode=calibrate``): the tracking store checked before
+    any similarity, ``calibration.json``, the report, the tracked run, then ``job.json``.
+
+    Args:
+        cfg: The composed config as plain data.
+        out: The job's folder.
+        name: The matcher's option name.
+        overrides: The command line's overrides (for the ready ``ragcite`` command).
+
+    Returns:
+        The exit status: 0, or 3 when no labelled pair could be scored.
+
+    Raises:
+        RagciteError: Bad config or labels, or an unusable tracking store (before any call).
+    """
+    tracker = calibration_tracker(cfg)
+    try:
+        data = run_calibration(cfg, out, name, overrides,
+                               before_calls=tracker.check if tracker else None)
+    except NothingScored as exc:
+        log.error("ragcite: error: %s", exc)
+        return EXIT_NOTHING_SCORED
+    make_reports(cfg).render_run(out, None)
+    scrub_files(out, secret_values(cfg) | env_secrets())
+    run_name = str(cfg.get("run_name") or f"calibrate_{name}")
+    if tracker is not None:
+        tracker.log_calibration(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
+    write_job(out, ["."])
+    _summary(data, out)
+    return 0
+
+
+def sweep_entry(folder: Path) -> dict[str, Any] | None:
+    """A finished calibration as ``sweep.json`` lists it (runner/sweep.py): its
+    ``calibration.json`` less the per-pair lists, with its threshold; None for a folder that
+    holds no calibration."""
+    if not (folder / JSON_FILE).is_file():
+        return None
+    data = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
+    for m in data["matchers"].values():
+        for key in ("similarities", "labels", "worst"):
+            m.pop(key, None)
+    (m,) = data["matchers"].values()
+    return {**data, "complete": True,
+            "threshold": {"value": m["threshold"], "level": m.get("threshold_level")}}

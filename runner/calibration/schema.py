@@ -1,17 +1,12 @@
-"""The typed schema of ``ragcite-calibrate``'s config (``conf/calibrate.yaml``): a typo'd key or a
-wrong type fails with the full key, as in ``ragcite``. The ``matcher``, ``scoring``,
-``threshold`` and ``tracking`` groups are ragcite's own."""
+"""The typed ``calibrate`` section of the config (``ragcite mode=calibrate``,
+``conf/mode/calibrate.yaml``): a typo'd key or a wrong type fails with the full key."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
-
-from runner.config.constraints import COUNT, Range, allows
-from runner.config.schema import CacheConf, ScoringConf, register_configs
+from runner.config.constraints import Range, allows
 
 
 @dataclass
@@ -30,45 +25,9 @@ class PairMappingConf:
 
 @dataclass
 class CalibrateConf:
-    """The root config of ``ragcite-calibrate``."""
+    """The labelled pairs a calibration reads, and how many of the worst pairs it lists."""
 
-    matcher: Any = MISSING
-    scoring: ScoringConf = MISSING
-    tracking: Any = MISSING
     labels: Optional[str] = None
     mapping: PairMappingConf = field(default_factory=PairMappingConf)
     format: Optional[str] = None
     worst: int = field(default=25, metadata=allows(Range(low=0, integer=True)))
-    cache: CacheConf = field(default_factory=CacheConf)
-    output_root: str = "outputs"
-    seed: int = field(default=0, metadata=allows(COUNT))
-    progress: bool = True
-    experiment: str = "ragcite-calibration"
-    run_name: Optional[str] = None
-
-
-GROUPS_RESOLVER = "ragcite.groups"
-"""``${ragcite.groups:matcher,scoring}`` in a help template: those groups and their options."""
-
-
-def group_options(*groups: str) -> str:
-    """The named config groups and their options, one ``group: a, b`` line each, as Hydra's
-    ``$APP_CONFIG_GROUPS`` lists them (which lists every group of the shared config folder).
-
-    Args:
-        groups: The groups' names.
-    """
-    from hydra.core.global_hydra import GlobalHydra
-
-    loader = GlobalHydra.instance().config_loader()
-    return "\n".join(f"{g}: {', '.join(sorted(loader.get_group_options(g)))}"
-                     for g in sorted(groups))
-
-
-def register_calibrate_configs() -> None:
-    """Register ragcite's schemas and ``schema/calibrate`` in Hydra's ConfigStore, and the
-    help template's resolver."""
-    register_configs()
-    if not OmegaConf.has_resolver(GROUPS_RESOLVER):
-        OmegaConf.register_new_resolver(GROUPS_RESOLVER, group_options)
-    ConfigStore.instance().store(name="calibrate", node=CalibrateConf, group="schema")

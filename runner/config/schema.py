@@ -27,6 +27,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf._utils import is_valid_value_annotation
 
+from runner.calibration.schema import CalibrateConf
 from runner.config.constraints import CHECK, COUNT, OneOf, Range, allows
 from runner.config.plugins import locate
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
@@ -253,6 +254,7 @@ class RagciteConf:
     progress: bool = True
     experiment: str = "ragcite"
     run_name: Optional[str] = None
+    calibrate: Optional[CalibrateConf] = None  # mode=calibrate: the labelled pairs
     # Model name → {input, output} (PriceConf's keys); a plain dict so that `+prices.m.input=0.3`
     # adds a model (OmegaConf cannot add a new key to a dict of structured configs).
     prices: dict[str, dict[str, float]] = field(default_factory=dict)

@@ -15,6 +15,7 @@ import numpy as np
 
 from runner.results import CaseResult, CaseSequence, RunResult
 from runner.scoring.bands import DEFAULT_BANDS, band
+from runner.scoring.bootstrap import interval, resample_counts
 from runner.scoring.labels import CITATION, REFERENCE
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, declared
 
@@ -98,7 +99,7 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
     if all(len(u) * 8 <= n for u, _ in distinct):
         for k, (uniq, sizes) in enumerate(distinct):
             ok = ~np.isnan(uniq)
-            draws = rng.multinomial(n, sizes / n, size=resamples)
+            draws = resample_counts(rng, sizes, resamples)
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[:, k] = ((draws[:, ok] * uniq[ok]).sum(axis=1)
                                / draws[:, ok].sum(axis=1))
@@ -111,12 +112,8 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
             num, den = w @ filled, w @ mask
             with np.errstate(invalid="ignore", divide="ignore"):
                 means[b] = num / den
-    alpha = (1.0 - confidence) / 2.0
-    for k, col in enumerate(means.T):
-        col = col[~np.isnan(col)]
-        if defined[:, k].any() and col.size:
-            out[k] = [float(q) for q in np.quantile(col, [alpha, 1.0 - alpha])]
-    return out
+    return [interval(means[:, k], confidence) if defined[:, k].any() else None
+            for k in range(m)]
 
 
 class CaseList(CaseSequence):

@@ -1,6 +1,6 @@
-"""Rows for ``ragcite-calibrate``: it has ``ragcite``'s front door (runner/cli.py::front_door),
-so a config error, whether Hydra's composition or the schema check, is one ``ragcite: error:``
-line with exit status 2. Each row runs ``python -m runner.calibration.app`` with tracking off."""
+"""Rows for ``ragcite-calibrate``, ``ragcite mode=calibrate``: the same app, so a config error,
+whether Hydra's composition or the schema check, is one ``ragcite: error:`` line with exit
+status 2. Each row runs ``python -m runner.calibration.app`` with tracking off."""
 
 from __future__ import annotations
 
@@ -36,18 +36,19 @@ ROWS = [
     Row("a matcher key that does not exist", ["matcher.foo=1"], 2,
         "ragcite: error: matcher.foo: no such key; NgramMatcher takes: n, threads, kernel"),
     Row("a root key that does not exist", ["nokey=1"], 2,
-        "ragcite: error: nokey: no such key; the config takes: matcher, scoring, tracking, "
-        "labels, mapping, format, worst, cache, output_root, seed, progress, experiment, "
-        "run_name"),
-    Row("a group of ragcite that calibrate does not use", ["dataset=demo"], 2,
-        "ragcite: error: dataset: not a config group of this command; --help lists its groups"),
-    Row("labels given empty", ["labels="], 2,
-        "ragcite: error: labels: give the labelled pairs, e.g. labels=labels.jsonl "
-        "(docs/calibration.md)"),
-    Row("worst is not a number", ["worst=abc"], 2,
-        "ragcite: error: worst: must be an integer, got 'abc'"),
-    Row("worst below zero", ["worst=-1"], 2,
-        "ragcite: error: worst: must be an integer >= 0, got -1"),
+        "ragcite: error: nokey: no such key; the config takes: dataset, model, matcher, "
+        "scoring, tracking, report, gate, cache, output_root, seed, progress, experiment, "
+        "run_name, calibrate, prices"),
+    Row("a calibrate key that does not exist", ["calibrate.nokey=1"], 2,
+        "ragcite: error: calibrate.nokey: no such key; the config takes: labels, mapping, "
+        "format, worst"),
+    Row("labels given empty", ["calibrate.labels="], 2,
+        "ragcite: error: calibrate.labels: give the labelled pairs, e.g. "
+        "calibrate.labels=labels.jsonl (docs/calibration.md)"),
+    Row("worst is not a number", ["calibrate.worst=abc"], 2,
+        "ragcite: error: calibrate.worst: must be an integer, got 'abc'"),
+    Row("worst below zero", ["calibrate.worst=-1"], 2,
+        "ragcite: error: calibrate.worst: must be an integer >= 0, got -1"),
     Row("a matcher's integer below its range", ["matcher.n=0"], 2,
         "ragcite: error: matcher.n: must be an integer >= 1, got 0"),
     Row("bootstrap resamples below zero", ["scoring.bootstrap.resamples=-1"], 2,
@@ -60,7 +61,7 @@ ROWS = [
         "matcher gives"),
     Row("a key added that is already set", ["+matcher.n=2"], 2,
         "ragcite: error: matcher.n: already set; override it without '+' (matcher.n=...)"),
-    Row("a bad label in the labels file", ["labels=l.jsonl"], 2,
+    Row("a bad label in the labels file", ["calibrate.labels=l.jsonl"], 2,
         "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, got \"yes\"",
         files={"l.jsonl": LABELS}),
     Row("a secret in an override that does not parse",
@@ -79,18 +80,13 @@ def test_row(row: Row, tmp_path: Path) -> None:
     assert not list(tmp_path.glob("**/calibration.json"))  # stopped before any work
 
 
-def test_help_lists_only_the_groups_calibrate_uses(tmp_path: Path) -> None:
+def test_help_is_ragcites_with_the_mode_group(tmp_path: Path) -> None:
     proc = run_cli(["--help"], tmp_path, module=MODULE, timeout=120)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     groups = text[text.index("== Config groups ==\n"):text.index("== Config ==\n")]
-    assert [line for line in groups.splitlines()[1:] if line.strip()] == [
-        "Choose an option with group=option (ragcite's own groups):",
-        "matcher: embeddings, llm, local_embeddings, ngram, substring",
-        "scoring: default",
-        "threshold: default, lenient, strict",
-        "tracking: mlflow, none",
-    ]
+    assert "mode: calibrate, run" in groups.splitlines()
+    assert "calibrate:\n  labels: pkg://runner.datasets/calibration/pairs.jsonl" in text
 
 
 def test_sigterm_stops_a_calibration_with_one_line(tmp_path: Path) -> None:
@@ -99,7 +95,7 @@ def test_sigterm_stops_a_calibration_with_one_line(tmp_path: Path) -> None:
     # 130, no traceback.
     with FakeOpenAI() as server:
         server.script("/v1/embeddings", Scripted(delay=HELD))
-        args = [sys.executable, "-m", MODULE, *BASE, "labels=" + str(FIXTURE),
+        args = [sys.executable, "-m", MODULE, *BASE, "calibrate.labels=" + str(FIXTURE),
                 "matcher=embeddings", f"matcher.base_url={server.v1}", "matcher.max_retries=0"]
         env = {**os.environ, "OPENAI_API_KEY": SECRET, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)

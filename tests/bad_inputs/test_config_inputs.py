@@ -32,7 +32,7 @@ FILES = {
 ON_FILE = ["dataset=file", "dataset.path=cases.jsonl", "model=precomputed"]
 E = "ragcite: error: "
 ROOT_KEYS = ("dataset, model, matcher, scoring, tracking, report, gate, cache, output_root, seed, "
-             "progress, experiment, run_name, prices")
+             "progress, experiment, run_name, calibrate, prices")
 GATES = ("context_recall, context_precision, context_f1, source_recall, source_precision, "
          "source_f1, max_error_rate")
 NGRAM_KEYS = "n, threads, kernel"

@@ -132,15 +132,15 @@ ROWS = [
 CALIBRATE = "runner.calibration.app"
 PAIR = {"reference": "a b c", "citation": "a b c", "label": True}
 CALIBRATE_ROWS = [
-    Row("one annotator labelling a pair both ways", ["labels=l.jsonl"], 2,
+    Row("one annotator labelling a pair both ways", ["calibrate.labels=l.jsonl"], 2,
         "ragcite: error: l.jsonl, line 3, field 'label': 'ana' labelled this pair true at "
         "line 1 and false here; keep the one meant",
         {"l.jsonl": lines({**PAIR, "annotator": "ana"}, {**PAIR, "annotator": "bo"},
                           {**PAIR, "annotator": "ana", "label": False})}),
-    Row("a key twice in a labels file", ["labels=l.jsonl"], 2,
+    Row("a key twice in a labels file", ["calibrate.labels=l.jsonl"], 2,
         f"ragcite: error: l.jsonl, line 1, field 'label': {TWICE}",
         {"l.jsonl": '{"reference": "a", "citation": "a", "label": true, "label": false}\n'}),
-    Row("a labels CSV row with fewer values than the header", ["labels=l.csv"], 2,
+    Row("a labels CSV row with fewer values than the header", ["calibrate.labels=l.csv"], 2,
         "ragcite: error: l.csv, line 2: 2 values for the header's 3 columns; give each column "
         "one value (it may be empty)", {"l.csv": "reference,citation,label\na b,a b\n"}),
 ]

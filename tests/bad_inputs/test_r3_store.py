@@ -43,7 +43,7 @@ ROWS = [
         damaged("file is not a database", "{tmp}/my.db"), {"my.db": b"\x00" * 4096}),
 ]
 CALIBRATE_ROWS = [
-    Row("calibrate: the store is not a database", [f"labels={FIXTURE}", *TRACKED], 2,
+    Row("calibrate: the store is not a database", [f"calibrate.labels={FIXTURE}", *TRACKED], 2,
         damaged("file is not a database"), GARBAGE),
 ]
 

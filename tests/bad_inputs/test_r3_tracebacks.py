@@ -135,18 +135,19 @@ RAGCITE = [
 ]
 
 CALIBRATE = [
-    Row("calibrate: a negative seed", ["labels=l.jsonl", "seed=-1"], 2,
+    Row("calibrate: a negative seed", ["calibrate.labels=l.jsonl", "seed=-1"], 2,
         f"{E}seed: must be an integer >= 0, got -1"),
-    Row("calibrate: resamples beyond 64 bits", ["labels=l.jsonl",
+    Row("calibrate: resamples beyond 64 bits", ["calibrate.labels=l.jsonl",
                                                 f"scoring.bootstrap.resamples={BIG}"], 2,
         f"{E}scoring.bootstrap.resamples: must be an integer in [0, 1000000], got {BIG}"),
     Row("calibrate: a mapping nested 1000 parentheses deep",
-        ["labels=l.jsonl", f'mapping.label="{PARENS}"'], 2,
+        ["calibrate.labels=l.jsonl", f'calibrate.mapping.label="{PARENS}"'], 2,
         f"{E}l.jsonl (mapping), field 'label': invalid JMESPath expression "
         f"'{SHOWN}': {NESTED}"),
-    Row("calibrate: a FIFO as the labels", ["labels=pipe.jsonl"], 2,
+    Row("calibrate: a FIFO as the labels", ["calibrate.labels=pipe.jsonl"], 2,
         f"{E}pipe.jsonl: is a FIFO, not a regular file"),
-    Row("calibrate: an output root under a file", ["labels=l.jsonl", "output_root=file/x"], 2,
+    Row("calibrate: an output root under a file",
+        ["calibrate.labels=l.jsonl", "output_root=file/x"], 2,
         f"{E}output_root: file/x is under file, which is a file; give a folder (created when "
         "missing)"),
 ]

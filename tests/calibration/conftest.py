@@ -35,9 +35,18 @@ pair  similarity  label
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.reports.conftest import browser, open_page  # noqa: F401  (Chromium, as the reports)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "calibration" / "hand.jsonl"
 SIMILARITIES = [1.0, 1.0, 0.75, 0.75, 0.5, 0.5, 0.5, 0.25, 0.0, 0.0]
 LABELS = [True, True, True, False, True, False, False, True, False, False]
+
+
+def ULP(value: float) -> Any:
+    """`value`, give or take two units in the last place: scikit-learn's balanced accuracy and
+    kappa of the fixture (tests/calibration/test_metrics.py)."""
+    return pytest.approx(value, rel=5e-16, abs=0)

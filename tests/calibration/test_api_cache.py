@@ -26,7 +26,8 @@ def server() -> FakeOpenAI:
 
 
 def _calibrate(tmp_path: Path, server: FakeOpenAI, out: Path) -> dict[str, object]:
-    proc = run_cli([f"labels={FIXTURE}", "matcher=embeddings", f"matcher.base_url={server.v1}",
+    proc = run_cli([f"calibrate.labels={FIXTURE}", "matcher=embeddings",
+                    f"matcher.base_url={server.v1}",
                     "tracking=none", f"output_root={out}", f"cache.dir={tmp_path / 'cache'}"],
                    cwd=tmp_path, module="runner.calibration.app",
                    env={"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""})
@@ -54,7 +55,8 @@ def test_a_second_calibration_makes_no_request(tmp_path: Path, server: FakeOpenA
 
 
 def _run(tmp_path: Path, server: FakeOpenAI) -> subprocess.CompletedProcess[str]:
-    return run_cli([f"labels={FIXTURE}", "matcher=embeddings", f"matcher.base_url={server.v1}",
+    return run_cli([f"calibrate.labels={FIXTURE}", "matcher=embeddings",
+                    f"matcher.base_url={server.v1}",
                     "matcher.max_retries=0", "tracking=none", f"output_root={tmp_path}"],
                    cwd=tmp_path, module="runner.calibration.app", env={"OPENAI_API_KEY": KEY})
 

@@ -1,6 +1,7 @@
-"""The real ``ragcite-calibrate`` in a subprocess on the hand-labelled fixture: exact
-calibration.json values (worked out in tests/calibration/conftest.py), one-line errors with
-ragcite's exit statuses, the MLflow run, and ``-m matcher=...`` with its summary."""
+"""The real ``ragcite-calibrate`` (``ragcite mode=calibrate``) in a subprocess on the
+hand-labelled fixture: exact calibration.json values (worked out in
+tests/calibration/conftest.py), one-line errors with ragcite's exit statuses, the MLflow run,
+and ``-m matcher=...`` with the sweep's summary."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.calibration.conftest import FIXTURE
+from tests.calibration.conftest import FIXTURE, ULP
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
@@ -31,15 +32,15 @@ def only(folder: Path) -> Path:
 
 
 def test_the_fixture_gives_the_hand_computed_figures(tmp_path: Path) -> None:
-    root, proc = calibrate(tmp_path, f"labels={FIXTURE}", "matcher=ngram", "matcher.n=1",
-                           "tracking=none")
+    root, proc = calibrate(tmp_path, f"calibrate.labels={FIXTURE}", "matcher=ngram",
+                           "matcher.n=1", "tracking=none")
     folder = only(root)
     assert folder.name.endswith("_ngram")
     data = json.loads((folder / "calibration.json").read_text(encoding="utf-8"))
     m = data["matchers"]["ngram"]
     assert (m["auc"], m["threshold"], m["threshold_level"]) == (0.78, 0.5, "default")
     assert (m["balanced_accuracy"], m["recall"], m["precision"], m["f1"], m["kappa"]) == (
-        0.6, 0.8, 4 / 7, 2 / 3, 0.2)
+        ULP(0.6), 0.8, 4 / 7, 2 / 3, ULP(0.2))  # tests/calibration/test_metrics.py: ULP
     assert (m["best_threshold"], m["best_balanced_accuracy"]) == (0.75, 0.7)
     assert m["counts"] == {"tp": 4, "fp": 3, "tn": 2, "fn": 1, "n_pos": 5, "n_neg": 5}
     # Ten labels cannot support a recommendation (tests/calibration/test_recommendation.py).
@@ -56,7 +57,7 @@ def test_the_fixture_gives_the_hand_computed_figures(tmp_path: Path) -> None:
     assert "use it" not in proc.stderr
     # The same seed gives the same intervals.
     (tmp_path / "again").mkdir()
-    root2, _ = calibrate(tmp_path / "again", f"labels={FIXTURE}", "matcher.n=1",
+    root2, _ = calibrate(tmp_path / "again", f"calibrate.labels={FIXTURE}", "matcher.n=1",
                          "tracking=none")
     again = json.loads((only(root2) / "calibration.json").read_text(encoding="utf-8"))
     assert again["matchers"]["ngram"]["intervals"] == m["intervals"]
@@ -71,20 +72,22 @@ def test_the_ready_line_is_a_threshold_ragcite_accepts(compose_cfg: Any) -> None
 
 
 @pytest.mark.parametrize(("args", "files", "line"), [
-    (["labels=null"], {}, "ragcite: error: labels: give the labelled pairs, e.g. "
-                          "labels=labels.jsonl (docs/calibration.md)"),
-    (["labels=l.jsonl"], {"l.jsonl": '{"reference": "a", "citation": "b", "label": true}\n'
+    (["calibrate.labels=null"], {}, "ragcite: error: calibrate.labels: give the labelled "
+                                    "pairs, e.g. calibrate.labels=labels.jsonl "
+                                    "(docs/calibration.md)"),
+    (["calibrate.labels=l.jsonl"], {"l.jsonl": '{"reference": "a", "citation": "b", '
+                                               '"label": true}\n'
                                      '{"reference": "a", "citation": "b", "label": "yes"}\n'},
      "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, "
      "got \"yes\""),
-    (["labels=missing.jsonl"], {}, "ragcite: error: missing.jsonl: file not found"),
-    (["labels=l.csv"], {"l.csv": "reference,citation,label\na,b,maybe\n"},
+    (["calibrate.labels=missing.jsonl"], {}, "ragcite: error: missing.jsonl: file not found"),
+    (["calibrate.labels=l.csv"], {"l.csv": "reference,citation,label\na,b,maybe\n"},
      "ragcite: error: l.csv, line 2, field 'label': must be true or false, "
      "got \"maybe\""),
-    ([f"labels={FIXTURE}", "scoring.threshold=[0.3,0.5]"], {},
+    ([f"calibrate.labels={FIXTURE}", "scoring.threshold=[0.3,0.5]"], {},
      "ragcite: error: scoring.threshold: a calibration takes one threshold, got 2; "
      "the best one is found for you (best_threshold)"),
-    ([f"labels={FIXTURE}", "threshold=1.5"], {},
+    ([f"calibrate.labels={FIXTURE}", "threshold=1.5"], {},
      "ragcite: error: scoring.threshold: 1.5 is outside [0, 1], the similarities "
      "this matcher gives"),
 ])
@@ -99,7 +102,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str],
 
 def test_a_tracked_calibration_is_an_mlflow_run_with_the_figures_and_both_files(
         tmp_path: Path) -> None:
-    root, _ = calibrate(tmp_path, f"labels={FIXTURE}", "matcher.n=1")
+    root, _ = calibrate(tmp_path, f"calibrate.labels={FIXTURE}", "matcher.n=1")
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
@@ -115,18 +118,22 @@ def test_a_tracked_calibration_is_an_mlflow_run_with_the_figures_and_both_files(
 
 
 def test_matchers_compared_on_the_same_labels(tmp_path: Path) -> None:
-    root, _ = calibrate(tmp_path, "-m", "matcher=substring,ngram", f"labels={FIXTURE}",
-                        "tracking=none")
+    root, _ = calibrate(tmp_path, "-m", "matcher=substring,ngram",
+                        f"calibrate.labels={FIXTURE}", "tracking=none")
     sweep = only(root)
-    summary = json.loads((sweep / "calibration_summary.json").read_text(encoding="utf-8"))
-    rows = {r["matcher"]: r for r in summary["matchers"]}
+    # The one sweep summary, as for runs: sweep.json, each job's calibration as its result.
+    summary = json.loads((sweep / "sweep.json").read_text(encoding="utf-8"))
+    assert (summary["n_jobs"], summary["n_results"], summary["failed"]) == (2, 2, False)
+    rows = {name: m for job in summary["jobs"] for name, m in job["metrics"]["matchers"].items()}
     # substring: only pair 1 is contained (1.0), the rest 0.0. Positives at 1.0: 1, at 0: 4;
     # negatives at 0: 5. U = 5 + 4·(5·½) = 15 → AUC 0.6. At its threshold 1.0: tp 1, tn 5,
     # fn 4: BA (0.2 + 1)/2 = 0.6, κ = 2(1·5 − 4·0)/(1·5 + 5·9) = 0.2. Best: (0, 1] → 0.5.
     sub = rows["substring"]
     assert (sub["auc"], sub["threshold"], sub["balanced_accuracy"], sub["kappa"]) == (
-        0.6, 1.0, 0.6, 0.2)
+        0.6, 1.0, 0.6, ULP(0.2))
     assert (sub["best_threshold"], sub["best_balanced_accuracy"]) == (0.5, 0.6)
     assert rows["ngram"]["threshold"] == 0.5  # ngram with n=3: every 4-word text differs
-    assert summary["same_labels"] and summary["incomplete_jobs"] == []
+    assert [job["threshold"] for job in summary["jobs"]] == [
+        {"value": 1.0, "level": "default"}, {"value": 0.5, "level": "default"}]
+    assert summary["incomplete_jobs"] == [] and summary["best"] == {}
     assert (sweep / "calibration_summary.html").is_file()

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from markupsafe import escape
 
-from runner.calibration.html import HTML_FILE, render_calibration
+from runner.calibration.html import HTML_FILE, CalibrationReports, render_calibration
 from runner.calibration.job import JSON_FILE, run_calibration
-from runner.calibration.summary import write_summary
 from runner.reports.common import fmt, page_assets
+from runner.results import write_job
+from runner.sweep import SWEEP_FILE, summarize
 from tests.calibration.conftest import FIXTURE
 from tests.reports.conftest import CLOSE, IMG, SCRIPT, SVG, assert_no_external_refs, screenshot
 
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 
 def _cfg(tmp_path: Path, labels: Path, **matcher: Any) -> dict[str, Any]:
-    return {"labels": str(labels), "mapping": {}, "format": None, "worst": 25, "seed": 0,
+    return {"calibrate": {"labels": str(labels), "mapping": {}, "format": None, "worst": 25},
+            "seed": 0,
             "matcher": {"_target_": "runner.matchers.ngram.NgramMatcher", "n": 1, **matcher},
             "scoring": {"threshold": "default",
                         "bootstrap": {"resamples": 200, "confidence": 0.95}},
@@ -83,9 +85,12 @@ def test_the_summary_page_lists_each_matcher(tmp_path: Path, open_page: Any) -> 
         cfg["matcher"] = {"_target_": f"runner.matchers.{target}"}
         run_calibration(cfg, job, name)
         render_calibration(job)
+        write_job(job, ["."])
     (sweep / "2_ngram" / ".hydra").mkdir(parents=True)  # a job that left nothing
-    summary = write_summary(sweep)
-    assert [r["matcher"] for r in summary["matchers"]] == ["substring", "ngram"]
+    summary = summarize(sweep, False)  # the one sweep summary (runner/sweep.py)
+    (sweep / SWEEP_FILE).write_text(json.dumps(summary), encoding="utf-8")
+    CalibrationReports().render_sweep(sweep)
+    assert [j["job"] for j in summary["jobs"] if j["complete"]] == ["0_substring", "1_ngram"]
     assert summary["incomplete_jobs"] == ["2_ngram"]
     page, watch = open_page(sweep / "calibration_summary.html")
     watch.assert_clean()

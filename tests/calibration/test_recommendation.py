@@ -36,7 +36,7 @@ def calibrate(tmp_path: Path, records: list[dict[str, Any]]) -> tuple[dict[str, 
     """Calibrate ngram (n=1) on `records`: its entry of calibration.json, stderr, the page."""
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    proc = run_cli([f"labels={labels}", "matcher=ngram", "matcher.n=1", "tracking=none",
+    proc = run_cli([f"calibrate.labels={labels}", "matcher=ngram", "matcher.n=1", "tracking=none",
                     f"output_root={tmp_path / 'out'}"], cwd=tmp_path,
                    module="runner.calibration.app")
     assert proc.returncode == 0, proc.stderr[-3000:]

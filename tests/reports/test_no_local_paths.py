@@ -48,7 +48,8 @@ def test_no_page_holds_the_folders_of_its_files(tmp_path: Path) -> None:
     compare = run_cli([str(jobs[0]), str(jobs[1]), "--out", str(out / "compare.html")], work,
                       module="runner.reports.compare")
     assert compare.returncode == 0, compare.stderr[-3000:]
-    calibrate = run_cli(["-m", f"labels={data / 'labels.jsonl'}", "matcher=substring,ngram",
+    calibrate = run_cli(["-m", f"calibrate.labels={data / 'labels.jsonl'}",
+                         "matcher=substring,ngram",
                          *common], work, module="runner.calibration.app")
     assert calibrate.returncode == 0, calibrate.stderr[-3000:]
     pages = sorted(out.rglob("*.html"))
