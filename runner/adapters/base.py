@@ -94,10 +94,9 @@ class BaseAdapter:
 
     def identity(self) -> dict[str, Any]:
         """Class path plus every field that is part of the identity."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if f.metadata.get("identity", True)}
-        cls = type(self)
-        return {"class": f"{cls.__module__}.{cls.__qualname__}", **fields}
+        return {"class": f"{type(self).__module__}.{type(self).__qualname__}",
+                **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                   if f.metadata.get("identity", True)}}
 
     def bind(self, context: AdapterContext) -> None:
         """Store the context; subclasses extend this to prepare (index the KB, ...)."""

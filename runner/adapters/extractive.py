@@ -17,9 +17,9 @@ from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.config.constraints import OneOf, Range, allows
 from runner.data.models import Case, Citation, Document, Response
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
-_PARAGRAPH = re.compile(r"\n\s*\n")
 CHUNK_UNITS = ("sentence", "paragraph", "word", "document")
+_SPLIT = {"sentence": (re.compile(r"(?<=[.!?])\s+(?=\S)"), " "),
+          "paragraph": (re.compile(r"\n\s*\n"), "\n\n"), "word": (re.compile(r"\s+"), " ")}
 
 
 def chunk_document(doc: Document, unit: str, size: int, overlap: int) -> list[str]:
@@ -29,35 +29,17 @@ def chunk_document(doc: Document, unit: str, size: int, overlap: int) -> list[st
         doc: The document.
         unit: ``sentence``, ``paragraph``, ``word`` or ``document`` (the whole text).
         size: Units per passage (≥ 1).
-        overlap: Units shared by consecutive passages (0 ≤ overlap < size).
-
-    Raises:
-        ValueError: An invalid unit, size or overlap.
+        overlap: Units shared by consecutive passages (0 ≤ overlap < size; the config was
+            checked before any work).
     """
-    if unit not in CHUNK_UNITS:
-        raise ValueError(f"model.chunk_unit must be one of {', '.join(CHUNK_UNITS)}, got {unit!r}")
-    if size < 1 or not 0 <= overlap < size:
-        raise ValueError(f"model.chunk_size must be >= 1 and 0 <= model.chunk_overlap < "
-                         f"chunk_size (got size={size}, overlap={overlap})")
     text = doc.text.strip()
     if unit == "document":
         return [text] if text else []
-    if unit == "sentence":
-        units = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-        joiner = " "
-    elif unit == "paragraph":
-        units = [p.strip() for p in _PARAGRAPH.split(text) if p.strip()]
-        joiner = "\n\n"
-    else:
-        units = text.split()
-        joiner = " "
-    step = size - overlap
-    chunks = []
-    for start in range(0, max(len(units) - overlap, 1), step):
-        piece = units[start:start + size]
-        if piece:
-            chunks.append(joiner.join(piece))
-    return chunks
+    splitter, joiner = _SPLIT[unit]
+    units = [u.strip() for u in splitter.split(text) if u.strip()]
+    return [joiner.join(units[start:start + size])
+            for start in range(0, max(len(units) - overlap, 1), size - overlap)
+            if units[start:start + size]]
 
 
 @dataclass
@@ -96,12 +78,9 @@ class ExtractiveModel(BaseAdapter):
         # bm25s sets its own logger to DEBUG, so its index chatter reached the run's log.
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         super().bind(context)
-        docs = context.dataset.knowledge_base()
-        self._passages: list[tuple[str, str]] = []
-        for doc in docs:
-            for chunk in chunk_document(doc, self.chunk_unit, self.chunk_size,
-                                        self.chunk_overlap):
-                self._passages.append((doc.source, chunk))
+        self._passages = [(doc.source, chunk) for doc in context.dataset.knowledge_base()
+                          for chunk in chunk_document(doc, self.chunk_unit, self.chunk_size,
+                                                      self.chunk_overlap)]
         if not self._passages:
             raise ValueError(f"the knowledge base of dataset {context.dataset.name!r} is empty")
         tokens = bm25s.tokenize([p[1] for p in self._passages], stopwords=self.stopwords,

@@ -12,6 +12,7 @@ changing only the JMESPath expressions re-reads them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -43,6 +44,7 @@ from runner.api.usage import token_count
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
+from runner.errors import RagciteError
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
 
 NAMESPACE = "http-replies"
@@ -55,8 +57,6 @@ def header_value(spec: str, name: str) -> str:
     Raises:
         RagciteError: The spec names no variable (a literal secret), or a variable is unset.
     """
-    from runner.errors import RagciteError
-
     spec = str(spec)
     refs = header_env_names(spec)
     if not refs:
@@ -119,16 +119,12 @@ class HttpModel(Caller, BaseAdapter):
 
     def check(self) -> None:
         """Fail early: no URL, a bad template or JMESPath, a header variable not set."""
-        from runner.errors import RagciteError
-
-        if not self.url or self.url == "???" or not re.match(r"^https?://", self.url):
+        if not re.match(r"^https?://", self.url or ""):
             raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
         super().check()
-        self._template()
-        for key in ("citations", "answer", "tokens"):
-            expr = getattr(self, key)
-            if expr is None:
-                continue
+        self._template  # noqa: B018 - compiled now, so a broken template fails early
+        exprs = {"citations": self.citations, "answer": self.answer, "tokens": self.tokens}
+        for key, expr in ((k, e) for k, e in exprs.items() if e is not None):
             try:
                 compile_expression(expr)
             except JMESPathError as exc:
@@ -138,24 +134,19 @@ class HttpModel(Caller, BaseAdapter):
 
     # --- requests -------------------------------------------------------------------------
 
+    @functools.cached_property
     def _template(self) -> jinja2.Template:
-        tmpl = getattr(self, "_tmpl", None)
-        if tmpl is None:
-            from runner.errors import RagciteError
-
-            env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined)
-            try:
-                tmpl = self._tmpl = env.from_string(self.body)
-            except jinja2.TemplateSyntaxError as exc:
-                raise RagciteError(f"model.body: template line {exc.lineno}: "
-                                   f"{exc.message}") from None
-        return tmpl
+        env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined)
+        try:
+            return env.from_string(self.body)
+        except jinja2.TemplateSyntaxError as exc:
+            raise RagciteError(f"model.body: template line {exc.lineno}: "
+                               f"{exc.message}") from None
 
     def _headers(self) -> dict[str, str]:
-        out = {"Content-Type": "application/json", "Accept": "application/json"}
-        for name, spec in (self.headers or {}).items():
-            out[str(name)] = header_value(spec, str(name))
-        return out
+        return {"Content-Type": "application/json", "Accept": "application/json",
+                **{str(name): header_value(spec, str(name))
+                   for name, spec in (self.headers or {}).items()}}
 
     def render(self, case: Case) -> Any:
         """The JSON body for one case.
@@ -164,10 +155,8 @@ class HttpModel(Caller, BaseAdapter):
             ValueError: The template fails or renders invalid JSON.
         """
         try:
-            text = self._template().render(query=case.query, id=case.id,
-                                           metadata=case.metadata,
-                                           case=case.model_dump(mode="json",
-                                                                exclude={"response"}))
+            text = self._template.render(query=case.query, id=case.id, metadata=case.metadata,
+                                         case=case.model_dump(mode="json", exclude={"response"}))
         except jinja2.TemplateError as exc:
             raise ValueError(f"model.body: {exc}") from None
         try:
@@ -203,7 +192,10 @@ class HttpModel(Caller, BaseAdapter):
         answer = jmespath.search(self.answer, reply) if self.answer else None
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
-        return Response(answer=answer or "", citations=citations, usage=self._tokens(reply))
+        figures = self._figures(reply)  # its token counts (a figure not a count left out)
+        usage = None if figures is None else {
+            k: float(v) for k, v in figures.items() if token_count(v) is not None}
+        return Response(answer=answer or "", citations=citations, usage=usage)
 
     def _figures(self, reply: Any) -> dict[str, Any] | None:
         """The usage object at `tokens` as the reply gave it ({} when it has none), or None
@@ -212,12 +204,6 @@ class HttpModel(Caller, BaseAdapter):
             return None
         raw = jmespath.search(self.tokens, reply)
         return raw if isinstance(raw, dict) else {}
-
-    def _tokens(self, reply: Any) -> dict[str, float] | None:
-        """The reply's token counts (a figure that is not a count is left out)."""
-        raw = self._figures(reply)
-        return None if raw is None else {k: float(v) for k, v in raw.items()
-                                         if token_count(v) is not None}
 
     def _client(self) -> Any:
         limits = httpx_module().Limits(max_connections=int(self.concurrency))
@@ -251,16 +237,6 @@ class HttpModel(Caller, BaseAdapter):
             await self._send_each(todo, send)
         return [r if r is not None else Response(error="no response") for r in out]
 
-    def _account(self, reply: Any) -> None:
-        """Count a call and the token figures of its reply (when `tokens` is set)."""
-        raw = self._figures(reply)
-        if raw is None:
-            self._usage.add(requests=1)
-        else:
-            self._usage.add(requests=1,
-                            input_tokens=raw.get("prompt_tokens", raw.get("input_tokens")),
-                            output_tokens=raw.get("completion_tokens", raw.get("output_tokens")))
-
     async def _send(self, client: Any, body: Any, store: ResultStore, key: str) -> Response:
         httpx2 = httpx_module()
         start = time.perf_counter()
@@ -284,7 +260,11 @@ class HttpModel(Caller, BaseAdapter):
             text = scrub_text(resp.text, known_secrets())
             return Response(error=f"the service replied with invalid JSON: {text[:120]!r}",
                             latency_s=latency)
-        self._account(reply)
+        raw = self._figures(reply)  # the token figures when `tokens` is set
+        tokens: dict[str, Any] = {} if raw is None else {
+            "input_tokens": raw.get("prompt_tokens", raw.get("input_tokens")),
+            "output_tokens": raw.get("completion_tokens", raw.get("output_tokens"))}
+        self._usage.add(requests=1, **tokens)
         response = self.extract(reply)
         if response.error is None:
             store.put(key, {"reply": reply})

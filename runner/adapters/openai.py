@@ -30,29 +30,21 @@ from runner.api.client import (
     effective_base_url,
     require_key,
 )
-from runner.api.prompts import Prompt, load_prompt
+from runner.api.prompts import load_prompt
 from runner.api.usage import token_count
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
+from runner.errors import RagciteError
 from runner.redact import known_secrets, scrub_data
 
 NAMESPACE = "openai-chat"
-STRUCTURED_OUTPUT = ("json_schema", "json_object")
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "answer": {"type": "string"},
-        "citations": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"source": {"type": "string"}, "quote": {"type": "string"}},
-                "required": ["source", "quote"],
-                "additionalProperties": False,
-            },
-        },
-    },
+    "properties": {"answer": {"type": "string"}, "citations": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"source": {"type": "string"}, "quote": {"type": "string"}},
+        "required": ["source", "quote"], "additionalProperties": False}}},
     "required": ["answer", "citations"],
     "additionalProperties": False,
 }
@@ -127,8 +119,8 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     chunk_size: int = field(default=2, metadata=allows(POSITIVE))
     chunk_overlap: int = field(default=0, metadata=allows(COUNT))
     stopwords: str | None = "en"
-    structured_output: str = field(default="json_schema",
-                                   metadata=allows(OneOf(STRUCTURED_OUTPUT, "mode")))
+    structured_output: str = field(default="json_schema", metadata=allows(
+        OneOf(("json_schema", "json_object"), "mode")))
     temperature: float = field(default=0.0, metadata=allows(Range(0, 2)))
     max_tokens: int = field(default=1024, metadata=allows(POSITIVE))
     openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
@@ -150,61 +142,48 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
-        from runner.errors import RagciteError
-
         super().check()
         require_key(self.openai_api_key, "model", "model=openai")
         try:
-            self._prompt()
+            load_prompt(self.prompt)
         except ValueError as exc:
             raise RagciteError(f"model.prompt: {exc}") from None
 
     def identity(self) -> dict[str, Any]:
         """The fields plus the prompt's SHA-256."""
         return {**super().identity(), "base_url": effective_base_url(self.base_url),
-                "prompt_sha": self._prompt().sha}
+                "prompt_sha": load_prompt(self.prompt).sha}
 
     def bind(self, context: AdapterContext) -> None:
         """Index the knowledge base for retrieval."""
         super().bind(context)
-        self._retriever = ExtractiveModel(top_k=self.top_k, chunk_unit=self.chunk_unit,
-                                          chunk_size=self.chunk_size,
-                                          chunk_overlap=self.chunk_overlap,
-                                          stopwords=self.stopwords)
+        self._retriever = ExtractiveModel(**{name: getattr(self, name) for name in (
+            "top_k", "chunk_unit", "chunk_size", "chunk_overlap", "stopwords")})
         self._retriever.bind(context)
 
     # --- answering --------------------------------------------------------------------------
 
-    def _prompt(self) -> Prompt:
-        return load_prompt(self.prompt)
-
     def request(self, query: str, passages: Sequence[Citation]) -> dict[str, Any]:
         """The chat-completion request for one case."""
-        req: dict[str, Any] = {
+        return {
             "model": self.model,
-            "messages": self._prompt().render(
+            "messages": load_prompt(self.prompt).render(
                 query=query, passages=[{"source": p.source, "content": p.content}
                                        for p in passages]),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
-        }
-        if self.structured_output == "json_schema":
-            req["response_format"] = {"type": "json_schema", "json_schema": {
+            "response_format": {"type": "json_schema", "json_schema": {
                 "name": "cited_answer", "strict": True, "schema": ANSWER_SCHEMA}}
-        else:
-            req["response_format"] = {"type": "json_object"}
-        return req
+            if self.structured_output == "json_schema" else {"type": "json_object"},
+        }
 
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Retrieve for the whole batch at once, then answer every case concurrently."""
         if not cases:
             return []
         self.check()
-        retrieved = self._retriever.respond_sync(cases)
-        requests = [self.request(c.query, r.citations) for c, r in zip(cases, retrieved)]
-        return await self._answer_all(requests)
-
-    async def _answer_all(self, requests: list[dict[str, Any]]) -> list[Response]:
+        requests = [self.request(c.query, r.citations)
+                    for c, r in zip(cases, self._retriever.respond_sync(cases))]
         keys = [request_key("chat", effective_base_url(self.base_url), r) for r in requests]
         cache_dir = self._context.cache_dir if self._context is not None else None
         out: dict[str, Response] = {}
@@ -224,12 +203,12 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
                     key: str) -> Response:
         start = time.perf_counter()
         resp = await self._post(client, "/chat/completions", req)
+        latency = round(time.perf_counter() - start, 4)
         if isinstance(resp, Exception):
             return Response(error="openai call failed: "
                                   f"{describe_error(resp, 'model', self.max_retry_after)}",
-                            latency_s=round(time.perf_counter() - start, 4))
+                            latency_s=latency)
         self._key_accepted = True
-        latency = round(time.perf_counter() - start, 4)
         try:
             u = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
             self._usage.add(requests=1, input_tokens=u.get("prompt_tokens"),
@@ -238,16 +217,15 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
                      if token_count(u.get(k)) is not None} or None  # the figures known
             choice = resp["choices"][0]
             refusal = choice["message"].get("refusal")
-            if refusal:
-                return Response(error=f"the model refused: {str(refusal)[:200]}",
-                                usage=usage, latency_s=latency)
-            if choice.get("finish_reason") == "length":
-                return Response(error="the reply was cut off at model.max_tokens",
-                                usage=usage, latency_s=latency)
+            error = (f"the model refused: {str(refusal)[:200]}" if refusal
+                     else "the reply was cut off at model.max_tokens"
+                     if choice.get("finish_reason") == "length" else None)
             content = choice["message"].get("content")
         except Exception as exc:
             return Response(error=f"openai reply is malformed: {describe_error(exc)}",
                             latency_s=latency)
+        if error:
+            return Response(error=error, usage=usage, latency_s=latency)
         response = self._response(content, usage, latency)
         if response.error is None:
             # A key the server echoed is not cached (the response itself is scrubbed later).

@@ -32,38 +32,28 @@ class PrecomputedModel(BaseAdapter):
         """Load the stored responses of the chosen system or side file."""
         super().bind(context)
         self._answered: set[str] = set()
-        self._stored: dict[str, Response] | None
-        if self.responses:
-            self._stored = {}
-            for case in iter_cases(self.responses,
-                                   transform=lambda r: {"query": "", **r}):
-                self._stored[case.id] = case.response or Response()
-        else:
-            self._stored = context.dataset.responses(self.system)
+        self._stored: dict[str, Response] | None = {
+            case.id: case.response or Response()
+            for case in iter_cases(self.responses, transform=lambda r: {"query": "", **r})
+        } if self.responses else context.dataset.responses(self.system)
 
     def respond_sync(self, cases: Sequence[Case]) -> list[Response]:
         """The stored response of each case, or an error response when there is none."""
-        out = []
-        for case in cases:
-            resp = self._stored.get(case.id) if self._stored is not None else case.response
-            if resp is None:
-                resp = Response(error=f"no stored response for case {case.id!r} in "
-                                      f"{self._where()}")
-            else:
-                self._answered.add(case.id)
-            out.append(resp)
-        return out
+        found = [self._stored.get(c.id) if self._stored is not None else c.response for c in cases]
+        self._answered.update(c.id for c, resp in zip(cases, found) if resp is not None)
+        return [resp if resp is not None else Response(
+            error=f"no stored response for case {c.id!r} in {self._where()}")
+            for c, resp in zip(cases, found)]
 
     def notes(self) -> list[str]:
         """Stored responses whose ids match no case (when some match: none matching fails the
         run on its own), unless ``dataset.limit`` left cases out on purpose."""
-        if not self._stored or not self._answered or self.context.dataset.limit is not None:
-            return []
-        unused = [i for i in self._stored if i not in self._answered]
-        if not unused:
+        stored = self._stored or {}
+        unused = [i for i in stored if i not in self._answered]
+        if not unused or not self._answered or self.context.dataset.limit is not None:
             return []
         shown = ", ".join(repr(i) for i in unused[:5]) + (", ..." if len(unused) > 5 else "")
-        return [f"{self._where()}: {len(unused)} of {len(self._stored)} responses match no "
+        return [f"{self._where()}: {len(unused)} of {len(stored)} responses match no "
                 f"case: {shown}"]
 
     def _where(self) -> str:

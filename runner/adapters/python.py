@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,24 +33,22 @@ class PythonModel(BaseAdapter):
     kwargs: dict[str, Any] = field(default_factory=dict)
     concurrency: int = field(default=8, metadata=allows(POSITIVE, identity=False))
 
+    @functools.cached_property
     def _callable(self) -> Callable[..., Any]:
-        fn = getattr(self, "_fn", None)
-        if fn is None:
-            try:
-                obj = locate(self.function)
-            except Exception as exc:  # Hydra's message spans lines: the cause is the reason
-                raise RagciteError(f"model.function: cannot import {self.function!r}: "
-                                   f"{exc.__cause__ or exc}") from None
-            fn = obj(**self.kwargs) if inspect.isclass(obj) else obj
-            if not callable(fn):
-                raise RagciteError(f"model.function: {self.function!r} is not callable")
-            self._fn = fn
+        try:
+            obj = locate(self.function)
+        except Exception as exc:  # Hydra's message spans lines: the cause is the reason
+            raise RagciteError(f"model.function: cannot import {self.function!r}: "
+                               f"{exc.__cause__ or exc}") from None
+        fn = obj(**self.kwargs) if inspect.isclass(obj) else obj
+        if not callable(fn):
+            raise RagciteError(f"model.function: {self.function!r} is not callable")
         return fn
 
     def check(self) -> None:
         """The fields' ranges, and the function importable (before any case is answered)."""
         super().check()
-        self._callable()
+        self._callable  # noqa: B018 - imported now, so a bad path fails early
 
     @staticmethod
     def _coerce(value: Any) -> Response:
@@ -63,7 +62,7 @@ class PythonModel(BaseAdapter):
 
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Call the function for every case; an exception becomes that case's error."""
-        fn = self._callable()
+        fn = self._callable
         sem = asyncio.Semaphore(max(1, self.concurrency))
 
         async def one(case: Case) -> Response:

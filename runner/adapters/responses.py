@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tqdm import tqdm
 
 from runner.adapters.base import ModelAdapter
 from runner.api.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
+from runner.api.client import run_sync
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from runner.redact import known_secrets, scrub_data, terminal
 
 log = logging.getLogger("ragcite")
-
-
-def _run(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
-    """``adapter.respond(batch)`` to completion, also where this thread already runs an event
-    loop (a notebook, a test's browser): then in a thread of its own."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(adapter.respond(batch))
-    with ThreadPoolExecutor(1, thread_name_prefix="ragcite-respond") as pool:
-        return pool.submit(lambda: asyncio.run(adapter.respond(batch))).result()
 
 
 def _scrubbed(response: Response) -> Response:
@@ -45,7 +33,7 @@ def _ask(adapter: ModelAdapter, batch: list[Case]) -> list[Response]:
     """The adapter's responses to a batch, secrets scrubbed; a batch that fails makes every
     case an error."""
     try:
-        answers = _run(adapter, batch)
+        answers = run_sync(lambda: adapter.respond(batch))  # also inside a running loop
         if len(answers) != len(batch):
             raise RuntimeError(f"the adapter returned {len(answers)} responses for "
                                f"{len(batch)} cases")

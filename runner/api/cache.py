@@ -110,12 +110,9 @@ class DiskCache:
         out: dict[str, Any] = {}
         for start in range(0, len(keys), 900):
             chunk = list(keys[start:start + 900])
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({marks})",
-                [namespace, *chunk])
-            for key, value in rows:
-                out[key] = json.loads(value)
+            out.update((key, json.loads(value)) for key, value in self._conn.execute(
+                f"SELECT key, value FROM kv WHERE ns = ? AND key IN ({','.join('?' * len(chunk))})",
+                [namespace, *chunk]))
         return out
 
     def put_many(self, namespace: str, items: Iterable[tuple[str, Any]]) -> None:
@@ -144,6 +141,7 @@ def request_key(*parts: Any) -> str:
     return digest({"v": CACHE_VERSION, "call": parts})
 
 
+@dataclass
 class ResultStore:
     """Results of individual calls, persisted as they complete.
 
@@ -160,17 +158,14 @@ class ResultStore:
         flush_seconds: ...or when this long has passed since the last write.
     """
 
-    def __init__(self, directory: str | Path | None, namespace: str,
-                 memory: dict[tuple[str, str], Any] | None = None, flush_every: int = 64,
-                 flush_seconds: float = 1.0) -> None:
-        self.directory = Path(directory) if directory is not None else None
-        self.namespace = namespace
-        self._memory = memory if memory is not None else {}
-        self.flush_every = flush_every
-        self.flush_seconds = flush_seconds
-        self._disk: DiskCache | None = None
-        self._pending: list[tuple[str, Any]] = []
-        self._last = time.monotonic()
+    directory: str | Path | None
+    namespace: str
+    memory: dict[tuple[str, str], Any] = field(default_factory=dict)
+    flush_every: int = 64
+    flush_seconds: float = 1.0
+    _disk: DiskCache | None = field(default=None, init=False)
+    _pending: list[tuple[str, Any]] = field(default_factory=list, init=False)
+    _last: float = field(default_factory=time.monotonic, init=False)
 
     def __enter__(self) -> ResultStore:
         if self.directory is not None:
@@ -190,13 +185,13 @@ class ResultStore:
         keys = list(dict.fromkeys(keys))
         if self._disk is not None:
             return self._disk.get_many(self.namespace, keys)
-        return {k: self._memory[(self.namespace, k)] for k in keys
-                if (self.namespace, k) in self._memory}
+        return {k: self.memory[(self.namespace, k)] for k in keys
+                if (self.namespace, k) in self.memory}
 
     def put(self, key: str, value: Any) -> None:
         """Store one result; written to disk in small groups (see the class doc)."""
         if self._disk is None:
-            self._memory[(self.namespace, key)] = value
+            self.memory[(self.namespace, key)] = value
             return
         self._pending.append((key, value))
         if (len(self._pending) >= self.flush_every

@@ -33,6 +33,7 @@ import tenacity
 
 from runner.api.usage import Usage
 from runner.config.constraints import Range
+from runner.errors import RagciteError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -63,15 +64,6 @@ def require_key(key: str | None, where: str, what: str) -> str:
         f"{where}.openai_api_key=... (for a local server that checks no key, any value works)")
 
 
-def quiet_http_logs() -> None:
-    """Keep the HTTP client from logging every request at INFO (thousands of lines a run),
-    unless the user configured its logger."""
-    for name in ("httpx2", "httpx"):
-        logger = logging.getLogger(name)
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.WARNING)
-
-
 def effective_base_url(base_url: str | None) -> str | None:
     """The server a client really talks to: `base_url`, else ``$OPENAI_BASE_URL``, else None
     (OpenAI). Part of every cache key, so two servers never share results."""
@@ -79,25 +71,16 @@ def effective_base_url(base_url: str | None) -> str | None:
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds to wait from a reply's ``Retry-After`` (seconds or an HTTP date) or
-    ``retry-after-ms`` header, or None when it gives none."""
-    if not headers:
-        return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            if divisor == 1000.0:
-                continue
-            try:
-                when = email.utils.parsedate_to_datetime(value)
-            except (TypeError, ValueError):
-                return None
-            return max(0.0, when.timestamp() - time.time())
-        return max(0.0, seconds) if not math.isnan(seconds) else None
+    """Seconds to wait from a reply's ``retry-after-ms`` or ``Retry-After`` header (seconds or
+    an HTTP date), or None when it gives none."""
+    ms, value = (headers or {}).get("retry-after-ms"), (headers or {}).get("retry-after")
+    for text, divisor in ((ms, 1000.0), (value, 1.0)):
+        with contextlib.suppress(TypeError, ValueError):
+            seconds = float(text) / divisor  # type: ignore[arg-type]
+            return None if math.isnan(seconds) else max(0.0, seconds)
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)  # type: ignore[arg-type]
+        return max(0.0, when.timestamp() - time.time())
     return None
 
 
@@ -131,8 +114,11 @@ def _deadline_client() -> type:
 def http_client(**kwargs: Any) -> Any:
     """An ``httpx.AsyncClient`` (`kwargs` as for it) whose ``timeout`` is a deadline: a request
     attempt not completed within it, the whole reply read, raises ``httpx.ReadTimeout``
-    (retried like any timeout by :func:`retrying`)."""
-    quiet_http_logs()
+    (retried like any timeout by :func:`retrying`). The client logs no request at INFO
+    (thousands of lines a run) unless the user configured its logger."""
+    for logger in map(logging.getLogger, ("httpx2", "httpx")):
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
     return _deadline_client()(**kwargs)
 
 
@@ -141,10 +127,10 @@ def openai_client(api_key: str, base_url: str | None, timeout: float) -> openai.
     without retries of its own: its calls go through :func:`retrying`."""
     import openai
 
-    client = http_client(timeout=float(timeout), limits=openai.DEFAULT_CONNECTION_LIMITS,
-                         follow_redirects=True)
-    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None,
-                              timeout=float(timeout), max_retries=0, http_client=client)
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, timeout=float(timeout),
+                              max_retries=0, http_client=http_client(
+                                  timeout=float(timeout), follow_redirects=True,
+                                  limits=openai.DEFAULT_CONNECTION_LIMITS))
 
 
 def _reply(exc: BaseException | None) -> Any:
@@ -165,12 +151,12 @@ def _retryable(exc: BaseException, max_retry_after: float) -> bool:
     reply = _reply(exc)
     if reply is None:
         return isinstance(exc, (openai.APIConnectionError, httpx_module().TransportError))
-    after = retry_after(reply.headers)
-    if after is not None and after > max_retry_after:
-        return False
-    flag = reply.headers.get("x-should-retry")
-    if flag in ("true", "false"):
-        return bool(flag == "true")
+    after, flag = retry_after(reply.headers), reply.headers.get("x-should-retry")
+    return (after is None or after <= max_retry_after) and (
+        flag == "true" if flag in ("true", "false") else _retried_status(reply))
+
+
+def _retried_status(reply: Any) -> bool:
     return bool(reply.status_code in _RETRIED or reply.status_code >= 500)
 
 
@@ -215,10 +201,8 @@ def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
     (the call was then not retried), else None."""
     reply = _reply(exc)
     after = retry_after(reply.headers) if reply is not None else None
-    if after is not None and after > max_retry_after and (
-            reply.status_code in _RETRIED or reply.status_code >= 500):
-        return after
-    return None
+    return after if after is not None and after > max_retry_after and _retried_status(
+        reply) else None
 
 
 def too_long(after: float, max_retry_after: float, where: str) -> str:
@@ -240,8 +224,7 @@ def describe_error(exc: BaseException, where: str = "matcher",
     if after is not None:
         return f"{head}: {too_long(after, max_retry_after, where)}"
     text = " ".join(str(exc).split())
-    if len(text) > 300:
-        text = text[:297] + "..."
+    text = text[:297] + "..." if len(text) > 300 else text
     return f"{head}: {text}" if text else head
 
 
@@ -249,38 +232,26 @@ def refuse_key(status: int | None, what: str, hint: str) -> None:
     """Stop the run (a RagciteError) when the server refused the credentials (401/403);
     `hint` says where they come from (``OPENAI_API_KEY or matcher.openai_api_key``)."""
     if status in _REFUSED:
-        from runner.errors import RagciteError
-
         raise RagciteError(f"{what}: the server refused the API key ({_REFUSED[status]}); "
                            f"set a valid key in {hint}")
 
 
-def refuse_api_error(exc: BaseException, what: str, where: str) -> None:
-    """:func:`refuse_key` for an exception of the openai SDK."""
-    refuse_key(getattr(exc, "status_code", None), what,
-               f"OPENAI_API_KEY or {where}.openai_api_key")
-
-
-class Gate:
+class Gate(asyncio.Semaphore):
     """``asyncio.Semaphore(concurrency)`` for the calls of one component, closed for good when
     a call inside it raises a RagciteError (a refused key): a call still waiting sends nothing."""
 
-    def __init__(self, concurrency: int) -> None:
-        self._sem = asyncio.Semaphore(int(concurrency))
-        self.closed = False
+    closed = False
 
     async def __aenter__(self) -> None:
-        await self._sem.acquire()
+        await self.acquire()
         if self.closed:
-            self._sem.release()
+            self.release()
             raise GateClosed("an earlier call stopped the run")
 
     async def __aexit__(self, kind: type[BaseException] | None, *exc: object) -> None:
-        from runner.errors import RagciteError
-
         if kind is not None and issubclass(kind, RagciteError):
             self.closed = True
-        self._sem.release()
+        self.release()
 
 
 class GateClosed(RuntimeError):
@@ -376,7 +347,8 @@ class OpenaiCaller(Caller):
             return await retrying(self.max_retries, self.max_retry_after)(
                 client.post, path, body=body, cast_to=dict)
         except Exception as exc:
-            refuse_api_error(exc, self.what, self.where)
+            refuse_key(getattr(exc, "status_code", None), self.what,
+                       f"OPENAI_API_KEY or {self.where}.openai_api_key")
             self._usage.add(errors=1)
             return exc
 

@@ -30,9 +30,6 @@ import jinja2
 
 from runner.data.text import check_file, read_text
 
-PROMPTS_PACKAGE = "runner.templates"
-PROMPTS_FOLDER = "prompts"
-
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z_]*(?:passage|reference|citation|document|question)"
                   r"[A-Za-z_]*\b[^>]*>?", re.IGNORECASE)
 _TURN = re.compile(r"<\|[^<>|]{0,64}\|>|</?s>|<\s*/?\s*(?:start|end)_of_turn\s*>"
@@ -55,21 +52,12 @@ def fence(value: Any) -> str:
     """Neutralise delimiter-like tags and chat-template tokens in untrusted text, after
     :func:`normalise` (``<`` → ``‹``, ``>`` → ``›``, ``[`` → ``⁅``, ``]`` → ``⁆``)."""
     text = normalise("" if value is None else str(value))
-
-    def neutral(m: re.Match[str]) -> str:
-        return m.group(0).translate(_NEUTRAL)
-
-    return _TURN.sub(neutral, _TAG.sub(neutral, text))
+    for pattern in (_TAG, _TURN):
+        text = pattern.sub(lambda m: m.group(0).translate(_NEUTRAL), text)
+    return text
 
 
 _NEUTRAL = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆"})
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
-    env.filters["data"] = fence
-    return env
 
 
 @dataclass(frozen=True)
@@ -121,15 +109,17 @@ def load_prompt(name: str) -> Prompt:
         check_file(path)
         source = read_text(path)
     else:
-        resource = files(PROMPTS_PACKAGE).joinpath(PROMPTS_FOLDER).joinpath(name)
-        if not resource.is_file():
-            packaged = sorted(p.name for p in files(PROMPTS_PACKAGE).joinpath(
-                PROMPTS_FOLDER).iterdir() if p.name.endswith(".j2"))
+        folder = files("runner.templates").joinpath("prompts")
+        if not folder.joinpath(name).is_file():
+            packaged = sorted(p.name for p in folder.iterdir() if p.name.endswith(".j2"))
             raise ValueError(f"prompt {name!r}: no such file, and no packaged prompt of that "
                              f"name (packaged: {', '.join(packaged)})")
-        source = resource.read_text(encoding="utf-8")
+        source = folder.joinpath(name).read_text(encoding="utf-8")
+    env = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters["data"] = fence
     try:
-        template = _environment().from_string(source)
+        template = env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise ValueError(f"prompt {name!r}: line {exc.lineno}: {exc.message}") from None
     sha = hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]

@@ -77,25 +77,19 @@ class Usage:
         return {"model": self.model, **{k: getattr(self, k) for k in USAGE_COUNTERS}}
 
 
-def price_for(model: str | None, prices: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The price entry of `model`: an exact name, else the longest name it starts with
-    (``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``), else None."""
-    best = max((name for name in prices if model and model.startswith(name)), key=len,
-               default=None)
-    return None if best is None else prices[best]
-
-
 def estimate_cost(model: str | None, input_tokens: float, output_tokens: float,
                   prices: Mapping[str, Any]) -> float | None:
-    """Estimated USD cost from a price table in USD per 1M tokens; None when unpriced."""
+    """Estimated USD cost from a price table in USD per 1M tokens; None when unpriced. The
+    price of `model` is its exact name's, else that of the longest name it starts with
+    (``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``)."""
     if not input_tokens and not output_tokens:
         return 0.0
-    price = price_for(model, prices)
-    if price is None:
+    best = max((name for name in prices if model and model.startswith(name)), key=len,
+               default=None)
+    if best is None:
         return None
-    cost = (input_tokens * float(price.get("input", 0) or 0)
-            + output_tokens * float(price.get("output", 0) or 0)) / 1e6
-    return round(cost, 8)
+    return round((input_tokens * float(prices[best].get("input", 0) or 0)
+                  + output_tokens * float(prices[best].get("output", 0) or 0)) / 1e6, 8)
 
 
 def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None,
@@ -116,14 +110,8 @@ def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None,
         a model that used tokens has no price or a token figure is unknown. A counter of a
         part that is not a whole number >= 0 counts as 0 and as an unknown figure.
     """
-    prices = prices or {}
     out: dict[str, Any] = {}
-    totals: dict[str, float] = dict.fromkeys(
-        ("requests", "errors", "input_tokens", "output_tokens", "unknown_figures"), 0)
-    costs: list[float | None] = []
-    for name, part in parts.items():
-        if part is None:
-            continue
+    for name, part in ((n, p) for n, p in parts.items() if p is not None):
         data = dict(part)
         model = data.pop("model", None)
         counts = {key: token_count(data.get(key, 0), None) for key in USAGE_COUNTERS}
@@ -135,10 +123,10 @@ def usage_section(parts: Mapping[str, Any], prices: Mapping[str, Any] | None,
         figures["total_tokens"] = figures["input_tokens"] + figures["output_tokens"]
         figures["cost_usd"] = None if figures["unknown_figures"] else estimate_cost(
             model if isinstance(model, str) else None, figures["input_tokens"],
-            figures["output_tokens"], prices)
-        totals = {key: total + figures[key] for key, total in totals.items()}
-        costs.append(figures["cost_usd"])
+            figures["output_tokens"], prices or {})
         out[name] = figures
-    total_cost = None if None in costs else round(sum((c or 0.0 for c in costs), 0.0), 8)
-    out["total"] = {**totals, "cost_usd": total_cost}
-    return out
+    costs = [figures["cost_usd"] for figures in out.values()]
+    return {**out, "total": {
+        **{key: sum(figures[key] for figures in out.values()) for key in (
+            "requests", "errors", "input_tokens", "output_tokens", "unknown_figures")},
+        "cost_usd": None if None in costs else round(sum((c or 0.0 for c in costs), 0.0), 8)}}

@@ -9,7 +9,7 @@ import pytest
 
 from runner.adapters.base import BaseAdapter
 from runner.api.prompts import fence, load_prompt
-from runner.api.usage import Usage, estimate_cost, price_for, usage_section
+from runner.api.usage import Usage, estimate_cost, usage_section
 from runner.matchers.base import BaseMatcher, Metered
 
 PRICES = {"gpt-4o-mini": {"input": 0.15, "output": 0.60},
@@ -23,9 +23,12 @@ def part(**figures: Any) -> dict[str, Any]:
 
 
 def test_price_lookup_prefers_exact_then_longest_prefix() -> None:
-    assert price_for("gpt-4o", PRICES) == PRICES["gpt-4o"]
-    assert price_for("gpt-4o-mini-2024-07-18", PRICES) == PRICES["gpt-4o-mini"]
-    assert price_for("llama3", PRICES) is None and price_for(None, PRICES) is None
+    # 1M input and 1M output tokens: gpt-4o costs 2.5 + 10, gpt-4o-mini 0.15 + 0.60
+    assert estimate_cost("gpt-4o", 1_000_000, 1_000_000, PRICES) == pytest.approx(12.5)
+    assert estimate_cost("gpt-4o-mini-2024-07-18", 1_000_000, 1_000_000,
+                         PRICES) == pytest.approx(0.75)
+    assert estimate_cost("llama3", 1, 1, PRICES) is None
+    assert estimate_cost(None, 1, 1, PRICES) is None
     assert estimate_cost("gpt-4o-mini", 1_000_000, 2_000_000, PRICES) == pytest.approx(1.35)
     assert estimate_cost("llama3", 10, 0, PRICES) is None
     assert estimate_cost("llama3", 0, 0, PRICES) == 0.0
