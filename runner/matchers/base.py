@@ -56,11 +56,9 @@ class Matcher(Protocol):
     def levels(self) -> Mapping[str, float]:
         """The threshold each named level (``strict``, ``default``, ``lenient``) means for this
         matcher's similarity; ``threshold=strict`` picks ``levels["strict"]``."""
-        ...
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines the similarities (a cache key; no secrets)."""
-        ...
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """One similarity per pair, in order (a :class:`PairError` for a failed pair).
@@ -68,7 +66,6 @@ class Matcher(Protocol):
         Implementations receive every distinct pair of a batch of cases at once, so they can
         batch and parallelise API calls.
         """
-        ...
 
 
 @runtime_checkable
@@ -79,7 +76,6 @@ class Ranged(Protocol):
     def similarity_range(self) -> tuple[float, float]:
         """The lowest and highest similarity; a threshold outside it is refused before any
         work."""
-        ...
 
 
 @runtime_checkable
@@ -89,7 +85,6 @@ class Checked(Protocol):
     def check(self) -> None:
         """Raise :class:`~runner.errors.RagciteError` for a setting that cannot work (a
         missing API key), before any data is loaded or any call is made."""
-        ...
 
 
 @runtime_checkable
@@ -100,7 +95,6 @@ class Local(Protocol):
     def for_workload(self, n_pairs: int, processes: int = 1) -> Matcher:
         """This matcher set up for a process that scores about `n_pairs` pairs, one of
         `processes` scoring at once (a copy, or itself)."""
-        ...
 
 
 @runtime_checkable
@@ -111,7 +105,6 @@ class FastPath(Protocol):
                          b: np.ndarray) -> np.ndarray | None:
         """The similarities of the pairs ``(texts[a[p]], texts[b[p]])``, or None to decline
         (then :meth:`Matcher.similarities` is called)."""
-        ...
 
 
 @runtime_checkable
@@ -120,7 +113,6 @@ class OwnCache(Protocol):
 
     def bind_cache(self, directory: Path | None) -> None:
         """The folder for the matcher's own caches (None: caching is off)."""
-        ...
 
 
 @runtime_checkable
@@ -129,7 +121,6 @@ class Metered(Protocol):
 
     def usage(self) -> dict[str, Any]:
         """API requests and tokens spent so far."""
-        ...
 
 
 def similarity_range(matcher: Matcher) -> tuple[float, float]:

@@ -54,10 +54,8 @@ class CachedMatcher:
                 self.cache.put_many(self.namespace, [
                     (keys[i], v) for i, v in zip(missing, new) if not isinstance(v, PairError)])
         self.stats.add("similarities", len(pairs) - len(missing), len(missing))
-        out: list[Similarity] = [found.get(k, 0.0) for k in keys]
-        for i, v in zip(missing, new):
-            out[i] = v
-        return out
+        computed = dict(zip(missing, new))
+        return [computed[i] if i in computed else found[k] for i, k in enumerate(keys)]
 
 
 def _number(value: Similarity) -> Similarity:

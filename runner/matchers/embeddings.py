@@ -10,7 +10,7 @@ cache and the cosine) also serves ``LocalEmbeddingsMatcher``.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,8 +45,8 @@ from runner.matchers.vectors import (
     wrong_length,
 )
 
-__all__ = ["EmbeddingVectors", "EmbeddingsMatcher", "cosine_pairs", "decode_vector",
-           "encode_vector", "estimate_tokens", "plan_requests"]
+Keep = Callable[[list[str], list[Vector | PairError]], None]
+"""Takes the vectors of some texts as they arrive (:meth:`EmbeddingVectors.embed`)."""
 
 
 def estimate_tokens(text: str, chars_per_token: float = 3.0) -> int:
@@ -63,17 +63,14 @@ def plan_requests(texts: Sequence[str], max_inputs: int, max_tokens: int,
     A single text over `max_tokens` still gets a request of its own (the server then decides).
     """
     batches: list[list[str]] = []
-    cur: list[str] = []
-    cur_tokens = 0
+    tokens = 0
     for text in texts:
         est = estimate_tokens(text, chars_per_token)
-        if cur and (len(cur) >= max_inputs or cur_tokens + est > max_tokens):
-            batches.append(cur)
-            cur, cur_tokens = [], 0
-        cur.append(text)
-        cur_tokens += est
-    if cur:
-        batches.append(cur)
+        if not batches or len(batches[-1]) >= max_inputs or tokens + est > max_tokens:
+            batches.append([])
+            tokens = 0
+        batches[-1].append(text)
+        tokens += est
     return batches
 
 
@@ -96,9 +93,9 @@ class EmbeddingVectors(BaseMatcher, Caller):
         """What determines a text's vector (the cache namespace)."""
         raise NotImplementedError
 
-    async def embed(self, texts: list[str], store: ResultStore
-                    ) -> dict[str, Vector | PairError]:
-        """Vectors for texts that are not cached; each one is ``store.put`` as it arrives."""
+    async def embed(self, texts: list[str], keep: Keep) -> None:
+        """The vectors of texts that are not cached: ``keep(texts, vectors)`` as each batch
+        arrives (a vector, or the PairError of a text without one, per text)."""
         raise NotImplementedError
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
@@ -112,19 +109,24 @@ class EmbeddingVectors(BaseMatcher, Caller):
         # One event loop per call; the store is opened in its thread (SQLite is per thread).
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
         namespace = "emb-" + digest(self.vector_identity())[:32]
-        vectors: dict[str, Vector | PairError] = {}
         with ResultStore(self._cache_dir, namespace, self._memory) as store:
             keys = {t: text_key(t) for t in texts}
             found = store.get_many(list(keys.values()))
-            for t, k in keys.items():
-                if k in found:
-                    vec = decode_vector(found[k])
-                    if vector_problem(vec) is None:  # else (an older version's) embed again
-                        vectors[t] = vec
+            decoded = {t: decode_vector(found[k]) for t, k in keys.items() if k in found}
+            # A cached vector that is not a usable one (an older version's): embedded again.
+            vectors: dict[str, Vector | PairError] = {
+                t: v for t, v in decoded.items() if vector_problem(v) is None}
             self._usage.add(cached=len(vectors))
+
+            def keep(batch: list[str], got: list[Vector | PairError]) -> None:
+                for t, vec in zip(batch, got):  # vectors are stored as they arrive
+                    vectors[t] = vec
+                    if not isinstance(vec, PairError):
+                        store.put(keys[t], encode_vector(vec))
+
             missing = [t for t in texts if t not in vectors]
             if missing:
-                vectors.update(await self.embed(missing, store))
+                await self.embed(missing, keep)
         return cosine_pairs(pairs, vectors)
 
 
@@ -183,8 +185,7 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
         """The fields without secrets and transport settings; the server as really used."""
         return {**super().identity(), "base_url": effective_base_url(self.base_url)}
 
-    async def embed(self, texts: list[str], store: ResultStore
-                    ) -> dict[str, Vector | PairError]:
+    async def embed(self, texts: list[str], keep: Keep) -> None:
         """Embed through the API: request batches concurrently, vectors stored as they come.
 
         A request that fails (a 400, a 5xx after the retries, a truncated or malformed reply)
@@ -192,7 +193,6 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
         the splitting stops where both halves of a split fail alike with a 5xx or a bad reply
         (the server, not one text). A 401/403 stops the run (a RagciteError).
         """
-        out: dict[str, Vector | PairError] = {}
         sem = Gate(int(self.concurrency))
 
         async def attempt(batch: list[str]) -> _Fault | None:
@@ -201,21 +201,18 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
             if isinstance(result, _Fault):
                 return result
             self._key_accepted = True
-            for t, vec in zip(batch, result):
-                out[t] = vec
-                if not isinstance(vec, PairError):
-                    store.put(text_key(t), encode_vector(vec))
+            keep(batch, result)
             return None
 
         async def isolate(batch: list[str], fault: _Fault) -> None:
             if len(batch) == 1 or fault.kind == "final":
-                out.update(dict.fromkeys(batch, fault.error))
+                keep(batch, [fault.error] * len(batch))
                 return
             halves = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
             faults = await gather_all(attempt(h) for h in halves)
             if fault.kind == "server" and all(f is not None for f in faults):
                 for half, f in zip(halves, faults):
-                    out.update(dict.fromkeys(half, f.error))
+                    keep(half, [f.error] * len(half))
                 return
             await gather_all(isolate(h, f) for h, f in zip(halves, faults) if f is not None)
 
@@ -228,15 +225,12 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
             batches = plan_requests(texts, int(self.max_inputs), int(self.max_request_tokens),
                                     float(self.chars_per_token))
             await send_all(batches, send, alone_first=not self._key_accepted)
-        return out
 
     async def _request(self, client: Any, batch: list[str]) -> list[Vector | PairError] | _Fault:
         """One request: a vector (or the PairError of an unusable one) per text, or the fault."""
-        kwargs: dict[str, Any] = {"model": self.model, "input": batch,
-                                  "encoding_format": self.encoding_format}
-        if self.dimensions is not None:
-            kwargs["dimensions"] = int(self.dimensions)
-        resp = await self._post(client, "/embeddings", kwargs)
+        dims = {} if self.dimensions is None else {"dimensions": int(self.dimensions)}
+        resp = await self._post(client, "/embeddings", {
+            "model": self.model, "input": batch, "encoding_format": self.encoding_format, **dims})
         if isinstance(resp, Exception):
             return _Fault.of(resp, self.max_retry_after)
         usage = resp.get("usage") if isinstance(resp, dict) else None
@@ -259,16 +253,10 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     def _checked(self, vectors: list[Vector]) -> list[Vector | PairError]:
         """Each vector, or the PairError saying why it is not a number the matcher can use."""
         usual = usual_length([v.size for v in vectors if v.ndim == 1], self.dimensions)
-        out: list[Vector | PairError] = []
-        for vec in vectors:
-            problem = vector_problem(vec)
-            if problem is not None:
-                out.append(PairError(f"the embeddings server returned {problem}"))
-            elif vec.size != usual:
-                out.append(wrong_length(vec.size, usual or 0))
-            else:
-                out.append(vec)
-        return out
+        return [PairError(f"the embeddings server returned {problem}")
+                if (problem := vector_problem(vec)) else
+                wrong_length(vec.size, usual or 0) if vec.size != usual else vec
+                for vec in vectors]
 
 
 class _Vector(BaseModel):
@@ -311,21 +299,17 @@ class _Fault:
     @staticmethod
     def of(exc: BaseException, max_retry_after: float) -> _Fault:
         """The fault of an exception raised by the SDK."""
+        import openai
+
         message = describe_error(exc, "matcher", max_retry_after)
         status = getattr(exc, "status_code", None) or 0
         if status == 400:
             kind = "bad_request"
         elif status >= 500 and waits_too_long(exc, max_retry_after) is None:
             kind = "server"
-        elif status == 0 and not isinstance(exc, _transport_errors()):
+        elif status == 0 and not isinstance(exc, openai.APIConnectionError):
             kind = "server"  # a reply the SDK could not read (truncated JSON)
             message = f"embeddings reply is malformed: {message}"
         else:
             kind = "final"
         return _Fault(PairError(message), kind)
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    import openai
-
-    return (openai.APIConnectionError,)

@@ -30,11 +30,13 @@ from runner.api.client import (
 )
 from runner.api.prompts import Prompt, load_prompt
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
+from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 
 NAMESPACE = "llm-judgments"
-_YES = frozenset({"yes", "y", "true"})
-_NO = frozenset({"no", "n", "false"})
+_ANSWERS = {**dict.fromkeys(("yes", "y", "true"), 1.0),
+            **dict.fromkeys(("no", "n", "false"), 0.0)}
+"""The spellings of the judge's two answers (after :func:`_word`) and their similarity."""
 
 
 def _word(token: str) -> str:
@@ -68,9 +70,7 @@ def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
     for tok in content:
         if not str(_get(tok, "token") or "").strip():
             continue
-        top = list(_get(tok, "top_logprobs") or [])
-        if not top:
-            top = [tok]
+        top = list(_get(tok, "top_logprobs") or []) or [tok]
         p_yes = p_no = listed = top_yes = top_no = 0.0
         for cand in top:
             lp = _get(cand, "logprob")
@@ -82,10 +82,10 @@ def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
                                  "<= 0")
             p = math.exp(max(lp, -1e4))
             listed += p
-            word = _word(str(_get(cand, "token") or ""))
-            if word in _YES:
+            means = _ANSWERS.get(_word(str(_get(cand, "token") or "")))
+            if means == 1.0:
                 p_yes, top_yes = p_yes + p, max(top_yes, p)
-            elif word in _NO:
+            elif means == 0.0:
                 p_no, top_no = p_no + p, max(top_no, p)
         if answer is not None and (top_no > top_yes if answer else top_yes > top_no):
             said, other = ("yes", "no") if answer else ("no", "yes")
@@ -104,14 +104,7 @@ def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
 def answer_similarity(text: str | None) -> float | None:
     """1.0 for an answer starting with "yes", 0.0 for "no", None for anything else."""
     words = (text or "").split()
-    if not words:
-        return None
-    word = _word(words[0])
-    if word in _YES:
-        return 1.0
-    if word in _NO:
-        return 0.0
-    return None
+    return _ANSWERS.get(_word(words[0])) if words else None
 
 
 @dataclass
@@ -163,8 +156,6 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
-        from runner.errors import RagciteError
-
         super().check()
         require_key(self.openai_api_key, "matcher", "matcher=llm")
         try:
@@ -188,16 +179,10 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
 
     def request(self, reference: str, citation: str) -> dict[str, Any]:
         """The chat-completion request that judges one pair."""
-        req: dict[str, Any] = {
-            "model": self.model,
-            "messages": self._prompt().render(reference=reference, citation=citation),
-            "temperature": 0,
-            "max_tokens": self.max_tokens,
-        }
-        if self.logprobs:
-            req["logprobs"] = True
-            req["top_logprobs"] = self.top_logprobs
-        return req
+        logprobs = {"logprobs": True, "top_logprobs": self.top_logprobs} if self.logprobs else {}
+        return {"model": self.model,
+                "messages": self._prompt().render(reference=reference, citation=citation),
+                "temperature": 0, "max_tokens": self.max_tokens, **logprobs}
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Judge every distinct pair once, concurrently; failed pairs give PairError."""
@@ -210,17 +195,13 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
         # Keys first (a digest of each exact request); requests are rendered again when sent,
         # so a batch of 100,000 pairs never holds 100,000 rendered prompts.
         server = effective_base_url(self.base_url)
-        unique: dict[str, TextPair] = {}
-        keys = []
-        for pair in pairs:
-            key = request_key("chat", server, self.request(*pair))
-            unique.setdefault(key, pair)
-            keys.append(key)
-        results: dict[str, Similarity] = {}
+        keys = [request_key("chat", server, self.request(*pair)) for pair in pairs]
+        unique = dict(zip(keys, pairs))  # one pair per distinct request
         with ResultStore(self._cache_dir, NAMESPACE, self._memory) as store:
-            for key, value in store.get_many(list(unique)).items():
-                if math.isfinite(value["similarity"]):  # else (an older version's) judge again
-                    results[key] = float(value["similarity"])
+            # A cached similarity that is not a number (an older version's): judged again.
+            results: dict[str, Similarity] = {
+                k: float(v["similarity"]) for k, v in store.get_many(list(unique)).items()
+                if math.isfinite(v["similarity"])}
             self._usage.add(cached=len(results))
             missing = [k for k in unique if k not in results]
 

@@ -17,11 +17,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from runner.api.cache import ResultStore, text_key
 from runner.config.constraints import POSITIVE, allows
 from runner.matchers.base import PairError
-from runner.matchers.embeddings import EmbeddingVectors
-from runner.matchers.vectors import Vector, encode_vector, vector_problem
+from runner.matchers.embeddings import EmbeddingVectors, Keep
+from runner.matchers.vectors import vector_problem
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _models: dict[tuple[str, str], Any] = {}
@@ -84,11 +83,10 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
         """The model: a text's vector depends on nothing else."""
         return {"backend": "sentence-transformers", "model": self.model}
 
-    async def embed(self, texts: list[str], store: ResultStore
-                    ) -> dict[str, Vector | PairError]:
-        """Encode in chunks, storing each chunk's vectors as soon as it is done."""
+    async def embed(self, texts: list[str], keep: Keep) -> None:
+        """Encode in chunks, keeping each chunk's vectors as soon as it is done (a vector that
+        is not a usable one is an error of its pairs, never cached)."""
         model = load_model(self.model, self.device)
-        out: dict[str, Vector | PairError] = {}
         step = max(1, int(self.batch_size)) * 16
         for start in range(0, len(texts), step):
             chunk = texts[start:start + step]
@@ -96,11 +94,5 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
                                            convert_to_numpy=True, show_progress_bar=False),
                               dtype=np.float32)
             self._usage.add(requests=1)
-            for t, v in zip(chunk, vecs):
-                problem = vector_problem(v)
-                if problem is not None:  # an error of its pairs, never cached
-                    out[t] = PairError(f"the local model returned {problem}")
-                    continue
-                out[t] = v
-                store.put(text_key(t), encode_vector(v))
-        return out
+            keep(chunk, [PairError(f"the local model returned {problem}")
+                         if (problem := vector_problem(v)) else v for v in vecs])

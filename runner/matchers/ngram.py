@@ -25,6 +25,7 @@ of the SPEC.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -86,11 +87,7 @@ def _gram_table(texts: list[str], n: int) -> _GramTable:
     tok = token_ids(texts)
     ids = tok.ids
     n_texts = len(texts)
-    last = len(ids) - n + 1  # window i covers tokens i .. i + n - 1
-    if last <= 0:
-        zeros = np.zeros(n_texts, dtype=np.int64)
-        return _GramTable(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-                          np.zeros(n_texts + 1, dtype=np.int64), zeros, 1)
+    last = max(len(ids) - n + 1, 0)  # window i covers tokens i .. i + n - 1
     # A window is an n-gram when its first and last tokens are in the same stretch.
     valid = tok.stretch[:last] == tok.stretch[n - 1:]
     v = max(tok.n_ids, 1)
@@ -124,10 +121,6 @@ def _plain(text: str, n: int) -> tuple[int, Counter[tuple[str, ...]]]:
     for s in token_stretches(text):
         grams.update(zip(*(s[i:] for i in range(n))))
     return sum(grams.values()), grams
-
-
-def _longest(text: str) -> int:
-    return max(map(len, token_stretches(text)), default=0)
 
 
 @dataclass
@@ -192,19 +185,14 @@ class NgramMatcher(BaseMatcher):
             adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel, once
         return adapted
 
-    def _compiled(self, n_pairs: int) -> bool:
-        """Whether a call of `n_pairs` pairs uses the compiled kernel."""
-        if self.kernel == "auto":
-            return ngram_numba.worth_it(n_pairs)
-        return self.kernel == "numba"
-
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap similarity for each pair; each distinct text is tokenised once per chunk."""
         texts = list(dict.fromkeys(chain.from_iterable(pairs)))
         index = dict(zip(texts, range(len(texts))))
         a = np.fromiter((index[r] for r, _ in pairs), dtype=np.int64, count=len(pairs))
         b = np.fromiter((index[c] for _, c in pairs), dtype=np.int64, count=len(pairs))
-        return self._array(texts, a, b).tolist()
+        # Not through self: a subclass may override either method.
+        return NgramMatcher.similarity_array(self, texts, a, b).tolist()
 
     def similarity_array(self, texts: Sequence[str], a: np.ndarray,
                          b: np.ndarray) -> np.ndarray:
@@ -213,10 +201,6 @@ class NgramMatcher(BaseMatcher):
         The same values as :meth:`similarities`, for callers that already hold their texts as
         ids (the batch scorer): no string pair is built and no text is looked up again.
         """
-        return self._array(texts, a, b)
-
-    def _array(self, texts: Sequence[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        # Both public methods come here: a subclass may override either one.
         def chunk(start: int) -> np.ndarray:
             ca, cb = a[start:start + CHUNK_PAIRS], b[start:start + CHUNK_PAIRS]
             used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
@@ -224,7 +208,8 @@ class NgramMatcher(BaseMatcher):
             chunk_texts = [texts[i] for i in used.tolist()]
             return self._chunk_ids(chunk_texts, local[:len(ca)], local[len(ca):], compiled)
 
-        compiled = self._compiled(len(a))
+        auto = self.kernel == "auto"  # the compiled kernel for this call?
+        compiled = ngram_numba.worth_it(len(a)) if auto else self.kernel == "numba"
         starts = range(0, len(a), CHUNK_PAIRS)
         with gc_paused():
             parts = _map_chunks(chunk, starts, resolve_threads(self.threads))
@@ -236,8 +221,7 @@ class NgramMatcher(BaseMatcher):
         n = self.n
         if compiled:
             stream, order = token_stream(texts)
-            position = np.empty(len(texts), dtype=np.int64)
-            position[order] = np.arange(len(texts), dtype=np.int64)
+            position = np.argsort(order)  # the stream position of each text
             done = ngram_numba.similarities(stream, position, a, b, n)
             if done is not None:  # else keys beyond int64: the numpy path below
                 sims, total = done
@@ -279,24 +263,13 @@ def _short_pairs(texts: list[str], a: np.ndarray, b: np.ndarray, total: np.ndarr
     """Fill in `sims` for the pairs with a side without n-grams (``total`` 0): the plain path.
 
     Such a side is shorter than `n` tokens in every stretch (or has no token), so the
-    short-side rule applies: both sides use the shorter length.
+    short-side rule applies: both sides use the shorter length. A side without tokens keeps
+    the similarity 0 that `sims` holds.
     """
-    short = np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist()
-    if not short:
-        return
-    longest: dict[str, int] = {}
-    plain: dict[tuple[str, int], tuple[int, Counter[tuple[str, ...]]]] = {}
-    for i in short:
+    longest = functools.cache(lambda t: max(map(len, token_stretches(t)), default=0))
+    plain = functools.cache(_plain)
+    for i in np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist():
         ref, cit = texts[a[i]], texts[b[i]]
-        for t in (ref, cit):
-            if t not in longest:
-                longest[t] = _longest(t)
-        k = min(n, longest[ref], longest[cit])
-        if k == 0:
-            sims[i] = 0.0  # no tokens on a side
-            continue
-        for t in (ref, cit):
-            if (t, k) not in plain:
-                plain[(t, k)] = _plain(t, k)
-        (ta, ga), (tb, gb) = plain[(ref, k)], plain[(cit, k)]
-        sims[i] = sum((ga & gb).values()) / min(ta, tb)
+        if k := min(n, longest(ref), longest(cit)):
+            (ta, ga), (tb, gb) = plain(ref, k), plain(cit, k)
+            sims[i] = sum((ga & gb).values()) / min(ta, tb)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import ClassVar
 
 from runner._gc import gc_paused
@@ -32,18 +33,8 @@ class SubstringMatcher(BaseMatcher):
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """1.0 for a contained pair, else 0.0. Each distinct text is normalised once per call."""
         with gc_paused():
-            texts = dict.fromkeys(t for pair in pairs for t in pair)
+            texts = dict.fromkeys(chain.from_iterable(pairs))
             norm = {t: fold(t) for t in texts} if self.normalize else {t: t for t in texts}
-            parts: dict[str, list[str]] = {}
-            result: list[Similarity] = []
-            append = result.append
-            for ref, cit in pairs:
-                r, c = norm[ref], norm[cit]
-                cit_parts = parts.get(c)
-                if cit_parts is None:
-                    cit_parts = parts[c] = split_ellipsis(c)
-                if cit_parts and all(p in r for p in cit_parts):
-                    append(1.0)
-                else:
-                    append(1.0 if r and r in c else 0.0)
-            return result
+            parts = {c: split_ellipsis(norm[c]) for c in dict.fromkeys(c for _, c in pairs)}
+            return [1.0 if (parts[c] and all(p in norm[r] for p in parts[c]))
+                    or (norm[r] and norm[r] in norm[c]) else 0.0 for r, c in pairs]

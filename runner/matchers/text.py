@@ -34,37 +34,11 @@ _SPACE = re.compile(r"\s+")
 _ASCII_TOKENS = str.maketrans(
     {c: (chr(c).lower() if chr(c).isupper() else " ") for c in range(128)
      if chr(c).isupper() or not (chr(c).isalnum() or chr(c) == "_")})
-# The same on UTF-8 bytes: ASCII non-word bytes become spaces, bytes of other characters stay.
-_BYTES_NONWORD = bytes(
-    c if c >= 128 or chr(c).isalnum() or chr(c) == "_" else 32 for c in range(256))
-
 
 # Combining marks (Unicode category M) only occur in planes 0, 1 and 14: planes 2-3 hold CJK
 # ideographs, 4-13 are unassigned and 15-16 are private use. Scanning just these three planes
 # is exact (tests/matchers/test_text.py checks it against a scan of every code point).
-_MARK_PLANES = ((0x0000, 0x20000), (0xE0000, 0xF0000))
-
-
-@functools.cache
-def _mark_ranges() -> tuple[tuple[int, int], ...]:
-    """The code point ranges ``(first, last)`` of category M in this Python's Unicode data."""
-    ranges: list[tuple[int, int]] = []
-    category = unicodedata.category
-    for lo, hi in _MARK_PLANES:
-        for code in range(lo, hi):
-            if category(chr(code))[0] == "M":
-                if ranges and ranges[-1][1] == code - 1:
-                    ranges[-1] = (ranges[-1][0], code)
-                else:
-                    ranges.append((code, code))
-    return tuple(ranges)
-
-
-@functools.cache
-def _word_pattern() -> re.Pattern[str]:
-    """A run of word characters (``\\w`` and the combining marks); built on first use."""
-    marks = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in _mark_ranges())
-    return re.compile(rf"[\w{marks}]+")
+_MARK_PLANES = (range(0x0000, 0x20000), range(0xE0000, 0xF0000))
 
 
 @functools.cache
@@ -72,15 +46,15 @@ def _word_table() -> np.ndarray:
     """``table[c]`` is True when code point c is a word character (``\\w`` or category M).
 
     Built once (a few hundredths of a second): the ``\\w`` regex runs over one string of every
-    code point, and the mark ranges are set on top.
+    code point, and the combining marks of planes 0, 1 and 14 are set on top.
     """
     every = np.arange(sys.maxunicode + 1, dtype="<u4").tobytes().decode("utf-32-le",
                                                                        "surrogatepass")
     table = np.zeros(sys.maxunicode + 1, dtype=bool)
     for run in re.finditer(r"\w+", every):
         table[run.start():run.end()] = True
-    for a, b in _mark_ranges():
-        table[a:b + 1] = True
+    category = unicodedata.category
+    table[[c for plane in _MARK_PLANES for c in plane if category(chr(c))[0] == "M"]] = True
     return table
 
 
@@ -114,21 +88,6 @@ def split_ellipsis(text: str) -> list[str]:
     return [part.strip() for part in ELLIPSIS.split(text) if part.strip()]
 
 
-def _unicode_tokens(part: str) -> list[str]:
-    # \w+ tokens of normalised, case-folded text. ASCII non-word characters and whitespace never
-    # belong to a \w token, so splitting on them first changes nothing; only a piece that still
-    # holds a non-ASCII character needs the (slow) Unicode regex.
-    pieces = part.encode("utf-8", "surrogatepass").translate(_BYTES_NONWORD).decode(
-        "utf-8", "surrogatepass").split()
-    out: list[str] = []
-    for piece in pieces:
-        if piece.isascii():
-            out.append(piece)
-        else:
-            out.extend(_word_pattern().findall(piece))
-    return out
-
-
 def token_stretches(text: str) -> list[list[str]]:
     """Word tokens of each ellipsis-free stretch of `text`, NFKC-normalised and case-folded.
 
@@ -139,7 +98,8 @@ def token_stretches(text: str) -> list[list[str]]:
         return [toks for part in parts if (toks := part.translate(_ASCII_TOKENS).split())]
     norm = unicodedata.normalize("NFKC", text).casefold()
     parts = ELLIPSIS.split(norm) if "..." in norm or "…" in norm else (norm,)
-    return [toks for part in parts if (toks := _unicode_tokens(part))]
+    return [toks for part in parts
+            if (toks := _blank_nonword(part).translate(_ASCII_TOKENS).split())]
 
 
 # --- Many texts at once, as integer token ids (the `ngram` matcher's hot path) ---------------
@@ -249,29 +209,20 @@ def _exact_ids(buf: np.ndarray, starts: np.ndarray,
     n_tok = len(starts)
     if n_tok == 0:
         return np.zeros(0, dtype=np.int64), 0
-    # ASCII lower case: add 32 to the bytes of A-Z.
-    padded = np.empty(len(buf) + 8, dtype=np.uint8)
-    padded[len(buf):] = 0
-    low = padded[:len(buf)]
-    np.subtract(buf, _U8(65), out=low)
-    np.less(low, _U8(26), out=low.view(bool))
-    low <<= _U8(5)
-    low += buf
+    # ASCII lower case: add 32 to the bytes of A-Z; 8 zero bytes after the end.
+    padded = np.zeros(len(buf) + 8, dtype=np.uint8)
+    padded[:len(buf)] = buf + (((buf - _U8(65)) < _U8(26)).view(np.uint8) << _U8(5))
     # Little-endian 8-byte words starting at every byte offset (unaligned view, no copy).
     words = np.ndarray((len(buf) + 1,), dtype="<u8", buffer=padded, strides=(1,))
     length = ends - starts
     first_word = words[starts] & _MASKS[np.minimum(length, 8)]
     h = first_word * _MIX[0] + length.astype(np.uint64)
     more: list[tuple[np.ndarray, np.ndarray]] = []
-    k = 8
-    while True:
+    for k in range(8, int(length.max()), 8):  # the tokens longer than k bytes
         sel = np.flatnonzero(length > k)
-        if not len(sel):
-            break
         word = words[starts[sel] + k] & _MASKS[np.minimum(length[sel] - k, 8)]
         h[sel] = (h[sel] ^ word) * _MIX[1]
         more.append((sel, word))
-        k += 8
     h ^= h >> np.uint64(31)
     h *= _MIX[2]
     h ^= h >> np.uint64(29)

@@ -57,34 +57,21 @@ def cosine_pairs(pairs: Sequence[TextPair], vectors: dict[str, Vector | PairErro
                  ) -> list[Similarity]:
     """Cosine similarity per pair (a PairError where either text has no usable vector, or one
     whose length differs from the others')."""
-    vectors = dict(vectors)
-    ok_texts = [t for t, v in vectors.items() if not isinstance(v, PairError)]
-    usual = usual_length([len(vectors[t]) for t in ok_texts])  # type: ignore[arg-type]
-    for t in ok_texts:
-        n = len(vectors[t])  # type: ignore[arg-type]
-        if n != usual:
-            vectors[t] = wrong_length(n, usual or 0)
-    ok_texts = [t for t in ok_texts if not isinstance(vectors[t], PairError)]
-    out: list[Similarity] = [0.0] * len(pairs)
-    if ok_texts:
-        matrix = np.stack([np.asarray(vectors[t], dtype=np.float32) for t in ok_texts])
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        np.divide(matrix, norms, out=matrix, where=norms > 0)  # in place; zero rows stay 0
-        row = {t: i for i, t in enumerate(ok_texts)}
-    good: list[int] = []
-    for i, (a, b) in enumerate(pairs):
-        va, vb = vectors[a], vectors[b]
-        if isinstance(va, PairError):
-            out[i] = va
-        elif isinstance(vb, PairError):
-            out[i] = vb
-        else:
-            good.append(i)
+    usual = usual_length([len(v) for v in vectors.values() if not isinstance(v, PairError)])
+    ok = {t: v for t, v in vectors.items() if not isinstance(v, PairError) and len(v) == usual}
+    errors = {t: v if isinstance(v, PairError) else wrong_length(len(v), usual or 0)
+              for t, v in vectors.items() if t not in ok}
+    out: list[Similarity] = [errors.get(a) or errors.get(b) or 0.0 for a, b in pairs]
+    good = [i for i, sim in enumerate(out) if not isinstance(sim, PairError)]
+    row = {t: i for i, t in enumerate(ok)}
+    matrix = np.array(list(ok.values()), dtype=np.float32).reshape(len(ok), usual or 0)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)  # in place; zero rows stay 0
     for start in range(0, len(good), _PAIR_CHUNK):
         idx = good[start:start + _PAIR_CHUNK]
         ia = np.fromiter((row[pairs[i][0]] for i in idx), dtype=np.int64, count=len(idx))
         ib = np.fromiter((row[pairs[i][1]] for i in idx), dtype=np.int64, count=len(idx))
         sims = np.einsum("ij,ij->i", matrix[ia], matrix[ib])
-        for i, s in zip(idx, np.clip(sims, -1.0, 1.0).tolist()):
-            out[i] = float(s)
+        for i, sim in zip(idx, np.clip(sims, -1.0, 1.0).tolist()):
+            out[i] = sim
     return out
