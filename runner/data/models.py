@@ -32,9 +32,9 @@ def _not_blank(value: str) -> str:
     return value
 
 
+#: A document id or name (of a reference, a citation, a knowledge-base document, an expected
+#: source): not blank.
 Source = Annotated[str, AfterValidator(_not_blank)]
-"""A document id or name (of a reference, a citation, a knowledge-base document, an expected
-source): not blank."""
 
 
 class Reference(_Model):

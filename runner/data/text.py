@@ -12,8 +12,8 @@ from typing import TextIO
 
 from runner.data.errors import DataError
 
+#: UTF-8, with a byte-order mark at the start skipped (as Windows editors write it).
 ENCODING = "utf-8-sig"
-"""UTF-8, with a byte-order mark at the start skipped (as Windows editors write it)."""
 
 
 _SPECIAL = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
