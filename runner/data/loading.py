@@ -64,8 +64,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def validation_to_data_error(exc: ValidationError, path: str,
-                             where: str | None) -> DataError:
+def validation_to_data_error(exc: ValidationError, path: str, where: str | None) -> DataError:
     """Turn the first pydantic validation error into a located :class:`DataError`."""
     err = exc.errors()[0]
     field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -253,8 +252,7 @@ def iter_documents(path: str | Path, mapping: MappingLike = None, format: str | 
                 raise validation_to_data_error(exc, shown, where) from None
 
 
-def _kb_records(transform: KBTransform, raw: Any, shown: str,
-                where: str) -> list[Any]:
+def _kb_records(transform: KBTransform, raw: Any, shown: str, where: str) -> list[Any]:
     """A knowledge-base transform's documents for one record: a dict or an iterable of dicts."""
     try:
         out = transform(raw)

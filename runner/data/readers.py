@@ -39,17 +39,15 @@ def infer_format(path: str | Path, format: str | None = None) -> str:
     Raises:
         DataError: The format is unknown or cannot be inferred.
     """
-    if format:
-        if format not in FORMATS:
-            raise DataError(str(path), None, None,
-                            f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-        return format
     suffix = Path(path).suffix.lower()
-    if suffix not in _EXTENSIONS:
+    if format and format not in FORMATS:
+        raise DataError(str(path), None, None,
+                        f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if not format and suffix not in _EXTENSIONS:
         raise DataError(str(path), None, None,
                         f"cannot infer the format from extension {suffix!r}; set `format:` to "
                         f"one of {', '.join(FORMATS)}")
-    return _EXTENSIONS[suffix]
+    return format or _EXTENSIONS[suffix]
 
 
 def iter_records(path: str | Path, format: str | None = None, *,
