@@ -176,7 +176,10 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
     if not isinstance(record, dict) or "__raw__" in record:
         raise DataError(shown, where, None,
                         f"expected an object, got {type(raw).__name__}")
-    record = _fold_response(record)
+    # Mapped top-level `citations`/`answer` move into the `response` object.
+    moved = {k: v for k in ("citations", "answer") if (v := record.pop(k, None)) is not None}
+    if moved:
+        record["response"] = dict(record.get("response") or {}, **moved)
     record.setdefault("id", str(index))
     try:
         return Case.model_validate(record)
@@ -197,14 +200,6 @@ def callable_name(fn: Callable[..., Any]) -> str:
 def _shown(value: Any) -> str:
     """A value's type and a short repr, for messages (``list ([1, 2])``)."""
     return f"{type(value).__name__} ({_cut(repr(value), 40)})"
-
-
-def _fold_response(record: dict[str, Any]) -> dict[str, Any]:
-    """Move mapped top-level `citations`/`answer` into the `response` object."""
-    moved = {k: v for k in ("citations", "answer") if (v := record.pop(k, None)) is not None}
-    if moved:
-        record["response"] = dict(record.get("response") or {}, **moved)
-    return record
 
 
 def load_cases(path: str | Path, mapping: MappingLike = None, format: str | None = None,

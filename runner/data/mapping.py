@@ -145,12 +145,11 @@ def _check_shape(key: str, value: Any, expr: str, path: str, where: str) -> None
         got = "null" if value is None else type(value).__name__
         raise DataError(path, where, f"mapping.{key}",
                         f"expression {shown(expr)} yielded {got}; expected {expected}")
-    if key in ("references", "citations"):
-        for item in value:
-            if not isinstance(item, dict) or "source" not in item:
-                raise DataError(path, where, f"mapping.{key}",
-                                f"expression {shown(expr)} yielded a list containing {item!r}; "
-                                "expected {source, content} objects")
+    bad = [item for item in value if not isinstance(item, dict) or "source" not in item] \
+        if key in ("references", "citations") else []
+    if bad:
+        raise DataError(path, where, f"mapping.{key}", f"expression {shown(expr)} yielded a "
+                        f"list containing {bad[0]!r}; expected {{source, content}} objects")
 
 
 def as_mapping(mapping: Mapping[str, str] | FieldMapping | None, allowed: tuple[str, ...],
