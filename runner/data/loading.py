@@ -121,9 +121,10 @@ class CaseIds:
     def problem(self, case_id: str, where: str) -> str | None:
         """Why `case_id` (at `where`) cannot follow the ids met so far, or None."""
         key = unicodedata.normalize("NFC", case_id).strip()
-        first, at = self._seen.setdefault(key, (case_id, where))
-        if at == where:  # met first here (each record has its own `where`)
+        if key not in self._seen:
+            self._seen[key] = (case_id, where)
             return None
+        first, at = self._seen[key]
         if first == case_id:
             return f"duplicate case id {case_id!r} (first seen at {at})"
         return (f"case id {case_id!a} looks the same as {first!a} at {at} "
