@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
@@ -28,8 +28,7 @@ def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | No
     Raises:
         RagciteError: The function cannot be found or built (one line naming `key`).
     """
-    spec = _plain(spec)
-    if spec is None:
+    if (spec := _plain(spec)) is None:
         return None
     from runner.config.plugins import build
 
@@ -38,8 +37,10 @@ def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | No
                  _partial_=True)
 
 
-def _mapping(cfg: Mapping[str, Any] | None) -> dict[str, str]:
-    return {k: v for k, v in (_plain(cfg) or {}).items() if v is not None}
+def _options(spec: Any, key: str) -> dict[str, Any]:
+    """The loader arguments of a file's section of the config (`key` names it in errors)."""
+    return {"mapping": spec.get("mapping"), "format": spec.get("format"),
+            "transform": build_callable(spec.get("transform"), f"{key}.transform")}
 
 
 class Dataset:
@@ -57,23 +58,18 @@ class Dataset:
 
     def iter_cases(self) -> Iterator[Case]:
         """Stream the validated cases (the first `limit` when set)."""
-        transform = build_callable(self.cfg.get("transform"), "dataset.transform")
-        it = iter_cases(self.path, mapping=_mapping(self.cfg.get("mapping")),
-                        format=self.cfg.get("format"), transform=transform)
+        it = iter_cases(self.path, **_options(self.cfg, "dataset"))
         return islice(it, self.limit) if self.limit is not None else it
 
     @cached_property
     def digest(self) -> str:
         """Content digest of the case file(s), the knowledge base and the loading config."""
-        h = hashlib.sha256()
-        h.update(file_digest(self.path).encode())
-        kb = self.cfg.get("knowledge_base")
-        if kb and kb.get("path"):
-            h.update(file_digest(kb["path"]).encode())
+        kb = self.cfg.get("knowledge_base") or {}
         loading = {k: self.cfg.get(k) for k in ("mapping", "transform", "limit", "format",
                                                  "knowledge_base")}
-        h.update(json.dumps(loading, sort_keys=True, default=str).encode())
-        return h.hexdigest()[:16]
+        parts = (file_digest(self.path), file_digest(kb["path"]) if kb.get("path") else "",
+                 json.dumps(loading, sort_keys=True, default=str))
+        return hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
 
     def knowledge_base(self) -> list[Document]:
         """The knowledge base documents.
@@ -86,10 +82,7 @@ class Dataset:
             raise DataError(self.path, None, "dataset.knowledge_base",
                             f"dataset {self.name!r} has no knowledge base; a retrieving model "
                             "adapter needs one (set dataset.knowledge_base.path)")
-        docs = list(iter_documents(kb["path"], mapping=_mapping(kb.get("mapping")),
-                                   format=kb.get("format"),
-                                   transform=build_callable(kb.get("transform"),
-                                                            "dataset.knowledge_base.transform")))
+        docs = list(iter_documents(kb["path"], **_options(kb, "dataset.knowledge_base")))
         if not any(doc.text.strip() for doc in docs):
             what = f"only blank documents ({len(docs)})" if docs else "no documents"
             raise DataError(str(kb["path"]), None, None,
@@ -111,14 +104,10 @@ class Dataset:
             raise DataError(self.path, None, "model.system",
                             f"unknown system {name!r} for dataset {self.name!r}; expected one "
                             f"of {', '.join(systems) or '(none stored)'}")
-        spec = systems[name]
-        out: dict[str, Response] = {}
-        for case in iter_cases(spec["path"], mapping=_mapping(spec.get("mapping")),
-                               format=spec.get("format"),
-                               transform=_WithQuery(build_callable(
-                                   spec.get("transform"), f"dataset.systems.{name}.transform"))):
-            out[case.id] = case.response or Response()
-        return out
+        options = _options(systems[name], f"dataset.systems.{name}")
+        cases = iter_cases(systems[name]["path"], **{**options, "transform": _WithQuery(
+            options["transform"])})
+        return {case.id: case.response or Response() for case in cases}
 
 
 @dataclass(frozen=True)
@@ -132,8 +121,5 @@ class _WithQuery:
     func: Callable[..., Any] | None
 
     def __call__(self, record: Any) -> Any:
-        if self.func is not None:
-            record = self.func(record)
-        if isinstance(record, dict) and "query" not in record:
-            record = {**record, "query": ""}
-        return record
+        record = record if self.func is None else self.func(record)
+        return {"query": "", **record} if isinstance(record, dict) else record

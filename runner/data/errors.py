@@ -20,12 +20,8 @@ class DataError(ValueError):
         self.where = where
         self.field = field
         self.problem = problem
-        parts = [str(path)]
-        if where:
-            parts.append(where)
-        if field:
-            parts.append(f"field '{field}'")
-        super().__init__(", ".join(parts) + ": " + problem)
+        parts = (where, field and f"field '{field}'")
+        super().__init__(", ".join([str(path), *filter(None, parts)]) + ": " + problem)
 
     def __reduce__(self) -> tuple[type[DataError], tuple[str, str | None, str | None, str]]:
         # Rebuild from the parts, so the error crosses process boundaries (joblib, Ray).

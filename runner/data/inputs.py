@@ -9,7 +9,7 @@ place in the input: ``cases[3].references[0].source: required field is missing``
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -19,13 +19,24 @@ from runner.errors import RagciteError
 
 CaseLike = Case | Mapping[str, Any]
 ResponseLike = Response | Mapping[str, Any]
+_M = TypeVar("_M", Case, Response)
 
 
-def _refused(where: str, exc: ValidationError) -> RagciteError:
-    """The first problem of `exc` as one line located at `where` (``cases[3]``)."""
-    err = validation_to_data_error(exc, where, "")
-    return RagciteError(f"{where}.{err.field}: {err.problem}" if err.field
-                        else f"{where}: {err.problem}")
+def _validated(model: type[_M], item: Any, where: str, keys: str,
+               record: dict[str, Any] | None = None) -> _M:
+    """`item` as a `model` (`record`: the dict to validate, else `item` as one), or one line
+    located at `where` (``cases[3]``) naming its first problem."""
+    if isinstance(item, model):
+        return item
+    if not isinstance(item, Mapping):
+        raise RagciteError(f"{where}: expected a runner.{model.__name__} or a dict ({{{keys}}}), "
+                           f"got {type(item).__name__}")
+    try:
+        return model.model_validate(dict(item) if record is None else record)
+    except ValidationError as exc:
+        err = validation_to_data_error(exc, where, "")
+        raise RagciteError(f"{where}.{err.field}: {err.problem}" if err.field
+                           else f"{where}: {err.problem}") from None
 
 
 def as_case(item: Any, index: int) -> Case:
@@ -36,19 +47,9 @@ def as_case(item: Any, index: int) -> Case:
     Raises:
         RagciteError: Neither a case nor a dict, or a dict that is not a valid case.
     """
-    if isinstance(item, Case):
-        return item
-    where = f"cases[{index}]"
-    if not isinstance(item, Mapping):
-        raise RagciteError(f"{where}: expected a runner.Case or a dict "
-                           f"({{'id', 'query', 'references', 'response', ...}}), "
-                           f"got {type(item).__name__}")
-    record = dict(item)
-    record.setdefault("id", str(index + 1))
-    try:
-        return Case.model_validate(record)
-    except ValidationError as exc:
-        raise _refused(where, exc) from None
+    record = {"id": str(index + 1), **item} if isinstance(item, Mapping) else None
+    return _validated(Case, item, f"cases[{index}]", "'id', 'query', 'references', "
+                      "'response', ...", record)
 
 
 def iter_as_cases(items: Iterable[Any]) -> Iterator[Case]:
@@ -60,8 +61,7 @@ def iter_as_cases(items: Iterable[Any]) -> Iterator[Case]:
     ids = CaseIds()
     for index, item in enumerate(items):
         case = as_case(item, index)
-        problem = ids.problem(case.id, f"cases[{index}]")
-        if problem:
+        if problem := ids.problem(case.id, f"cases[{index}]"):
             raise RagciteError(f"cases[{index}].id: {problem}")
         yield case
 
@@ -92,8 +92,7 @@ def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Resp
     out: dict[str, Response] = {}
     ids = CaseIds()
     for key, where, value in items:
-        problem = ids.problem(str(key), where)
-        if problem:
+        if problem := ids.problem(str(key), where):
             raise RagciteError(f"{where}: {problem}")
         out[str(key)] = _response(value, key, where)
     return out
@@ -101,20 +100,12 @@ def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Resp
 
 def _response(value: Any, key: Any, where: str) -> Response:
     """One response of `responses=` (located at `where`) for the case id `key`."""
-    if isinstance(value, Response):
-        return value
-    if not isinstance(value, Mapping):
-        raise RagciteError(f"{where}: expected a runner.Response or a dict "
-                           f"({{'answer', 'citations'}}), got {type(value).__name__}")
-    record = dict(value)
+    record = dict(value) if isinstance(value, Mapping) else None
     # A stored responses record: its id must name the same case.
-    if "id" in record and str(record.pop("id")) != str(key):
+    if record is not None and "id" in record and str(record.pop("id")) != str(key):
         raise RagciteError(f"{where}.id: {value['id']!r} is not the case id it is "
-                               f"given for ({key!r})")
-    try:
-        return Response.model_validate(record)
-    except ValidationError as exc:
-        raise _refused(where, exc) from None
+                           f"given for ({key!r})")
+    return _validated(Response, value, where, "'answer', 'citations'", record)
 
 
 def no_response_error(n_cases: int, responses_given: bool, first_id: str) -> RagciteError:

@@ -31,21 +31,21 @@ from typing import Any
 
 from runner.data.errors import DataError
 
+#: The deepest nesting of lists and objects a record may have.
 MAX_DEPTH = 100
-"""The deepest nesting of lists and objects a record may have."""
+#: How many values YAML aliases may add to a record beyond those written in the file.
 MAX_EXPANSION = 1_000_000
-"""How many values YAML aliases may add to a record beyond those written in the file."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+#: Text that may hold a value no record may hold: a surrogate escape, a NaN or an Infinity.
 HINTS = re.compile(r"\\u[dD][89a-fA-F]|NaN|Infinity")
-"""Text that may hold a value no record may hold: a surrogate escape, a NaN or an Infinity."""
+#: The same as plain strings, for a fast first look at a whole file (a superset of HINTS).
 HINT_TEXTS = ("\\ud", "\\uD", "NaN", "Infinity")
-"""The same as plain strings, for a fast first look at a whole file (a superset of HINTS)."""
 _TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
 
 
+#: The problem of a JSON object that repeats a key.
 REPEATED = "the key is given twice in one object; keep one"
-"""The problem of a JSON object that repeats a key."""
 
 
 class Repeated(dict[str, Any]):
@@ -60,13 +60,9 @@ class Repeated(dict[str, Any]):
         self.key = key
 
 
-class NonFinite:
-    """What the JSON reader makes of a ``NaN``/``Infinity`` literal: refused by the check."""
-
-    __slots__ = ("literal",)
-
-    def __init__(self, literal: str) -> None:
-        self.literal = literal
+class NonFinite(str):
+    """What the JSON reader makes of a ``NaN``/``Infinity`` literal (the literal's text): refused
+    by the check."""
 
 
 def parse_json(text: str, path: str, where: str | None, field: str | None = None, *,
@@ -91,8 +87,7 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         return NonFinite(literal)
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(items)
-        if len(obj) == len(items):
+        if len(obj := dict(items)) == len(items):
             return obj
         keys = [k for k, _ in items]
         refused.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
@@ -101,7 +96,7 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
     try:
         value = json.loads(text, parse_constant=constant, object_pairs_hook=pairs)
     except RecursionError:
-        raise DataError(path, where or deep_line(text), field, deep_problem()) from None
+        raise DataError(path, where or deep_line(text), field, DEEP) from None
     except json.JSONDecodeError:
         raise
     except ValueError:  # an integer of more digits than Python converts
@@ -120,9 +115,8 @@ def may_break_bounds(text: str) -> bool:
             or text.count("[") + text.count("{") > MAX_DEPTH)
 
 
-def deep_problem() -> str:
-    """The message for a value nested too deep."""
-    return f"nested deeper than {MAX_DEPTH} levels of lists and objects (the limit)"
+#: The problem of a value nested too deep.
+DEEP = f"nested deeper than {MAX_DEPTH} levels of lists and objects (the limit)"
 
 
 def deep_line(text: str) -> str | None:
@@ -175,13 +169,12 @@ class _Walk:
 
     def size(self, value: Any, field: str, depth: int) -> int:
         """The expanded number of values in `value` (1 for a scalar); raises on a bad one."""
-        if isinstance(value, str):
-            self.text(value, field)
-            return 1
         if isinstance(value, NonFinite) or (isinstance(value, float) and not math.isfinite(value)):
-            shown = value.literal if isinstance(value, NonFinite) else repr(value)
+            shown = value if isinstance(value, NonFinite) else repr(value)
             raise self.fail(field, f"{shown} is not allowed (not a finite number); write null or "
                                    "a number")
+        if isinstance(value, str):
+            self.text(value, field)
         if not isinstance(value, (dict, list)):
             return 1
         if isinstance(value, Repeated):
@@ -190,13 +183,13 @@ class _Walk:
         if key in self.seen:  # a YAML alias: counted again, not walked again
             total, height = self.seen[key]
             if depth + height - 1 > MAX_DEPTH:
-                raise self.fail(field, deep_problem())
+                raise self.fail(field, DEEP)
             return total
         if key in self.open:
             raise self.fail(field, "a YAML alias inside its own anchor: the record contains "
                                    "itself")
         if depth > MAX_DEPTH:
-            raise self.fail(field, deep_problem())
+            raise self.fail(field, DEEP)
         self.open.add(key)
         total, height = 1, 0
         for name, item in (value.items() if isinstance(value, dict) else enumerate(value)):

@@ -22,6 +22,8 @@ from runner.data.models import Case, Document
 from runner.data.text import read_text
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
+KBTransform = Callable[[Any], Iterable[dict[str, Any]]]
+MappingLike = Mapping[str, str] | FieldMapping | None
 PKG_PREFIX = "pkg://"
 
 
@@ -62,8 +64,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def validation_to_data_error(exc: ValidationError, path: str,
-                             where: str | None) -> DataError:
+def validation_to_data_error(exc: ValidationError, path: str, where: str | None) -> DataError:
     """Turn the first pydantic validation error into a located :class:`DataError`."""
     err = exc.errors()[0]
     field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -73,12 +74,8 @@ def validation_to_data_error(exc: ValidationError, path: str,
     return DataError(path, where, field or None, problem)
 
 
-def iter_cases(
-    path: str | Path,
-    mapping: Mapping[str, str] | FieldMapping | None = None,
-    format: str | None = None,
-    transform: Transform | None = None,
-) -> Iterator[Case]:
+def iter_cases(path: str | Path, mapping: MappingLike = None, format: str | None = None,
+               transform: Transform | None = None) -> Iterator[Case]:
     """Stream validated cases from a file, one record at a time.
 
     Args:
@@ -108,8 +105,7 @@ def iter_cases(
     for where, case in located:
         if case is None:  # the transform skipped the record
             continue
-        problem = ids.problem(case.id, where)
-        if problem:
+        if problem := ids.problem(case.id, where):
             raise DataError(shown, where, "id", problem)
         yield case
 
@@ -181,7 +177,10 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
     if not isinstance(record, dict) or "__raw__" in record:
         raise DataError(shown, where, None,
                         f"expected an object, got {type(raw).__name__}")
-    record = _fold_response(record)
+    # Mapped top-level `citations`/`answer` move into the `response` object.
+    moved = {k: v for k in ("citations", "answer") if (v := record.pop(k, None)) is not None}
+    if moved:
+        record["response"] = dict(record.get("response") or {}, **moved)
     record.setdefault("id", str(index))
     try:
         return Case.model_validate(record)
@@ -204,23 +203,8 @@ def _shown(value: Any) -> str:
     return f"{type(value).__name__} ({_cut(repr(value), 40)})"
 
 
-def _fold_response(record: dict[str, Any]) -> dict[str, Any]:
-    """Move mapped top-level `citations`/`answer` into the `response` object."""
-    if "citations" not in record and "answer" not in record:
-        return record
-    moved = {k: record[k] for k in ("citations", "answer") if record.get(k) is not None}
-    record = {k: v for k, v in record.items() if k not in ("citations", "answer")}
-    if moved:
-        record["response"] = dict(record.get("response") or {}, **moved)
-    return record
-
-
-def load_cases(
-    path: str | Path,
-    mapping: Mapping[str, str] | FieldMapping | None = None,
-    format: str | None = None,
-    transform: Transform | None = None,
-) -> list[Case]:
+def load_cases(path: str | Path, mapping: MappingLike = None, format: str | None = None,
+               transform: Transform | None = None) -> list[Case]:
     """Load every case of a file into a list. See :func:`iter_cases` for the arguments.
 
     Example:
@@ -233,12 +217,8 @@ def load_cases(
         return list(iter_cases(path, mapping=mapping, format=format, transform=transform))
 
 
-def iter_documents(
-    path: str | Path,
-    mapping: Mapping[str, str] | FieldMapping | None = None,
-    format: str | None = None,
-    transform: Callable[[Any], Iterable[dict[str, Any]]] | None = None,
-) -> Iterator[Document]:
+def iter_documents(path: str | Path, mapping: MappingLike = None, format: str | None = None,
+                   transform: KBTransform | None = None) -> Iterator[Document]:
     """Stream the documents of a knowledge base.
 
     A knowledge base is a JSONL (or JSON/YAML/CSV) file of ``{"source", "text"}`` records, or a
@@ -251,9 +231,9 @@ def iter_documents(
     real = resolve_path(path)
     shown = str(path)
     if real.is_dir():
-        for file in sorted(real.rglob("*")):
-            if file.suffix.lower() in (".txt", ".md") and file.is_file():
-                yield Document(source=file.name, text=read_text(file))
+        yield from (Document(source=file.name, text=read_text(file)) for file in
+                    sorted(real.rglob("*")) if file.suffix.lower() in (".txt", ".md")
+                    and file.is_file())
         return
     fm = as_mapping(mapping, KB_KEYS, origin=f"{shown} (mapping)")
     # With a transform, a JSON/YAML object (a corpus keyed by source) is one record to split.
@@ -268,8 +248,7 @@ def iter_documents(
                 raise validation_to_data_error(exc, shown, where) from None
 
 
-def _kb_records(transform: Callable[[Any], Iterable[dict[str, Any]]], raw: Any, shown: str,
-                where: str) -> list[Any]:
+def _kb_records(transform: KBTransform, raw: Any, shown: str, where: str) -> list[Any]:
     """A knowledge-base transform's documents for one record: a dict or an iterable of dicts."""
     try:
         out = transform(raw)
@@ -286,12 +265,8 @@ def _kb_records(transform: Callable[[Any], Iterable[dict[str, Any]]], raw: Any, 
     return records
 
 
-def load_knowledge_base(
-    path: str | Path,
-    mapping: Mapping[str, str] | FieldMapping | None = None,
-    format: str | None = None,
-    transform: Callable[[Any], Iterable[dict[str, Any]]] | None = None,
-) -> list[Document]:
+def load_knowledge_base(path: str | Path, mapping: MappingLike = None, format: str | None = None,
+                        transform: KBTransform | None = None) -> list[Document]:
     """Load a whole knowledge base. See :func:`iter_documents`."""
     return list(iter_documents(path, mapping=mapping, format=format, transform=transform))
 

@@ -49,8 +49,7 @@ class FieldMapping:
             except JMESPathError as exc:
                 raise DataError(self.origin, None, key,
                                 f"invalid JMESPath expression {shown(expr)}: {exc}") from None
-            unknown = sorted(_function_names(compiled[key].parsed) - set(_FUNCTIONS))
-            if unknown:
+            if unknown := sorted(_function_names(compiled[key].parsed) - set(_FUNCTIONS)):
                 raise DataError(self.origin, None, key,
                                 f"unknown JMESPath function {unknown[0]}() in {shown(expr)}; "
                                 f"the functions are {', '.join(_FUNCTIONS)}")
@@ -102,8 +101,8 @@ def shown(expr: str, limit: int = 80) -> str:
     return repr(expr if len(expr) <= limit else f"{expr[:limit // 2]}…{expr[-limit // 2:]}")
 
 
+#: JMESPath's built-in functions (ragcite registers none of its own).
 _FUNCTIONS: tuple[str, ...] = tuple(sorted(Functions.FUNCTION_TABLE))
-"""JMESPath's built-in functions (ragcite registers none of its own)."""
 
 
 def _function_names(node: dict[str, Any]) -> set[str]:
@@ -146,17 +145,15 @@ def _check_shape(key: str, value: Any, expr: str, path: str, where: str) -> None
         got = "null" if value is None else type(value).__name__
         raise DataError(path, where, f"mapping.{key}",
                         f"expression {shown(expr)} yielded {got}; expected {expected}")
-    if key in ("references", "citations"):
-        for item in value:
-            if not isinstance(item, dict) or "source" not in item:
-                raise DataError(path, where, f"mapping.{key}",
-                                f"expression {shown(expr)} yielded a list containing {item!r}; "
-                                "expected {source, content} objects")
+    bad = [item for item in value if not isinstance(item, dict) or "source" not in item] \
+        if key in ("references", "citations") else []
+    if bad:
+        raise DataError(path, where, f"mapping.{key}", f"expression {shown(expr)} yielded a "
+                        f"list containing {bad[0]!r}; expected {{source, content}} objects")
 
 
 def as_mapping(mapping: Mapping[str, str] | FieldMapping | None, allowed: tuple[str, ...],
                origin: str) -> FieldMapping:
     """Coerce a dict (or None) to a compiled :class:`FieldMapping`."""
-    if isinstance(mapping, FieldMapping):
-        return mapping
-    return FieldMapping(dict(mapping or {}), allowed=allowed, origin=origin)
+    return mapping if isinstance(mapping, FieldMapping) else FieldMapping(
+        dict(mapping or {}), allowed=allowed, origin=origin)

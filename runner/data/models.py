@@ -32,12 +32,19 @@ def _not_blank(value: str) -> str:
     return value
 
 
+#: A document id or name (of a reference, a citation, a knowledge-base document, an expected
+#: source): not blank.
 Source = Annotated[str, AfterValidator(_not_blank)]
-"""A document id or name (of a reference, a citation, a knowledge-base document, an expected
-source): not blank."""
 
 
-class Reference(_Model):
+class _Quoted(_Model):
+    """A source (not blank) and a passage of it: the fields of a reference and a citation."""
+
+    source: Source
+    content: str = ""
+
+
+class Reference(_Quoted):
     """A ground-truth evidence passage.
 
     Attributes:
@@ -46,15 +53,9 @@ class Reference(_Model):
             citation of the same source (SPEC 4.1).
     """
 
-    source: Source
-    content: str = ""
 
-
-class Citation(_Model):
+class Citation(_Quoted):
     """A passage a response quotes, with the document it comes from (not blank)."""
-
-    source: Source
-    content: str = ""
 
 
 class Document(_Model):

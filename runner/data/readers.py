@@ -39,17 +39,15 @@ def infer_format(path: str | Path, format: str | None = None) -> str:
     Raises:
         DataError: The format is unknown or cannot be inferred.
     """
-    if format:
-        if format not in FORMATS:
-            raise DataError(str(path), None, None,
-                            f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-        return format
     suffix = Path(path).suffix.lower()
-    if suffix not in _EXTENSIONS:
+    if format and format not in FORMATS:
+        raise DataError(str(path), None, None,
+                        f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if not format and suffix not in _EXTENSIONS:
         raise DataError(str(path), None, None,
                         f"cannot infer the format from extension {suffix!r}; set `format:` to "
                         f"one of {', '.join(FORMATS)}")
-    return _EXTENSIONS[suffix]
+    return format or _EXTENSIONS[suffix]
 
 
 def iter_records(path: str | Path, format: str | None = None, *,
@@ -186,7 +184,7 @@ def parse_document(path: Path, fmt: str) -> Any:
         where = f"line {mark.line + 1}" if mark is not None else None
         raise DataError(str(path), where, None, f"malformed YAML ({exc})") from None
     except RecursionError:
-        raise DataError(str(path), limits.deep_line(text), None, limits.deep_problem()) from None
+        raise DataError(str(path), limits.deep_line(text), None, limits.DEEP) from None
 
 
 def _iter_csv(path: Path) -> Iterator[Record]:
@@ -204,7 +202,11 @@ def _iter_csv(path: Path) -> Iterator[Record]:
                 if not row:
                     continue
                 if header is None:
-                    header = _csv_header(path, where, row)
+                    header = row
+                    twice = next((name for i, name in enumerate(row) if name in row[:i]), None)
+                    if twice is not None:
+                        raise DataError(str(path), where, twice, "the header names this column "
+                                        "twice; name each column once")
                 elif len(row) != len(header):
                     raise DataError(str(path), where, None,
                                     f"{len(row)} values for the header's {len(header)} "
@@ -216,15 +218,6 @@ def _iter_csv(path: Path) -> Iterator[Record]:
                        if str(exc) == "unexpected end of data" else f"malformed CSV ({exc})")
             raise DataError(str(path), f"line {start}", None,
                             f"{problem}; a quote inside a quoted value is written \"\"") from None
-
-
-def _csv_header(path: Path, where: str, header: list[str]) -> list[str]:
-    """The header row, refused when it names a column twice."""
-    twice = next((name for index, name in enumerate(header) if name in header[:index]), None)
-    if twice is not None:
-        raise DataError(str(path), where, twice,
-                        "the header names this column twice; name each column once")
-    return header
 
 
 def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:

@@ -12,15 +12,15 @@ from typing import TextIO
 
 from runner.data.errors import DataError
 
+#: UTF-8, with a byte-order mark at the start skipped (as Windows editors write it).
 ENCODING = "utf-8-sig"
-"""UTF-8, with a byte-order mark at the start skipped (as Windows editors write it)."""
 
 
 _SPECIAL = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
             stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 
 
-def check_file(path: Path, shown: str | None = None) -> None:
+def check_file(path: Path) -> None:
     """Refuse a path that is not a readable file, saying what it is: a FIFO or a device
     (``/dev/zero``) would block or never end, and is never opened.
 
@@ -28,10 +28,10 @@ def check_file(path: Path, shown: str | None = None) -> None:
         DataError: The path is a directory, a special file or does not exist.
     """
     if path.is_dir():
-        raise DataError(shown or str(path), None, None, "is a directory; expected a file")
+        raise DataError(str(path), None, None, "is a directory; expected a file")
     if not path.is_file():
         kind = _SPECIAL.get(stat.S_IFMT(path.stat().st_mode)) if path.exists() else None
-        raise DataError(shown or str(path), None, None,
+        raise DataError(str(path), None, None,
                         f"is {kind}, not a regular file" if kind else "file not found")
 
 

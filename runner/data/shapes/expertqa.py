@@ -31,19 +31,19 @@ system's responses, so :func:`case_record` keeps the lines of one system and ski
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
+#: The six answering systems of ExpertQA.
 SYSTEMS = ("gpt4", "bing_chat", "rr_gs_gpt4", "rr_sphere_gpt4", "post_hoc_gs_gpt4",
            "post_hoc_sphere_gpt4")
-"""The six answering systems of ExpertQA."""
 
+#: Values of a claim's ``support`` that make its evidence a reference.
 SUPPORTING = frozenset({"Complete"})
-"""Values of a claim's ``support`` that make its evidence a reference."""
 
 # "[n] URL" + blank line + passage (the same pattern that derived the knowledge base), or a
 # URL alone (gpt4 adds stray trailing spaces).
-_WITH_PASSAGE = re.compile(r"\[(\d+)\] (\S+)\n\n(.*)\Z", re.DOTALL)
-_URL_ONLY = re.compile(r"\[(\d+)\]\s*(\S+)\s*\Z")
+_EVIDENCE = re.compile(r"\[(\d+)\](?: (\S+)\n\n(.*)|\s*(\S+)\s*)\Z", re.DOTALL)
 
 
 def parse_evidence(text: str) -> tuple[str, str, str]:
@@ -63,50 +63,45 @@ def parse_evidence(text: str) -> tuple[str, str, str]:
         >>> parse_evidence("[2] https://x.org/a\\n\\nSome passage.")
         ('2', 'https://x.org/a', 'Some passage.')
     """
-    m = _WITH_PASSAGE.match(text)
-    if m:
-        return m.group(1), m.group(2), m.group(3)
-    m = _URL_ONLY.match(text)
-    if m:
-        return m.group(1), m.group(2), ""
+    if m := _EVIDENCE.match(text):
+        return m.group(1), m.group(2) or m.group(4), m.group(3) or ""
     raise ValueError(f"evidence string {text[:80]!r} is neither '[n] URL' nor "
                      "'[n] URL<blank line>passage'")
 
 
-def _single_answer(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _answer(record: dict[str, Any], system: str | None) -> dict[str, Any] | None:
+    """The line's one answer when `system` (None: any) gave it, else None."""
+    if system is not None and system not in SYSTEMS:
+        raise ValueError(f"unknown ExpertQA system {system!r}; expected one of "
+                         f"{', '.join(SYSTEMS)}")
     answers = record.get("answers")
     if not isinstance(answers, dict) or len(answers) != 1:
         got = list(answers) if isinstance(answers, dict) else type(answers).__name__
         raise ValueError(f"expected 'answers' to hold exactly one system's answer, got {got}")
-    return next(iter(answers.items()))
+    name, answer = next(iter(answers.items()))
+    return answer if system in (None, name) else None
 
 
-def _check_system(system: str | None) -> None:
-    if system is not None and system not in SYSTEMS:
-        raise ValueError(f"unknown ExpertQA system {system!r}; expected one of "
-                         f"{', '.join(SYSTEMS)}")
+def _evidence(answer: dict[str, Any], supported: bool) -> Iterator[tuple[str, str, str]]:
+    """``(n, URL, passage)`` of each evidence string of the answer's claims (`supported`: of
+    its completely supported claims only), in order."""
+    return (parse_evidence(evidence) for claim in answer.get("claims") or []
+            if not supported or claim.get("support") in SUPPORTING
+            for evidence in claim.get("evidence") or [])
 
 
 def citations(answer: dict[str, Any]) -> list[dict[str, str]]:
     """The citations of one answer: each ``[n]`` its claims cite, once, in first-seen order."""
     seen: dict[str, dict[str, str]] = {}
-    for claim in answer.get("claims") or []:
-        for evidence in claim.get("evidence") or []:
-            n, url, passage = parse_evidence(evidence)
-            seen.setdefault(n, {"source": url, "content": passage})
+    for n, url, passage in _evidence(answer, supported=False):
+        seen.setdefault(n, {"source": url, "content": passage})
     return list(seen.values())
 
 
 def references(answer: dict[str, Any]) -> list[dict[str, str]]:
     """The evidence of the answer's completely supported claims, distinct (URL, passage) pairs."""
-    seen: dict[tuple[str, str], None] = {}
-    for claim in answer.get("claims") or []:
-        if claim.get("support") not in SUPPORTING:
-            continue
-        for evidence in claim.get("evidence") or []:
-            _, url, passage = parse_evidence(evidence)
-            seen.setdefault((url, passage), None)
-    return [{"source": url, "content": passage} for url, passage in seen]
+    pairs = dict.fromkeys((url, passage) for _, url, passage in _evidence(answer, supported=True))
+    return [{"source": url, "content": passage} for url, passage in pairs]
 
 
 def case_record(record: dict[str, Any], system: str | None = None,
@@ -130,12 +125,8 @@ def case_record(record: dict[str, Any], system: str | None = None,
     Raises:
         ValueError: The chosen system is not an ExpertQA system, or the line is malformed.
     """
-    wanted = system or default_system
-    _check_system(wanted)
-    name, answer = _single_answer(record)
-    if wanted is not None and name != wanted:
-        return None
-    return {**record, "references": references(answer)}
+    answer = _answer(record, system or default_system)
+    return None if answer is None else {**record, "references": references(answer)}
 
 
 def response_record(record: dict[str, Any], system: str) -> dict[str, Any] | None:
@@ -151,8 +142,7 @@ def response_record(record: dict[str, Any], system: str) -> dict[str, Any] | Non
     Raises:
         ValueError: `system` is not an ExpertQA system, or the line is malformed.
     """
-    _check_system(system)
-    name, answer = _single_answer(record)
-    if name != system:
+    answer = _answer(record, system)
+    if answer is None or system is None:
         return None
     return {"answer": answer.get("answer_string") or "", "citations": citations(answer)}

@@ -49,14 +49,13 @@ def supporting_facts(record: dict[str, Any], strict: bool = True) -> dict[str, A
     references: list[dict[str, str]] = []
     for n, (title, index) in enumerate(record.get("supporting_facts") or []):
         sentences = paragraphs.get(title)
-        if sentences is None or not 0 <= int(index) < len(sentences):
-            if strict:
-                where = ("no context paragraph has that title" if sentences is None
-                         else f"the paragraph has {len(sentences)} sentences")
-                raise ValueError(f"supporting_facts[{n}] = [{title!r}, {index}]: {where}")
-            references.append({"source": title, "content": ""})
-            continue
-        references.append({"source": title, "content": sentences[int(index)].strip()})
+        found = sentences is not None and 0 <= int(index) < len(sentences)
+        if not found and strict:
+            where = ("no context paragraph has that title" if sentences is None
+                     else f"the paragraph has {len(sentences)} sentences")
+            raise ValueError(f"supporting_facts[{n}] = [{title!r}, {index}]: {where}")
+        content = sentences[int(index)].strip() if found and sentences else ""
+        references.append({"source": title, "content": content})
     return {**record, "references": references}
 
 
@@ -76,10 +75,7 @@ def corpus_documents(corpus: dict[str, list[str]]) -> Iterator[dict[str, str]]:
     if not isinstance(corpus, dict):
         raise ValueError(f"expected an object title -> sentences, got {type(corpus).__name__}")
     for title, sentences in corpus.items():
-        if isinstance(sentences, str):
-            text = sentences
-        elif isinstance(sentences, list) and all(isinstance(s, str) for s in sentences):
-            text = "".join(sentences)
-        else:
+        if not isinstance(sentences, str) and not (
+                isinstance(sentences, list) and all(isinstance(s, str) for s in sentences)):
             raise ValueError(f"corpus entry {title!r}: expected a list of sentences")
-        yield {"source": title, "text": text}
+        yield {"source": title, "text": "".join(sentences)}
