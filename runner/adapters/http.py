@@ -123,7 +123,6 @@ class HttpModel(Caller, BaseAdapter):
 
         if not self.url or self.url == "???" or not re.match(r"^https?://", self.url):
             raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
-        super().check()
         self._template()
         for key in ("citations", "answer", "tokens"):
             expr = getattr(self, key)

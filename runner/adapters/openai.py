@@ -152,7 +152,6 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         from runner.errors import RagciteError
 
-        super().check()
         require_key(self.openai_api_key, "model", "model=openai")
         try:
             self._prompt()

@@ -85,6 +85,7 @@ class EmbeddingVectors(BaseMatcher, Caller):
     """
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._cache_dir: Path | None = None
         self._calls(getattr(self, "model", None))
 
@@ -99,6 +100,10 @@ class EmbeddingVectors(BaseMatcher, Caller):
     async def embed(self, texts: list[str], store: ResultStore
                     ) -> dict[str, Vector | PairError]:
         """Vectors for texts that are not cached; each one is ``store.put`` as it arrives."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Refuse what cannot work (a missing key, a missing extra) before any call."""
         raise NotImplementedError
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
@@ -171,7 +176,6 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
 
     def check(self) -> None:
         """Fail early with a one-line message: missing key or bad settings."""
-        super().check()
         require_key(self.openai_api_key, "matcher", "matcher=embeddings")
 
     def vector_identity(self) -> dict[str, Any]:

@@ -156,6 +156,7 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
     what: ClassVar[str] = "matcher=llm"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._cache_dir: Path | None = None
         self._calls(self.model)
 
@@ -165,7 +166,6 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         from runner.errors import RagciteError
 
-        super().check()
         require_key(self.openai_api_key, "matcher", "matcher=llm")
         try:
             self._prompt()
