@@ -323,6 +323,9 @@ class Caller:
         self._memory: dict[tuple[str, str], Any] = {}  # the results when no cache folder is set
         self._key_accepted = False  # until a reply: the first request goes alone
 
+    def check(self) -> None:
+        """Refuse what cannot work before any call (nothing by default)."""
+
     def usage(self) -> dict[str, Any]:
         """Requests, tokens and cache hits of this run."""
         return self._usage.to_dict()
@@ -358,6 +361,10 @@ class OpenaiCaller(Caller):
     timeout: float
     max_retries: int
     max_retry_after: float
+
+    def check(self) -> None:
+        """A missing key fails before any work (:func:`require_key`)."""
+        require_key(self.openai_api_key, self.where, self.what)
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:

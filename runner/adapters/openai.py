@@ -27,7 +27,6 @@ from runner.apiclient import (
     OpenaiCaller,
     describe_error,
     effective_base_url,
-    require_key,
 )
 from runner.cache import ResultStore, request_key
 from runner.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
@@ -152,7 +151,7 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         from runner.errors import RagciteError
 
-        require_key(self.openai_api_key, "model", "model=openai")
+        super().check()
         try:
             self._prompt()
         except ValueError as exc:

@@ -27,7 +27,6 @@ from runner.apiclient import (
     describe_error,
     effective_base_url,
     gather_all,
-    require_key,
     run_sync,
     send_all,
     waits_too_long,
@@ -102,10 +101,6 @@ class EmbeddingVectors(BaseMatcher, Caller):
         """Vectors for texts that are not cached; each one is ``store.put`` as it arrives."""
         raise NotImplementedError
 
-    def check(self) -> None:
-        """Refuse what cannot work (a missing key, a missing extra) before any call."""
-        raise NotImplementedError
-
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Cosine of each pair; each distinct text is embedded at most once, ever."""
         if not pairs:
@@ -173,10 +168,6 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
     max_retry_after: float = field(default=MAX_RETRY_AFTER,
                                    metadata=allows(RETRY_AFTER, identity=False))
-
-    def check(self) -> None:
-        """Fail early with a one-line message: missing key or bad settings."""
-        require_key(self.openai_api_key, "matcher", "matcher=embeddings")
 
     def vector_identity(self) -> dict[str, Any]:
         """Server, model and dimensions: a text's vector depends on nothing else."""

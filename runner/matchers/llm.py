@@ -24,7 +24,6 @@ from runner.apiclient import (
     OpenaiCaller,
     describe_error,
     effective_base_url,
-    require_key,
     run_sync,
 )
 from runner.cache import ResultStore, request_key
@@ -166,7 +165,7 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         from runner.errors import RagciteError
 
-        require_key(self.openai_api_key, "matcher", "matcher=llm")
+        super().check()
         try:
             self._prompt()
         except ValueError as exc:
