@@ -323,9 +323,6 @@ class Caller:
         self._memory: dict[tuple[str, str], Any] = {}  # the results when no cache folder is set
         self._key_accepted = False  # until a reply: the first request goes alone
 
-    def check(self) -> None:
-        """Refuse what cannot work before any call (nothing by default)."""
-
     def usage(self) -> dict[str, Any]:
         """Requests, tokens and cache hits of this run."""
         return self._usage.to_dict()
