@@ -110,8 +110,8 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     write_config(out / CONFIG_FILE, redact(cfg))
     # The parts are built and checked first: a missing API key or a bad setting fails with one
     # line before any data is loaded or any call is made.
-    adapter: ModelAdapter = build(cfg["model"], "model")
-    matcher: Matcher = build(cfg["matcher"], "matcher")
+    adapter: ModelAdapter = build(cfg["model"], "model", protocol=ModelAdapter)
+    matcher: Matcher = build(cfg["matcher"], "matcher", protocol=Matcher)
     adapter.check()
     if isinstance(matcher, Checked):
         matcher.check()

@@ -1,7 +1,9 @@
 """Keep secrets out of everything a run writes and prints.
 
-A key is secret when its name contains ``api_key``, ``token``, ``secret``, ``password`` or
-``authorization`` (case-insensitive), or when it sits under a ``headers`` mapping. A header's
+A key is secret when its name contains ``api_key``, ``secret``, ``password`` or
+``authorization``, or ends with ``token`` (``access_token``, ``accessToken``; not a count such
+as ``max_tokens`` or ``chars_per_token``, nor ``tokenizer``), case-insensitive, or when it sits
+under a ``headers`` mapping. A header's
 value names environment variables (``RAG_TOKEN``, ``Bearer $RAG_TOKEN``): their values are the
 secrets (a header value naming none is a secret itself). So are the password, the query and
 the fragment of every URL (``http://user:***@host/v1?***#***``: all of a query, whatever its
@@ -32,7 +34,7 @@ from typing import Any
 REDACTED = "***"
 MIN_SECRET = 4
 """Shorter values are never treated as secrets (replacing them would garble every output)."""
-_SECRET_KEY = re.compile(r"api_key|apikey|token|secret|password|authorization", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|(?<!per_)token$", re.IGNORECASE)
 # Environment variables whose values must never appear in outputs.
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
 URL_ENV_VARS = ("MLFLOW_TRACKING_URI", "OPENAI_BASE_URL")

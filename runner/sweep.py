@@ -19,6 +19,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from runner.calibration.job import sweep_entry
+from runner.config.plugins import NotAPlugin
 from runner.errors import RagciteError
 from runner.redact import known_secrets, redact, scrub_data
 from runner.results import METRICS_FILE, SCHEMA_VERSION, read_metrics, result_dirs
@@ -87,10 +88,16 @@ def sweep_name(config: Any) -> str:
 
 def sweep_tracker(config: Any) -> Tracker:
     """The tracker of the sweep-level config (a :class:`NullTracker` when it cannot be built
-    here: each job then says why)."""
+    here: each job then says why).
+
+    Raises:
+        NotAPlugin: The class was built but is no tracker (a method missing).
+    """
     try:
         return make_tracker({key: _select(config, key)
                              for key in ("tracking", "experiment", "output_root")})
+    except NotAPlugin:
+        raise
     except RagciteError:
         return NullTracker()
 

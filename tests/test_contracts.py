@@ -53,9 +53,9 @@ def test_every_matcher_implements_the_whole_protocol(compose_cfg, option: str,
     assert matcher.levels["strict"] >= matcher.levels["default"] >= matcher.levels["lenient"]
     assert "threshold" not in matcher.identity()  # a matcher carries no threshold
     assert isinstance(for_workload(matcher, 10, 2), Matcher)
-    try:
-        assert isinstance(matcher, Checked)
-        matcher.check()  # with a key set, nothing to refuse
+    try:  # a matcher with settings to refuse before any work (its ranges: when built)
+        if isinstance(matcher, Checked):
+            matcher.check()  # with a key set, nothing to refuse
     except Exception as exc:
         assert "pip install" in str(exc)  # an optional extra that is not installed
         assert option == "local_embeddings"

@@ -50,11 +50,61 @@ class PrefixMatcher(BaseMatcher):
 
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         return [float(a[:self.chars] == b[:self.chars]) for a, b in pairs]
+
+
+class LevellessMatcher:
+    """No levels: not a matcher."""
+
+    def identity(self) -> dict[str, str]:
+        return {}
+
+    def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return [1.0 for _ in pairs]
+
+
+class SilentModel:
+    """No respond: not a model adapter."""
+
+    cacheable = False
+
+    def identity(self) -> dict[str, str]:
+        return {}
+
+    def bind(self, context: object) -> None:
+        pass
+
+    def check(self) -> None:
+        pass
+
+    def usage(self) -> None:
+        return None
+
+
+class NoHooksTracker:
+    """No sweep hooks, and not a subclass of Tracker: not a tracker."""
+
+    def __init__(self, **settings: object) -> None:
+        pass
+
+    def check(self) -> None:
+        pass
+
+    def open(self, result_dir: object) -> None:
+        return None
+
+    def log(self, result_dir: object) -> None:
+        pass
+
+    def close(self, status: str, result_dir: object = None) -> None:
+        pass
 '''
 FILES = {"plugins/outside_pkg/__init__.py": OUTSIDE}
 ENV = {"PYTHONPATH": "{tmp}/plugins"}
 JACCARD = "matcher._target_=outside_pkg.JaccardMatcher"
 PREFIX = "matcher._target_=outside_pkg.PrefixMatcher"
+NO_HOOKS = "tracking._target_=outside_pkg.NoHooksTracker"
+NOT_A_TRACKER = (f"{E}tracking._target_: outside_pkg.NoHooksTracker is not a tracker: it lacks "
+                 "start_sweep, end_sweep (runner.tracking.base.Tracker)")
 
 ROWS = [
     Row("outside matcher: not a boolean", [JACCARD, "matcher.lowercase=maybe"], 2,
@@ -78,6 +128,16 @@ ROWS = [
         f"{E}matcher.chars: must be an integer >= 1, got 0", FILES, ENV),
     Row("outside class (not a dataclass): unknown key", [PREFIX, "matcher.n=2"], 2,
         f"{E}matcher.n: no such key; PrefixMatcher takes: chars, note", FILES, ENV),
+    Row("outside class lacking a matcher's member", ["matcher._target_=outside_pkg."
+        "LevellessMatcher"], 2, f"{E}matcher._target_: outside_pkg.LevellessMatcher is not a "
+        "matcher: it lacks levels (runner.matchers.base.Matcher)", FILES, ENV),
+    Row("outside class lacking an adapter's member", ["model._target_=outside_pkg.SilentModel"],
+        2, f"{E}model._target_: outside_pkg.SilentModel is not a model adapter: it lacks respond "
+        "(runner.adapters.base.ModelAdapter)", FILES, ENV),
+    Row("outside class lacking a tracker's sweep hooks: a run", [NO_HOOKS], 2, NOT_A_TRACKER,
+        FILES, ENV),
+    Row("outside class lacking a tracker's sweep hooks: a sweep",
+        ["-m", "matcher=ngram,substring", NO_HOOKS], 2, NOT_A_TRACKER, FILES, ENV),
 ]
 
 

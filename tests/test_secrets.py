@@ -223,6 +223,27 @@ def test_a_header_names_variables_whose_values_are_the_secrets(
         "openai_api_key": REDACTED, "url": "http://u:***@host/x"}}
 
 
+def test_a_count_of_tokens_is_a_setting_and_a_token_is_a_secret() -> None:
+    identity = {"class": "my_pkg.M", "min_tokens": 2, "max_tokens": 3, "tokenizer": "words",
+                "max_request_tokens": 300000, "chars_per_token": 3.0,
+                "api_key": "k-1", "apiKey": "k-2",
+                "token": "t-1", "access_token": "t-2", "accessToken": "t-3", "RAG_TOKEN": "t-4",
+                "password": "p-1", "client_secret": "s-1", "Authorization": "Bearer b-1",
+                "headers": {"X-Tenant": "acme"}}
+    assert redact(identity) == {
+        "class": "my_pkg.M", "min_tokens": 2, "max_tokens": 3, "tokenizer": "words",
+        "max_request_tokens": 300000, "chars_per_token": 3.0,
+        "api_key": REDACTED, "apiKey": REDACTED,
+        "token": REDACTED, "access_token": REDACTED, "accessToken": REDACTED,
+        "RAG_TOKEN": REDACTED, "password": REDACTED, "client_secret": REDACTED,
+        "Authorization": REDACTED, "headers": {"X-Tenant": REDACTED}}
+    assert secret_values({"tokenizer": "whitespace", "access_token": "tok-9999"}) == {"tok-9999"}
+    assert redact_override("matcher.max_tokens=5") == "matcher.max_tokens=5"
+    assert redact_override("+matcher.tokenizer=words") == "+matcher.tokenizer=words"
+    assert redact_override("+model.access_token=tok-9999") == "+model.access_token=***"
+    assert override_secrets("model.max_tokens=4096") == set()
+
+
 def test_an_override_sweep_quoted_or_env_read_key_gives_each_value(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_TOKEN", TOKEN)

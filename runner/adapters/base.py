@@ -79,6 +79,12 @@ class BaseAdapter:
     cacheable = True
 
     def __post_init__(self) -> None:
+        """The fields' declared ranges (runner/config/constraints.py).
+
+        Raises:
+            RagciteError: A field out of range (``model.timeout: must be ...``).
+        """
+        check_fields(self, "model")
         self._context: AdapterContext | None = None
 
     @property
@@ -103,8 +109,7 @@ class BaseAdapter:
         self._context = context
 
     def check(self) -> None:
-        """The fields' declared ranges (runner/config/constraints.py)."""
-        check_fields(self, "model")
+        """Nothing to refuse by default (the fields' ranges are checked when built)."""
 
     def notes(self) -> list[str]:
         """Warnings for the user once every case was answered (none by default), e.g. stored

@@ -121,7 +121,6 @@ class HttpModel(Caller, BaseAdapter):
         """Fail early: no URL, a bad template or JMESPath, a header variable not set."""
         if not re.match(r"^https?://", self.url or ""):
             raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
-        super().check()
         self._template  # noqa: B018 - compiled now, so a broken template fails early
         exprs = {"citations": self.citations, "answer": self.answer, "tokens": self.tokens}
         for key, expr in ((k, e) for k, e in exprs.items() if e is not None):

@@ -28,7 +28,6 @@ from runner.api.client import (
     OpenaiCaller,
     describe_error,
     effective_base_url,
-    require_key,
 )
 from runner.api.prompts import load_prompt
 from runner.api.usage import token_count
@@ -143,7 +142,6 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
-        require_key(self.openai_api_key, "model", "model=openai")
         try:
             load_prompt(self.prompt)
         except ValueError as exc:

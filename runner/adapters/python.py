@@ -46,8 +46,7 @@ class PythonModel(BaseAdapter):
         return fn
 
     def check(self) -> None:
-        """The fields' ranges, and the function importable (before any case is answered)."""
-        super().check()
+        """The function importable (before any case is answered)."""
         self._callable  # noqa: B018 - imported now, so a bad path fails early
 
     @staticmethod

@@ -330,6 +330,10 @@ class OpenaiCaller(Caller):
     max_retries: int
     max_retry_after: float
 
+    def check(self) -> None:
+        """A missing key fails before any work (:func:`require_key`)."""
+        require_key(self.openai_api_key, self.where, self.what)
+
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
         client = openai_client(require_key(self.openai_api_key, self.where, self.what),

@@ -145,7 +145,7 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     """
     started = dt.datetime.now(dt.timezone.utc)
     labels_path = _labels(cfg)
-    matcher: Matcher = build(cfg["matcher"], "matcher")
+    matcher: Matcher = build(cfg["matcher"], "matcher", protocol=Matcher)
     if isinstance(matcher, Checked):
         matcher.check()
     threshold = _threshold(cfg, matcher)

@@ -10,7 +10,9 @@ extra (:func:`runner.config.schema.conf_for` derives the plug-in's schema from e
 and :func:`runner.config.check.check_config` checks the composed config against every schema
 before any work: keys the schema does not have (``+gate.context_recal=0.9``), values out of
 range, and the checks across keys a schema class declares in a ``config_problem`` classmethod.
-A plug-in built in Python is checked by :func:`check_fields` (its ``check``), and a command-line
+A plug-in built in Python is checked by :func:`check_fields` (called once, when a
+:class:`~runner.matchers.base.BaseMatcher` or :class:`~runner.adapters.base.BaseAdapter` is
+built), and a command-line
 option by the constraint itself as argparse's ``type``. Every numeric setting declares one
 (tests/test_constraints.py walks the schemas).
 """
@@ -56,7 +58,8 @@ class Range:
         """What is wrong with `value`, or None (null is the schema's business)."""
         if value is None:
             return None
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+        ok = isinstance(value, int if self.integer else (int, float)) \
+            and not isinstance(value, bool) \
             and (abs(value) <= sys.maxsize if isinstance(value, int) else math.isfinite(value))
         if ok and self.low is not None:
             ok = value > self.low if self.open_low else value >= self.low
@@ -129,8 +132,8 @@ def allows(constraint: Range | OneOf, **metadata: Any) -> dict[str, Any]:
 
 
 def check_fields(obj: Any, prefix: str) -> None:
-    """Check a dataclass plug-in built in Python (not from a config) against the constraints
-    of its fields, as the config check does.
+    """Check a dataclass plug-in against the constraints of its fields, as the config check
+    does (a value null where the field's type allows none is refused too).
 
     Args:
         obj: The plug-in.
@@ -140,7 +143,9 @@ def check_fields(obj: Any, prefix: str) -> None:
         RagciteError: The first field out of range: ``matcher.timeout: must be ...``.
     """
     for f in dataclasses.fields(obj):
-        constraint = f.metadata.get(CHECK)
-        problem = constraint.problem(getattr(obj, f.name)) if constraint else None
+        constraint, value = f.metadata.get(CHECK), getattr(obj, f.name)
+        problem = constraint.problem(value) if constraint else None
+        if constraint and value is None and "None" not in str(f.type):
+            problem = "must be set, not null"
         if problem:
             raise RagciteError(f"{prefix}.{f.name}: {problem}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,10 @@ from hydra.utils import instantiate
 
 from runner.config.hydra_errors import instantiation_reason
 from runner.errors import RagciteError
+
+
+class NotAPlugin(RagciteError):
+    """A class built from a config that lacks members of the protocol its key asks for."""
 
 
 def locate(path: str) -> Any:
@@ -24,27 +29,38 @@ def locate(path: str) -> Any:
     return _locate(path)
 
 
-def build(section: Mapping[str, Any], key: str, target_key: str | None = None,
-          **kwargs: Any) -> Any:
+def build(section: Mapping[str, Any], key: str, target_key: str | None = None, *,
+          protocol: type | None = None, **kwargs: Any) -> Any:
     """Instantiate a config section by its ``_target_``, with `kwargs` added.
 
     Args:
         section: The config section, with its ``_target_``.
         key: Where the section is in the config (``matcher``), for the error line.
         target_key: Where the user wrote the class (default ``<key>._target_``).
+        protocol: A ``runtime_checkable`` protocol the built object must implement.
         **kwargs: Added to the section's arguments.
 
     Raises:
         RagciteError: The class cannot be built: one line with the key, the class and its
             reason (``matcher: cannot build runner.matchers.ngram.NgramMatcher:
             NgramMatcher.n must be an integer >= 1, got 0``); a class that cannot be imported
-            as ``model._target_: cannot import nope.Nope: No module named 'nope'``.
+            as ``model._target_: cannot import nope.Nope: No module named 'nope'``; an object
+            without the members of `protocol` as ``tracking._target_: my_pkg.T is not a
+            tracker: it lacks start_sweep, end_sweep (runner.tracking.base.Tracker)``.
     """
-    target = section.get("_target_")
+    target, where = section.get("_target_"), target_key or f"{key}._target_"
     try:
-        return instantiate(dict(section), _convert_="all", **kwargs)
+        built = instantiate(dict(section), _convert_="all", **kwargs)
     except InstantiationException as exc:
         reason = instantiation_reason(exc, str(target))
         if reason.startswith("cannot import"):
-            raise RagciteError(f"{target_key or key + '._target_'}: {reason}") from None
+            raise RagciteError(f"{where}: {reason}") from None
         raise RagciteError(f"{key}: cannot build {target}: {reason}") from None
+    if protocol is not None and not isinstance(built, protocol):
+        members = [*getattr(protocol, "__annotations__", {}),
+                   *(name for name in vars(protocol) if not name.startswith("_"))]
+        noun = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", protocol.__name__).lower()
+        raise NotAPlugin(f"{where}: {target} is not a {noun}: it lacks "
+                           f"{', '.join(m for m in members if not hasattr(built, m))} "
+                           f"({protocol.__module__}.{protocol.__qualname__})")
+    return built

@@ -12,7 +12,8 @@ scored by the worker pool, set up for its workload), :class:`FastPath` (similari
 array), :class:`OwnCache` (a cache of its own) and :class:`Metered` (API usage).
 Any class with the members of :class:`Matcher` plugs in through Hydra
 (``matcher._target_=my_pkg.MyMatcher``); a dataclass that subclasses :class:`BaseMatcher` gets
-``levels``, ``similarity_range``, ``identity`` and ``check`` and only writes :meth:`similarities`.
+``levels``, ``similarity_range`` and ``identity``, has its fields' declared ranges checked
+when it is built, and only writes :meth:`similarities`.
 """
 
 from __future__ import annotations
@@ -142,13 +143,21 @@ def for_workload(matcher: Matcher, n_pairs: int, processes: int = 1) -> Matcher:
 class BaseMatcher:
     """Convenience base for dataclass matchers.
 
-    Gives ``levels`` 0.75 / 0.5 / 0.3, ``similarity_range`` (0, 1), and ``check`` (the fields'
-    declared ranges). ``identity`` is the class path and every field not marked
-    ``field(metadata={"identity": False})``.
+    Gives ``levels`` 0.75 / 0.5 / 0.3 and ``similarity_range`` (0, 1), and checks the fields'
+    declared ranges when built (a subclass's ``__post_init__`` calls this one). ``identity``
+    is the class path and every field not marked ``field(metadata={"identity": False})``.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
     similarity_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def __post_init__(self) -> None:
+        """The fields' declared ranges (runner/config/constraints.py).
+
+        Raises:
+            RagciteError: A field out of range (``matcher.n: must be an integer >= 1, got 0``).
+        """
+        check_fields(self, "matcher")
 
     def identity(self) -> dict[str, Any]:
         """Class path plus every field that is part of the identity (no secrets)."""
@@ -160,7 +169,3 @@ class BaseMatcher:
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Implemented by each matcher."""
         raise NotImplementedError
-
-    def check(self) -> None:
-        """The fields' declared ranges (runner/config/constraints.py)."""
-        check_fields(self, "matcher")

@@ -28,13 +28,12 @@ from runner.api.client import (
     describe_error,
     effective_base_url,
     gather_all,
-    require_key,
     run_sync,
     send_all,
     waits_too_long,
 )
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
-from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, Checked, PairError, Similarity, TextPair
 from runner.matchers.vectors import (
     Vector,
     cosine_pairs,
@@ -82,6 +81,7 @@ class EmbeddingVectors(BaseMatcher, Caller):
     """
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._cache_dir: Path | None = None
         self._calls(getattr(self, "model", None))
 
@@ -102,7 +102,8 @@ class EmbeddingVectors(BaseMatcher, Caller):
         """Cosine of each pair; each distinct text is embedded at most once, ever."""
         if not pairs:
             return []
-        self.check()
+        if isinstance(self, Checked):  # the key, or the extra (each backend's own check)
+            self.check()
         return run_sync(lambda: self._similarities(pairs))
 
     async def _similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
@@ -170,11 +171,6 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
     max_retry_after: float = field(default=MAX_RETRY_AFTER,
                                    metadata=allows(RETRY_AFTER, identity=False))
-
-    def check(self) -> None:
-        """Fail early with a one-line message: missing key or bad settings."""
-        super().check()
-        require_key(self.openai_api_key, "matcher", "matcher=embeddings")
 
     def vector_identity(self) -> dict[str, Any]:
         """Server, model and dimensions: a text's vector depends on nothing else."""

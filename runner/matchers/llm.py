@@ -25,7 +25,6 @@ from runner.api.client import (
     OpenaiCaller,
     describe_error,
     effective_base_url,
-    require_key,
     run_sync,
 )
 from runner.api.prompts import Prompt, load_prompt
@@ -149,6 +148,7 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
     what: ClassVar[str] = "matcher=llm"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._cache_dir: Path | None = None
         self._calls(self.model)
 
@@ -157,7 +157,6 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
-        require_key(self.openai_api_key, "matcher", "matcher=llm")
         try:
             self._prompt()
         except ValueError as exc:

@@ -71,7 +71,6 @@ class LocalEmbeddingsMatcher(EmbeddingVectors):
         """Fail early when the optional extra is not installed."""
         from runner.errors import RagciteError
 
-        super().check()
         try:
             import sentence_transformers  # noqa: F401
         except ImportError:

@@ -153,14 +153,7 @@ class NgramMatcher(BaseMatcher):
                                                         identity=False))
 
     def __post_init__(self) -> None:
-        if not isinstance(self.n, int) or isinstance(self.n, bool) or self.n < 1:
-            raise ValueError(f"NgramMatcher.n must be an integer >= 1, got {self.n!r}")
-        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 0:
-            raise ValueError(f"NgramMatcher.threads must be an integer >= 0 (0: one per CPU), "
-                             f"got {self.threads!r}")
-        if self.kernel not in self.KERNELS:
-            raise ValueError(f"NgramMatcher.kernel must be one of {', '.join(self.KERNELS)}, "
-                             f"got {self.kernel!r}")
+        super().__post_init__()
         if self.kernel == "numba" and not ngram_numba.available():
             raise ValueError("NgramMatcher.kernel=numba needs numba: pip install 'ragcite[fast]' "
                              "(or set matcher.kernel=auto)")

@@ -25,18 +25,19 @@ Which tracker a config asks for is its ``tracking._target_`` (``conf/tracking/*.
 class implementing :class:`Tracker`, built by :func:`make_tracker` with the keys of the
 ``tracking`` section plus two keyword arguments from the root config, ``experiment`` and
 ``output_root``. A class that subclasses :class:`Tracker` inherits a no-op for each method it
-leaves out.
+leaves out; any other class lacking one is refused before any work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from runner.errors import RagciteError
 
 
+@runtime_checkable
 class Tracker(Protocol):
     """An experiment tracker for one job (one run per result folder) or one sweep."""
 
@@ -110,7 +111,8 @@ def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
         cfg: The job's composed config, plain (``OmegaConf.to_container(resolve=True)``).
 
     Raises:
-        RagciteError: No ``_target_``, or the class cannot be built.
+        RagciteError: No ``_target_``, the class cannot be built, or it is not a
+            :class:`Tracker` (a method missing).
     """
     section = cfg.get("tracking")
     if not section:
@@ -120,7 +122,7 @@ def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
                            "tracking=mlflow or tracking=none")
     from runner.config.plugins import build
 
-    tracker: Tracker = build(section, "tracking",
+    tracker: Tracker = build(section, "tracking", protocol=Tracker,
                              experiment=str(cfg.get("experiment") or "ragcite"),
                              output_root=str(cfg.get("output_root") or "outputs"))
     return tracker

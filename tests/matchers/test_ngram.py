@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from runner.errors import RagciteError
 from runner.matchers import Matcher, NgramMatcher, ngram_numba
 from runner.matchers.base import FastPath, Local
 from runner.matchers.ngram import CHUNK_PAIRS, resolve_threads
@@ -165,22 +166,27 @@ def test_n_parameter_changes_the_similarity() -> None:
     assert sim(ref, cit, n=3) == 1 / 4
 
 
-@pytest.mark.parametrize("n", [0, -1, 2.0, "3"])
-def test_invalid_n(n: object) -> None:
-    with pytest.raises(ValueError):
-        NgramMatcher(n=n)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("threads", [-1, 1.5, True, "2"])
-def test_invalid_threads(threads: object) -> None:
-    with pytest.raises(ValueError, match=r"NgramMatcher\.threads must be an integer >= 0"):
-        NgramMatcher(threads=threads)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("kernel", ["fast", "", None, "Numba"])
-def test_invalid_kernel(kernel: object) -> None:
-    with pytest.raises(ValueError, match=r"NgramMatcher\.kernel must be one of auto, numpy, numba"):
-        NgramMatcher(kernel=kernel)  # type: ignore[arg-type]
+@pytest.mark.parametrize(("settings", "line"), [
+    ({"n": 0}, "matcher.n: must be an integer >= 1, got 0"),
+    ({"n": -1}, "matcher.n: must be an integer >= 1, got -1"),
+    ({"n": 2.0}, "matcher.n: must be an integer >= 1, got 2.0"),
+    ({"n": "3"}, "matcher.n: must be an integer >= 1, got '3'"),
+    ({"threads": -1}, "matcher.threads: must be an integer >= 0, got -1"),
+    ({"threads": 1.5}, "matcher.threads: must be an integer >= 0, got 1.5"),
+    ({"threads": True}, "matcher.threads: must be an integer >= 0, got True"),
+    ({"threads": "2"}, "matcher.threads: must be an integer >= 0, got '2'"),
+    ({"kernel": "fast"}, "matcher.kernel: unknown kernel 'fast'; choose from: auto, numpy, numba"),
+    ({"kernel": ""}, "matcher.kernel: unknown kernel ''; choose from: auto, numpy, numba"),
+    ({"kernel": "Numba"},
+     "matcher.kernel: unknown kernel 'Numba'; choose from: auto, numpy, numba"),
+    ({"kernel": None}, "matcher.kernel: must be set, not null"),
+])
+def test_a_setting_out_of_its_declared_range_is_refused_when_built(
+        settings: dict[str, object], line: str) -> None:
+    # The same line as the config check gives for matcher.<key>=<value>.
+    with pytest.raises(RagciteError) as exc:
+        NgramMatcher(**settings)  # type: ignore[arg-type]
+    assert str(exc.value) == line
 
 
 def test_the_numba_kernel_without_numba_says_how_to_install_it(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from runner.results import read_result
 
@@ -27,6 +28,31 @@ class RecordingTracker:
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         self.calls.append(("close", status))
+
+    def start_sweep(self, sweep_dir: Path, name: str, sweep: dict[str, Any]) -> None:
+        self.calls.append(("start_sweep", name))
+
+    def end_sweep(self, sweep_dir: Path, summary: dict[str, Any], status: str) -> None:
+        self.calls.append(("end_sweep", status))
+
+
+class NoSweepHooks:
+    """A tracker's per-run methods without the sweep's hooks, not subclassing Tracker."""
+
+    def __init__(self, experiment: str, output_root: str) -> None:
+        pass
+
+    def check(self) -> None:
+        pass
+
+    def open(self, result_dir: Path) -> str | None:
+        return None
+
+    def log(self, result_dir: Path) -> None:
+        pass
+
+    def close(self, status: str, result_dir: Path | None = None) -> None:
+        pass
 
 
 class NoSettings:

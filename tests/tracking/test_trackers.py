@@ -72,6 +72,9 @@ def test_a_tracker_of_the_users_own_class_by_target(tmp_path: Path) -> None:
      "tracking: cannot build tests.tracking.custom_tracker.NoSettings: "),
     ({"_target_": "no.such.Tracker"},
      "tracking._target_: cannot import no.such.Tracker: No module named 'no'"),
+    ({"_target_": "tests.tracking.custom_tracker.NoSweepHooks"},
+     "tracking._target_: tests.tracking.custom_tracker.NoSweepHooks is not a tracker: it lacks "
+     "start_sweep, end_sweep (runner.tracking.base.Tracker)"),
 ])
 def test_a_tracker_that_cannot_be_built_is_one_line(section: dict[str, Any],
                                                     message: str) -> None:
