@@ -146,9 +146,12 @@ def test_an_outside_plugin_is_checked_like_a_shipped_one(row: Row, tmp_path: Pat
     run_row(row, tmp_path)
 
 
-def test_an_outside_matcher_named_by_its_class_runs_with_its_settings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", [JACCARD, JACCARD.replace("._target_", "")],
+                         ids=["matcher._target_=pkg.Class", "matcher=pkg.Class"])
+def test_an_outside_matcher_named_by_its_class_runs_with_its_settings(named: str,
+                                                                      tmp_path: Path) -> None:
     write_files(tmp_path, FILES)
-    proc = run_cli([*BASE_ARGS, JACCARD, "matcher.lowercase=false", "dataset.limit=2"], tmp_path,
+    proc = run_cli([*BASE_ARGS, named, "matcher.lowercase=false", "dataset.limit=2"], tmp_path,
                    env={"PYTHONPATH": str(tmp_path / "plugins")}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     (run,) = (tmp_path / "outputs" / "runs").iterdir()

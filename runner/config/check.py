@@ -30,22 +30,22 @@ def check_config(cfg: DictConfig) -> None:
     _check_node(cfg, "")
 
 
-def schema_of(node: DictConfig) -> type | None:
-    """The schema of `node`: derived from its ``_target_`` class, else the structured-config
-    class it was composed from (None: neither)."""
+def schema_of(node: DictConfig, key: str = "") -> type | None:
+    """The schema of `node` (at `key`): derived from its ``_target_`` class, else the
+    structured-config class it was composed from (None: neither)."""
     target = node.get("_target_") if "_target_" in node else None
     if isinstance(target, str):
         try:
             cls = locate(target)
         except Exception:  # not importable: building it reports the reason, with the key
             return None
-        return conf_for(cls) if isinstance(cls, type) else None
+        return conf_for(cls, group=key) if isinstance(cls, type) else None
     schema = OmegaConf.get_type(node)
     return schema if dataclasses.is_dataclass(schema) else None
 
 
 def _check_node(node: DictConfig, prefix: str) -> None:
-    schema = schema_of(node)
+    schema = schema_of(node, prefix.rstrip("."))
     if schema is not None:
         names = [f.name for f in dataclasses.fields(schema)]
         for key in (k for k in map(str, node) if k not in names):

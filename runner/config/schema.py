@@ -36,20 +36,24 @@ from runner.scoring.batch import DEFAULT_BATCH_SIZE
 from runner.scoring.metrics import METRIC_KEYS
 from runner.scoring.sources import DEFAULT_STEPS, STEPS
 
+FROM_APP = {"tracking": ("experiment", "output_root")}
+"""The arguments the app passes a plug-in of a group itself (root keys; make_tracker), which are
+therefore not settings of the group."""
 
-def conf_for(cls: type, name: str | None = None) -> type:
+
+def conf_for(cls: type, name: str | None = None, group: str = "") -> type:
     """The structured-config schema of a plug-in class: ``_target_`` plus its settings.
 
     A dataclass's settings are its init fields (not those marked ``field(metadata={"config":
-    False})``); another class's are the parameters of its ``__init__`` (but those its ``from_app``
-    names: the app passes them itself). Each keeps its type
+    False})``); another class's are the parameters of its ``__init__``; neither counts what the
+    app passes a plug-in of its `group` itself (:data:`FROM_APP`). Each keeps its type
     hint, its default and what it allows beyond its type: the field's metadata or an
     ``Annotated`` extra (``timeout: Annotated[float, SECONDS] = 5.0``), so the schema never
     disagrees with the class, shipped or not.
     """
     fields: list[tuple[str, Any, Any]] = [
         ("_target_", str, field(default=f"{cls.__module__}.{cls.__qualname__}"))]
-    for key, hint, default, metadata in _settings(cls):
+    for key, hint, default, metadata in _settings(cls, FROM_APP.get(group, ())):
         kind, extras = _plain(hint)
         checks = [e for e in extras if isinstance(e, (Range, OneOf))]
         meta = allows(checks[0], **metadata) if checks else dict(metadata)
@@ -64,12 +68,13 @@ def conf_for(cls: type, name: str | None = None) -> type:
     return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
 
 
-def _settings(cls: type) -> Iterator[tuple[str, Any, Any, Mapping[str, Any]]]:
+def _settings(cls: type, supplied: tuple[str, ...]) -> Iterator[tuple[str, Any, Any,
+                                                                   Mapping[str, Any]]]:
     """(name, type hint, default or MISSING, metadata) of each setting of a plug-in class."""
     if "__dataclass_fields__" in vars(cls):  # a dataclass (not just a subclass of one)
         hints = typing.get_type_hints(cls, include_extras=True)
         for f in dataclasses.fields(cls):
-            if f.init and f.metadata.get("config", True):
+            if f.init and f.metadata.get("config", True) and f.name not in supplied:
                 default = (f.default if f.default_factory is dataclasses.MISSING
                            else f.default_factory())
                 yield f.name, hints[f.name], default, f.metadata
@@ -79,8 +84,7 @@ def _settings(cls: type) -> Iterator[tuple[str, Any, Any, Mapping[str, Any]]]:
     except NameError:  # a hint only a type checker can read: that setting is untyped
         params = inspect.signature(cls).parameters.values()
     for p in params:
-        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in getattr(
-                cls, "from_app", ()):
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in supplied:
             yield p.name, p.annotation, MISSING if p.default is p.empty else p.default, {}
 
 
@@ -339,7 +343,7 @@ def register_configs() -> None:
             if "_target_:" in text:
                 target = (yaml.safe_load(text) or {}).get("_target_")
                 if isinstance(target, str):
-                    cs.store(name=option.name[:-5], node=conf_for(locate(target)),
+                    cs.store(name=option.name[:-5], node=conf_for(locate(target), group=group.name),
                              group=f"schema/{group.name}")
 
 
@@ -347,19 +351,24 @@ def chosen_targets(args: list[str]) -> list[str]:
     """The command line with a class named as a plug-in (``matcher._target_=my_pkg.Jaccard``)
     made an option of its group, its schema derived from the class as a shipped option's is:
     its settings are set without ``+``, typed and checked like any other; the keys of the
-    group's default option do not stay. A name that cannot be imported is left as it is (the
-    config check reports it)."""
+    group's default option do not stay. The option is the class path, so the command a sweep or
+    a run records (``matcher=my_pkg.Jaccard``) is one this function takes too. A name that cannot
+    be imported is left as it is (the config check reports it)."""
+    groups = {g.name for g in files("runner.conf").iterdir() if g.is_dir()}
     out = []
     for arg in args:
         key, eq, target = arg.partition("=")
         group, dot, rest = key.partition(".")
-        if eq and dot and rest == "_target_" and group.isidentifier() and "," not in target:
+        # group._target_=pkg.Class, or group=pkg.Class (an option's name has no dot)
+        named = rest == "_target_" if dot else group in groups and "." in target
+        if eq and named and group.isidentifier() and "," not in target:
             try:
                 cls = locate(target)
             except Exception:  # not importable: the config check says why, with the key
                 cls = None
             if isinstance(cls, type):
-                ConfigStore.instance().store(name=target, node=conf_for(cls), group=group)
+                ConfigStore.instance().store(name=target, node=conf_for(cls, group=group),
+                                             group=group)
                 arg = f"{group}={target}"
         out.append(arg)
     return out

@@ -117,9 +117,6 @@ class MlflowTracker:
         tags: Extra tags set on every run.
     """
 
-    from_app = ("experiment", "output_root")
-    """Arguments the app passes itself (root keys), not settings of ``tracking``."""
-
     def __init__(self, *, experiment: str = "ragcite", output_root: str = "outputs",
                  tracking_uri: str | None = None, artifact_location: str | None = None,
                  required: bool = True, timeout_s: Annotated[float, SECONDS] = 5.0,

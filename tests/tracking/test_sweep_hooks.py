@@ -64,7 +64,9 @@ def test_an_outside_tracker_gets_the_sweeps_hooks(tmp_path: Path) -> None:
         ["log", str(sweep / job)], ["close", "FINISHED", str(sweep / job)])]
     assert [json.loads(line) for line in calls.read_text(encoding="utf-8").splitlines()] == [
         ["init", "hooks", "out"], ["check"],
+        # the class named as the group's option: the command recorded runs as it is
         ["start_sweep", str(sweep), "demo · extractive · sweep matcher",
-         {"overrides": args}],
+         {"overrides": [*args[:2], "tracking=tests.tracking.test_sweep_hooks.SweepRecorder",
+                        *args[3:]]}],
         *job_calls,
         ["end_sweep", str(sweep), 2, False, "FINISHED"]]
