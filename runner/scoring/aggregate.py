@@ -212,10 +212,9 @@ class Aggregator:
         self.rows.extend(rows)
         if self.keep_cases:
             self._parts.extend(parts)
-        for k, v in counts.items():
-            self.counts[k] = self.counts.get(k, 0) + v
-        for k, v in labels.items():
-            self.labels[k] = self.labels.get(k, 0) + v
+        for sums, added in ((self.counts, counts), (self.labels, labels)):
+            for k, v in added.items():
+                sums[k] = sums.get(k, 0) + v
 
     def result(self) -> RunResult:
         """The run-level figures of every case added so far."""
@@ -226,22 +225,17 @@ class Aggregator:
             for key, col in zip(names, values.T)}
         ci = bootstrap_ci(values, self.resamples, self.confidence, self.seed)
         return RunResult(
-            metrics=metrics,
-            ci=dict(zip(names, ci)),
+            metrics=metrics, ci=dict(zip(names, ci)),
             # With no scored case there is nothing to pool: the micro figures are undefined
             # (the zero-division rule would otherwise report a perfect 1.0 under `auto`).
             micro=(micro_metrics(self.counts, self.zero_division, names) if self.rows
                    else dict.fromkeys(names)),
-            labels=dict(self.labels),
-            n_cases=self.n_cases,
-            n_scored=len(self.rows),
-            n_errors=self.n_errors,
-            counts=dict(self.counts),
+            labels=dict(self.labels), counts=dict(self.counts),
+            n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
             histograms=histograms(values, names),
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
-            cases=self.cases if self.keep_cases else [],
-        )
+            cases=self.cases if self.keep_cases else [])
 
