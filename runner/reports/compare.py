@@ -139,12 +139,11 @@ def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mappi
         status = statuses[cid]
         signs = {d > 0 for d in deltas if d is not None and d != 0.0}
         direction = ("worse" if status == "newly failed" else "better" if status == "fixed"
-                     else "mixed" if len(signs) > 1 else "better" if signs == {True}
-                     else "worse")
+                     else "mixed" if len(signs) > 1 else "better" if signs == {True} else "worse")
         out.append({"id": cid, "status": status, "change": -neg_total, "direction": direction,
                     "delta": dict(zip(METRIC_KEYS, deltas)),
-                    "a": {k: a.cases[cid].metrics.get(k) for k in METRIC_KEYS},
-                    "b": {k: b.cases[cid].metrics.get(k) for k in METRIC_KEYS}})
+                    **{side: {k: run.cases[cid].metrics.get(k) for k in METRIC_KEYS}
+                       for side, run in (("a", a), ("b", b))}})
     return out
 
 
@@ -232,16 +231,15 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
              "failed": any(f.startswith(key + ":") for f in gates["failures"])}
             for key in METRIC_KEYS]
     anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
-    sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
-    for side in sides.values():
-        side["href"] = common.safe_href(side.get("link"))
-        # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
-        side["title"] = side.get("differs") or (
-            side["name"] if comparison["a"]["name"] != comparison["b"]["name"] else side["label"])
+    # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
+    named = comparison["a"]["name"] != comparison["b"]["name"]
+    side_a, side_b = ({**side, "href": common.safe_href(side.get("link")),
+                       "title": side.get("differs") or side["name" if named else "label"]}
+                      for side in (comparison["a"], comparison["b"]))
     return common.write_html(output, common.render(
         "report_compare.html.j2",
-        title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
-        A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
+        title=f"ragcite comparison — {side_a['title']} vs {side_b['title']}",
+        A=side_a, B=side_b, cmp=comparison, rows=rows, gates=gates, changed=changed,
         forest=_forest(comparison, gates["max_drop"]), anchors=anchors))
 
 

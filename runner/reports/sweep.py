@@ -43,8 +43,7 @@ def split_override(override: str) -> tuple[str, str]:
 
 
 def _quiet(key: str) -> bool:
-    return any(key == q or key.startswith(q if q.endswith(".") else q + ".")
-               for q in _QUIET_KEYS)
+    return any(key == q or key.startswith(q if q.endswith(".") else q + ".") for q in _QUIET_KEYS)
 
 
 def _varying(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
@@ -155,8 +154,7 @@ def _line_charts(matcher: str, xs: Sequence[float],
                        "threshold": row["threshold_text"], "ci_text": _ci_text(ci),
                        "ci": [sy(ci[1]), sy(ci[0])] if ci else None}
                       for row in sorted(s["rows"], key=lambda r: float(r["threshold"]))
-                      if (value := row["vals"][metric]) is not None
-                      for ci in [row["ci"][metric]]]
+                      if (value := row["vals"][metric]) is not None for ci in [row["ci"][metric]]]
             path = " ".join(("M" if k == 0 else "L") + f"{p['x']} {p['y']}"
                             for k, p in enumerate(points)) if len(points) > 1 else ""
             lines.append({"index": i % 8, "label": s["label"], "points": points, "path": path})
@@ -235,8 +233,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
         "title": f"ragcite sweep report — {sweep_dir.name}", "name": sweep_dir.name,
         "started_at": started, "failed": bool(summary.get("failed")),
         "n_jobs": int(summary.get("n_jobs") or len({r["job"] for r in rows})),
-        "n_results": len(rows),
-        "n_complete": sum(1 for r in rows if r["complete"]),
+        "n_results": len(rows), "n_complete": sum(1 for r in rows if r["complete"]),
         "incomplete": [*dict.fromkeys([*map(str, summary.get("incomplete_jobs") or []),
                                        *(r["dir"] for r in rows if not r["complete"]),
                                        *(f"job {j.get('num')}: not run"
@@ -253,8 +250,7 @@ def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None)
     """
     sweep_dir = Path(sweep_dir)
     summary = json.loads((sweep_dir / SWEEP_FILE).read_text(encoding="utf-8"))
-    version = summary.get("schema_version")
-    if version != 2:
+    if (version := summary.get("schema_version")) != 2:
         raise ValueError(f"{sweep_dir / SWEEP_FILE}: schema_version {version!r} is not "
                          "supported (this ragcite reads version 2)")
     return common.write_html(Path(output) if output else sweep_dir / REPORT_FILE,

@@ -51,8 +51,7 @@ def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
     binned over [0, 1] (:func:`histogram`) and how many are undefined."""
     return {key: {"low": 0.0, "high": 1.0, "bins": bins,
                   "counts": histogram(defined := col[~np.isnan(col)], bins),
-                  "undefined": int(col.size - defined.size)}
-            for key, col in zip(names, values.T)}
+                  "undefined": int(col.size - defined.size)} for key, col in zip(names, values.T)}
 
 
 def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
@@ -169,8 +168,7 @@ class Aggregator:
     # The state: the first failed cases (id, error), each scored case's metric row, the sums.
     failed_listed: list[dict[str, str]] = field(default_factory=list, init=False)
     rows: list[Sequence[float]] = field(default_factory=list, init=False)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0),
-                                   init=False)
+    counts: dict[str, int] = field(init=False, default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
     labels: dict[str, int] = field(init=False, default_factory=lambda: {
         lab.key: 0 for lab in (*CITATION, *REFERENCE)})
     n_cases: int = field(default=0, init=False)

@@ -36,8 +36,7 @@ class SourceNormalizer:
     """
 
     def __init__(self, steps: Sequence[str] = DEFAULT_STEPS) -> None:
-        unknown = [s for s in steps if s not in STEPS]
-        if unknown:
+        if unknown := [s for s in steps if s not in STEPS]:
             raise ValueError(f"scoring.source_normalization: unknown step(s) {unknown}; "
                              f"expected some of {', '.join(STEPS)}")
         self.steps = tuple(steps)

@@ -35,8 +35,7 @@ class Threshold:
     @property
     def folder(self) -> str:
         """Its result folder's name in a job of several thresholds: ``t0.5``, ``strict_t0.75``."""
-        name = f"t{self.value:g}"
-        return f"{self.level}_{name}" if self.level else name
+        return f"{self.level}_t{self.value:g}" if self.level else f"t{self.value:g}"
 
     def to_dict(self) -> dict[str, Any]:
         """As written to metrics.json (``threshold``)."""
@@ -53,9 +52,8 @@ def _one(spec: Any, levels: Mapping[str, float],
     try:
         value = float(spec)
     except (TypeError, ValueError):
-        allowed = ", ".join(levels)
         raise RagciteError(f"scoring.threshold: {spec!r} is neither a number nor a level "
-                           f"({allowed})") from None
+                           f"({', '.join(levels)})") from None
     low, high = bounds
     if not low <= value <= high:  # NaN included
         what = "is not a number; give one in" if math.isnan(value) else "is outside"
