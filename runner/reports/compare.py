@@ -159,8 +159,7 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
     failures = []
     for key in chosen:
         entry = comparison["metrics"][key]
-        ci = entry["ci"]
-        if ci is None:
+        if (ci := entry["ci"]) is None:
             failures.append(f"{key}: no case defines it in both runs, so B cannot be shown "
                             "to be no worse than A")
         elif ci[1] < -drop:
@@ -278,24 +277,21 @@ def _parser() -> argparse.ArgumentParser:
                "0 all gates pass, 1 a gate failed, 2 bad input.")
     parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
     parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
-    parser.add_argument("--out", type=file_target, default=None,
-                        help="the HTML report (default: compare.html in a new folder "
-                             "outputs/compare/<time>_<A>_vs_<B>, A and B named by what differs "
-                             "between them); the JSON summary is written beside it")
+    parser.add_argument("--out", type=file_target, help="the HTML report (default: compare.html "
+                        "in a new folder outputs/compare/<time>_<A>_vs_<B>, A and B named by "
+                        "what differs between them); the JSON summary is written beside it")
     parser.add_argument("--json", type=file_target, default=None, dest="json_out",
                         help="the JSON summary (default: the report's path with .json)")
     parser.add_argument("--gate", action="append", default=[], metavar="METRIC",
-                        choices=[*METRIC_KEYS, "all"],
-                        help="fail when B is significantly worse than A on METRIC "
-                             "(repeatable; 'all' = the six metrics)")
+                        choices=[*METRIC_KEYS, "all"], help="fail when B is significantly "
+                        "worse than A on METRIC (repeatable; 'all' = the six metrics)")
     parser.add_argument("--max-drop", type=Range(0, 1), default=None, metavar="D",
                         help="tolerated drop in [0, 1]: fail only when B is worse by more than "
                              "D with confidence; alone, it gates all six metrics (default 0)")
     parser.add_argument("--max-new-errors", type=COUNT, default=None, metavar="N",
                         help="fail when more than N cases fail in B but not in A (N >= 0)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI for run ids (default: MLFLOW_TRACKING_URI, "
-                             "else outputs/mlflow.db when present)")
+    parser.add_argument("--tracking-uri", help="MLflow tracking URI for run ids (default: "
+                        "MLFLOW_TRACKING_URI, else outputs/mlflow.db when present)")
     parser.add_argument("--timeout", type=SECONDS, metavar="S",
                         default=LOAD_TIMEOUT, help="seconds the download of one MLflow "
                         f"run may take, up to a day (default {LOAD_TIMEOUT:g})")
@@ -352,12 +348,10 @@ def _print_summary(comparison: Mapping[str, Any], out: Path, json_out: Path) -> 
           f"({comparison['pairing']['n_paired_scored']} paired cases)")
     for key in METRIC_KEYS:
         e = comparison["metrics"][key]
-        ci = e["ci"]
-        ci_text = f"[{signed(ci[0])}, {signed(ci[1])}]" if ci else "n/a"
-        mark = " (gated)" if key in gates["metrics"] else ""
+        ci_text = f"[{signed(ci[0])}, {signed(ci[1])}]" if (ci := e["ci"]) else "n/a"
         print(f"  {key:<18} A {fmt(e['a'])}  B {fmt(e['b'])}  Δ {signed(e['delta'])}  "
               f"paired {signed(e['paired_mean_delta'])} {conf:g}% CI {ci_text}  "
-              f"{e['verdict']}{mark}")
+              f"{e['verdict']}{' (gated)' if key in gates['metrics'] else ''}")
     for reason in gates["failures"]:
         print(f"ragcite-compare: gate failed: {reason}", file=sys.stderr)
     if gates["active"] and gates["passed"]:

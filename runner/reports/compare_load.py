@@ -86,13 +86,6 @@ def _flat_config(path: Path) -> dict[str, str]:
     return flat_config(data) if isinstance(data, dict) else {}
 
 
-def tracking_uri_from(arg: str | None) -> str | None:
-    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present."""
-    default = Path("outputs") / "mlflow.db"
-    return arg or os.environ.get("MLFLOW_TRACKING_URI") or (
-        f"sqlite:///{default.resolve()}" if default.is_file() else None)
-
-
 def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:
     """Download the run's first artifact called `name` (breadth-first, 3 levels) to `target`."""
     path, level = None, [None]
@@ -152,7 +145,8 @@ def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) ->
 def load_run(spec: str, tracking_uri: str | None, workdir: Path,
              timeout: float = LOAD_TIMEOUT) -> RunData:
     """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)
-    from `tracking_uri` (see :func:`tracking_uri_from`), downloaded within `timeout` seconds."""
+    from `tracking_uri` (else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present),
+    downloaded within `timeout` seconds."""
     path = Path(spec)
     if path.is_file() and path.name == results.METRICS_FILE:
         path = path.parent
@@ -161,7 +155,9 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     run_id = spec[len("runs:/"):].strip("/") if spec.startswith("runs:/") else spec
     if not _RUN_ID.match(run_id):
         raise CompareError(f"{spec}: neither a run folder nor an MLflow run id (32 hex digits)")
-    uri = tracking_uri_from(tracking_uri)
+    default = Path("outputs") / "mlflow.db"
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or (
+        f"sqlite:///{default.resolve()}" if default.is_file() else None)
     if not uri:
         raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
                            "--tracking-uri or MLFLOW_TRACKING_URI")

@@ -57,8 +57,7 @@ def _varying(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str,
 
 
 def _threshold_text(threshold: Mapping[str, Any]) -> str:
-    value = threshold.get("value")
-    text = f"{value:g}" if isinstance(value, (int, float)) else "n/a"
+    text = f"{value:g}" if isinstance(value := threshold.get("value"), (int, float)) else "n/a"
     return f"{text} ({threshold['level']})" if threshold.get("level") else text
 
 

@@ -48,8 +48,7 @@ class SourceNormalizer:
         return (SourceNormalizer, (self.steps,))
 
     def __call__(self, source: str) -> str:
-        out = self._memo.get(source)
-        if out is None:
+        if (out := self._memo.get(source)) is None:
             out = reduce(lambda text, func: func(text), self._funcs, source)
             if len(self._memo) < 1_000_000:
                 self._memo[source] = out
