@@ -35,9 +35,6 @@ class Reports(Protocol):
 class NoReports:
     """``report=none``: nothing is rendered."""
 
-    def __init__(self, **_: Any) -> None:
-        pass
-
     def _nothing(self, *_: Any, **__: Any) -> None:
         """Render nothing."""
 
@@ -60,8 +57,7 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
                          "runner.reports.html.HtmlReports); use report=none for no reports")
     from runner.config.plugins import build
 
-    reports = build(section, "report")
-    if not isinstance(reports, Reports):
+    if not isinstance(reports := build(section, "report"), Reports):
         raise RagciteError(f"report._target_ {section['_target_']!r} does not render reports "
                          "(render_run, render_runs, render_sweep)")
     return reports

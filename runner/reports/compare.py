@@ -19,6 +19,7 @@ Exit status: 0 when every gate passes, 1 when one fails, 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import tempfile
@@ -30,40 +31,21 @@ import numpy as np
 
 from runner.config.constraints import COUNT, SECONDS, Range
 from runner.config.folders import file_target, write_problem
-from runner.config.naming import model_text
+from runner.config.naming import model_text, safe_name
 from runner.redact import guard_output
 from runner.reports import common
 from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, signed
-from runner.reports.compare_load import (
-    COMPARE_HTML,
-    DOWNLOAD_TIMEOUT,
-    CompareError,
-    RunData,
-    load_run,
-    output_folder,
-    side_names,
-)
+from runner.reports.compare_load import LOAD_TIMEOUT, CompareError, RunData, load_run, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results import CaseResult
 from runner.results.jsonio import dumps_strict
 from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
-
-COMPARE_SCHEMA_VERSION = 1
-__all__ = ["CompareError", "RunData", "check_gates", "compare_runs", "load_run", "main",
-           "render_compare_report"]
-
 
 # --- comparing ----------------------------------------------------------------------------------
 
 
 _STATUS = {(True, True): "scored", (True, False): "newly failed", (False, True): "fixed",
            (False, False): "failed in both"}  # by (A scored, B scored)
-
-
-def _deltas(a: CaseResult, b: CaseResult) -> list[float | None]:
-    """B − A per metric (None where either value is undefined)."""
-    pairs = [(a.metrics.get(k), b.metrics.get(k)) for k in METRIC_KEYS]
-    return [None if va is None or vb is None else float(vb) - float(va) for va, vb in pairs]
 
 
 def _values(run: RunData, ids: Sequence[str]) -> np.ndarray:
@@ -75,19 +57,18 @@ def _values(run: RunData, ids: Sequence[str]) -> np.ndarray:
 def _side_summary(run: RunData) -> dict[str, Any]:
     m = run.metrics
     section = {k: m.get(k) or {} for k in ("run", "dataset", "model", "matcher", "threshold")}
-    return {
-        "label": run.label, "source": run.source, "link": run.link,
-        "name": section["run"].get("name") or run.label,
-        "started_at": section["run"].get("started_at"),
-        "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
-        "model": model_text(section["model"]),  # the model and its system
-        "model_params": common.params_text(section["model"].get("identity")),
-        "matcher_params": common.params_text(section["matcher"].get("identity")),
-        "matcher": section["matcher"].get("name"), "threshold": section["threshold"].get("value"),
-        **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
-        **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
-        "coverage": m.get("coverage") or None,
-    }
+    return {"label": run.label, "source": run.source, "link": run.link,
+            "name": section["run"].get("name") or run.label,
+            "started_at": section["run"].get("started_at"),
+            "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
+            "model": model_text(section["model"]),  # the model and its system
+            "model_params": common.params_text(section["model"].get("identity")),
+            "matcher_params": common.params_text(section["matcher"].get("identity")),
+            "matcher": section["matcher"].get("name"),
+            "threshold": section["threshold"].get("value"),
+            **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
+            **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
+            "coverage": m.get("coverage") or None}
 
 
 def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: float = 0.95,
@@ -121,31 +102,25 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
             else "better" if ci[0] > 0 else "no significant change",
             # sums in case order, as the means of metrics.json are taken
             "a_common": sum(values_a[both, k].tolist()) / n if n else None,
-            "b_common": sum(values_b[both, k].tolist()) / n if n else None,
-        }
+            "b_common": sum(values_b[both, k].tolist()) / n if n else None}
     count = list(statuses.values()).count
-    pairing = {
-        "n_a": len(a.cases), "n_b": len(b.cases), "n_common": len(common),
-        "n_paired_scored": len(paired),
-        "only_a": len(a.cases) - len(common), "only_b": len(b.cases) - len(common),
-        "newly_failed": count("newly failed"), "fixed": count("fixed"),
-        "failed_in_both": count("failed in both"),
-        "same_cases": ({cid for cid, c in a.cases.items() if c.error is None}
-                       == {cid for cid, c in b.cases.items() if c.error is None}),
-    }
+    pairing = {"n_a": len(a.cases), "n_b": len(b.cases), "n_common": len(common),
+               "n_paired_scored": len(paired),
+               "only_a": len(a.cases) - len(common), "only_b": len(b.cases) - len(common),
+               "newly_failed": count("newly failed"), "fixed": count("fixed"),
+               "failed_in_both": count("failed in both"),
+               "same_cases": ({cid for cid, c in a.cases.items() if c.error is None}
+                              == {cid for cid, c in b.cases.items() if c.error is None})}
     side_a, side_b = _side_summary(a), _side_summary(b)
     return {
-        "schema_version": COMPARE_SCHEMA_VERSION,
-        "a": side_a, "b": side_b,
+        "schema_version": 1, "a": side_a, "b": side_b,
         "same_dataset": side_a["digest"] is not None and side_a["digest"] == side_b["digest"],
         "pairing": pairing,
         "bootstrap": {"resamples": resamples, "confidence": confidence, "seed": seed,
-                      "method": "paired percentile bootstrap over cases"},
-        "metrics": metrics,
+                      "method": "paired percentile bootstrap over cases"}, "metrics": metrics,
         "labels": {"shares": share_shifts(a.metrics.get("labels"), b.metrics.get("labels")),
                    "transitions": label_transitions(a.cases, b.cases, paired)},
-        "changed": changed_cases(a, b, common, statuses, top),
-    }
+        "changed": changed_cases(a, b, common, statuses, top)}
 
 
 def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mapping[str, str],
@@ -153,8 +128,8 @@ def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mappi
     """The `top` cases that changed most: a change of status (newly failed, fixed) first, then
     by the summed absolute change of the six metrics; ties in id order."""
     ranked = []
-    for cid in common:
-        deltas = _deltas(a.cases[cid], b.cases[cid])
+    for cid, row in zip(common, (_values(b, common) - _values(a, common)).tolist()):
+        deltas = [None if math.isnan(d) else d for d in row]  # B − A; None: either undefined
         total = sum(abs(d) for d in deltas if d is not None)
         status_rank = 0 if statuses[cid] in ("newly failed", "fixed") else 1
         if status_rank == 0 or total != 0.0:
@@ -164,12 +139,11 @@ def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mappi
         status = statuses[cid]
         signs = {d > 0 for d in deltas if d is not None and d != 0.0}
         direction = ("worse" if status == "newly failed" else "better" if status == "fixed"
-                     else "mixed" if len(signs) > 1 else "better" if signs == {True}
-                     else "worse")
+                     else "mixed" if len(signs) > 1 else "better" if signs == {True} else "worse")
         out.append({"id": cid, "status": status, "change": -neg_total, "direction": direction,
                     "delta": dict(zip(METRIC_KEYS, deltas)),
-                    "a": {k: a.cases[cid].metrics.get(k) for k in METRIC_KEYS},
-                    "b": {k: b.cases[cid].metrics.get(k) for k in METRIC_KEYS}})
+                    **{side: {k: run.cases[cid].metrics.get(k) for k in METRIC_KEYS}
+                       for side, run in (("a", a), ("b", b))}})
     return out
 
 
@@ -185,8 +159,7 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
     failures = []
     for key in chosen:
         entry = comparison["metrics"][key]
-        ci = entry["ci"]
-        if ci is None:
+        if (ci := entry["ci"]) is None:
             failures.append(f"{key}: no case defines it in both runs, so B cannot be shown "
                             "to be no worse than A")
         elif ci[1] < -drop:
@@ -237,39 +210,48 @@ def _case_side(case: CaseResult) -> dict[str, Any]:
                  "label": labels[j] if j < len(labels) else ""} for j, p in enumerate(passages)]
 
     response = case.response or {}
-    return {
-        "error": case.error, "answer": response.get("answer"),
-        "citations": items(response.get("citations") or [], case.citation_labels),
-        "references": items(case.references, case.reference_labels),
-        "explanations": [case.explanations[k] for k in common.EXPLANATION_KEYS
-                         if case.explanations.get(k)],
-    }
+    return {"error": case.error, "answer": response.get("answer"),
+            "citations": items(response.get("citations") or [], case.citation_labels),
+            "references": items(case.references, case.reference_labels),
+            "explanations": [case.explanations[k] for k in common.EXPLANATION_KEYS
+                             if case.explanations.get(k)]}
 
 
 def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
-                          gates: Mapping[str, Any], output: Path,
-                          max_drop: float | None = None) -> Path:
-    """Write the comparison report (HTML) to `output`."""
-    bands = {"a": a.metrics.get("bands") or {}, "b": b.metrics.get("bands") or {}}
+                          output: Path) -> Path:
+    """Write the comparison report (HTML) to `output`, its gates checked (``gates``)."""
+    gates = comparison["gates"]
+    bands = [run.metrics.get("bands") or {} for run in (a, b)]
     changed = [{**e, "query": a.cases[e["id"]].query, "side_a": _case_side(a.cases[e["id"]]),
                 "side_b": _case_side(b.cases[e["id"]])} for e in comparison["changed"]]
     rows = [{"key": key, "name": METRIC_NAMES[key], **comparison["metrics"][key],
-             "band_a": bands["a"].get(key) or "none", "band_b": bands["b"].get(key) or "none",
+             "band_a": bands[0].get(key) or "none", "band_b": bands[1].get(key) or "none",
              "gated": key in gates["metrics"],
              "failed": any(f.startswith(key + ":") for f in gates["failures"])}
             for key in METRIC_KEYS]
     anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
-    sides = {"a": dict(comparison["a"]), "b": dict(comparison["b"])}
-    for side in sides.values():
-        side["href"] = common.safe_href(side.get("link"))
-        # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
-        side["title"] = side.get("differs") or (
-            side["name"] if comparison["a"]["name"] != comparison["b"]["name"] else side["label"])
+    # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
+    named = comparison["a"]["name"] != comparison["b"]["name"]
+    side_a, side_b = ({**side, "href": common.safe_href(side.get("link")),
+                       "title": side.get("differs") or side["name" if named else "label"]}
+                      for side in (comparison["a"], comparison["b"]))
     return common.write_html(output, common.render(
         "report_compare.html.j2",
-        title=f"ragcite comparison — {sides['a']['title']} vs {sides['b']['title']}",
-        A=sides["a"], B=sides["b"], cmp=comparison, rows=rows, gates=gates, changed=changed,
-        forest=_forest(comparison, max_drop), anchors=anchors))
+        title=f"ragcite comparison — {side_a['title']} vs {side_b['title']}",
+        A=side_a, B=side_b, cmp=comparison, rows=rows, gates=gates, changed=changed,
+        forest=_forest(comparison, gates["max_drop"]), anchors=anchors))
+
+
+def output_folder(root: Path, name_a: str, name_b: str) -> Path:
+    """A new folder for one comparison: ``<root>/<start stamp>_<A>_vs_<B>``, created here;
+    two comparisons, even of the same runs at the same moment, never share one."""
+    from runner.config.schema import folder_stamp
+
+    while True:  # a clash: 1 in 65,536 within one microsecond
+        folder = root / f"{folder_stamp()}_{safe_name(name_a)}_vs_{safe_name(name_b)}"
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(parents=True, exist_ok=False)
+            return folder
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -295,34 +277,29 @@ def _parser() -> argparse.ArgumentParser:
                "0 all gates pass, 1 a gate failed, 2 bad input.")
     parser.add_argument("a", help="baseline: a result folder or an MLflow run id")
     parser.add_argument("b", help="candidate: a result folder or an MLflow run id")
-    parser.add_argument("--out", type=file_target, default=None,
-                        help="the HTML report (default: compare.html in a new folder "
-                             "outputs/compare/<time>_<A>_vs_<B>, A and B named by what differs "
-                             "between them); the JSON summary is written beside it")
+    parser.add_argument("--out", type=file_target, help="the HTML report (default: compare.html "
+                        "in a new folder outputs/compare/<time>_<A>_vs_<B>, A and B named by "
+                        "what differs between them); the JSON summary is written beside it")
     parser.add_argument("--json", type=file_target, default=None, dest="json_out",
                         help="the JSON summary (default: the report's path with .json)")
     parser.add_argument("--gate", action="append", default=[], metavar="METRIC",
-                        choices=[*METRIC_KEYS, "all"],
-                        help="fail when B is significantly worse than A on METRIC "
-                             "(repeatable; 'all' = the six metrics)")
+                        choices=[*METRIC_KEYS, "all"], help="fail when B is significantly "
+                        "worse than A on METRIC (repeatable; 'all' = the six metrics)")
     parser.add_argument("--max-drop", type=Range(0, 1), default=None, metavar="D",
                         help="tolerated drop in [0, 1]: fail only when B is worse by more than "
                              "D with confidence; alone, it gates all six metrics (default 0)")
     parser.add_argument("--max-new-errors", type=COUNT, default=None, metavar="N",
                         help="fail when more than N cases fail in B but not in A (N >= 0)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI for run ids (default: MLFLOW_TRACKING_URI, "
-                             "else outputs/mlflow.db when present)")
+    parser.add_argument("--tracking-uri", help="MLflow tracking URI for run ids (default: "
+                        "MLFLOW_TRACKING_URI, else outputs/mlflow.db when present)")
     parser.add_argument("--timeout", type=SECONDS, metavar="S",
-                        default=DOWNLOAD_TIMEOUT, help="seconds the download of one MLflow "
-                        f"run may take, up to a day (default {DOWNLOAD_TIMEOUT:g})")
+                        default=LOAD_TIMEOUT, help="seconds the download of one MLflow "
+                        f"run may take, up to a day (default {LOAD_TIMEOUT:g})")
     parser.add_argument("--resamples", type=Range(1, MAX_RESAMPLES, integer=True),
                         default=2000, help="bootstrap resamples, 1 to 1,000,000 (default 2000)")
     parser.add_argument("--confidence", type=Range(0, 1, open_low=True, open_high=True),
-                        default=0.95,
-                        help="two-sided confidence of the intervals (default 0.95)")
-    parser.add_argument("--seed", type=COUNT, default=0,
-                        help="bootstrap seed, >= 0 (default 0)")
+                        default=0.95, help="two-sided confidence of the intervals (default 0.95)")
+    parser.add_argument("--seed", type=COUNT, default=0, help="bootstrap seed, >= 0 (default 0)")
     parser.add_argument("--top", type=COUNT, default=50,
                         help="changed cases listed in the report (default 50)")
     return parser
@@ -343,15 +320,15 @@ def main(argv: list[str] | None = None) -> int:
             raise CompareError(f"the two runs have no case id in common ({len(run_a.cases)} "
                                f"cases in A, {len(run_b.cases)} in B), so no figure can be "
                                "compared on the same cases")
-        gates = check_gates(comparison, args.gate, args.max_drop, args.max_new_errors)
-        comparison["gates"] = gates
+        comparison["gates"] = gates = check_gates(comparison, args.gate, args.max_drop,
+                                                  args.max_new_errors)
         differs = side_names((run_a.metrics, run_a.config), (run_b.metrics, run_b.config))
         for side, words in zip(("a", "b"), differs or (None, None)):
             comparison[side]["differs"] = words
         out = args.out or output_folder(
-            Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / COMPARE_HTML
+            Path("outputs") / "compare", *(differs or (run_a.label, run_b.label))) / "compare.html"
         json_out = args.json_out or out.with_suffix(".json")
-        render_compare_report(run_a, run_b, comparison, gates, out, args.max_drop)
+        render_compare_report(run_a, run_b, comparison, out)
         common.write_html(json_out, dumps_strict(comparison))
     except (CompareError, OSError) as exc:
         line = str(exc) if isinstance(exc, CompareError) else write_problem(
@@ -360,24 +337,21 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"ragcite: error: {line}", file=sys.stderr)
         return 2
-    _print_summary(comparison, gates, out, json_out)
+    _print_summary(comparison, out, json_out)
     return 0 if gates["passed"] else 1
 
 
-def _print_summary(comparison: Mapping[str, Any], gates: Mapping[str, Any], out: Path,
-                   json_out: Path) -> None:
-    conf = 100 * comparison["bootstrap"]["confidence"]
+def _print_summary(comparison: Mapping[str, Any], out: Path, json_out: Path) -> None:
+    conf, gates = 100 * comparison["bootstrap"]["confidence"], comparison["gates"]
     a, b = comparison["a"], comparison["b"]
     print(f"A: {a.get('differs') or a['name']}   B: {b.get('differs') or b['name']}   "
           f"({comparison['pairing']['n_paired_scored']} paired cases)")
     for key in METRIC_KEYS:
         e = comparison["metrics"][key]
-        ci = e["ci"]
-        ci_text = f"[{signed(ci[0])}, {signed(ci[1])}]" if ci else "n/a"
-        mark = " (gated)" if key in gates["metrics"] else ""
+        ci_text = f"[{signed(ci[0])}, {signed(ci[1])}]" if (ci := e["ci"]) else "n/a"
         print(f"  {key:<18} A {fmt(e['a'])}  B {fmt(e['b'])}  Δ {signed(e['delta'])}  "
               f"paired {signed(e['paired_mean_delta'])} {conf:g}% CI {ci_text}  "
-              f"{e['verdict']}{mark}")
+              f"{e['verdict']}{' (gated)' if key in gates['metrics'] else ''}")
     for reason in gates["failures"]:
         print(f"ragcite-compare: gate failed: {reason}", file=sys.stderr)
     if gates["active"] and gates["passed"]:

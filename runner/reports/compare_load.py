@@ -9,7 +9,6 @@ a folder of its own, so no comparison overwrites another.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from runner import results
-from runner.config.naming import safe_name
 from runner.redact import mask_uri
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
@@ -26,7 +24,7 @@ from runner.tracking.deadline import within
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PASSAGES_TAG = "ragcite.passages_run_id"
-DOWNLOAD_TIMEOUT = 300.0
+LOAD_TIMEOUT = 300.0
 """Seconds a lookup of one MLflow run may take, from the first request to the last file."""
 
 
@@ -48,16 +46,17 @@ class RunData:
 
 
 def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
-                 local: bool = True) -> RunData:
-    """A result folder's ``metrics.json`` and its cases, paired by id; a `local` one only when
-    its job finished (an MLflow run's results were logged after ``job.json``)."""
+                 params: dict[str, str] | None = None) -> RunData:
+    """A result folder's ``metrics.json`` and its cases, paired by id, and its flat config;
+    a local one (no MLflow `params`) only when its job finished (an MLflow run's results were
+    logged after ``job.json``)."""
     try:
         several = [] if (folder / results.METRICS_FILE).exists() else [
             str(d.relative_to(folder)) for d in results.result_dirs(folder) if d != folder]
         if several:
             raise CompareError(f"{source}: this job decided several thresholds: compare one of "
                                f"its result folders ({', '.join(several)})")
-        if local:
+        if params is None:
             results.require_complete(folder)
         metrics = results.read_result(folder)
         for path in (folder / results.CASES_FILE, results.passages_path(folder, metrics)):
@@ -73,7 +72,7 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
     except (ValueError, OSError) as exc:
         raise CompareError(str(exc)) from None
     return RunData(label=label, source=source, metrics=metrics, cases=cases, link=link,
-                   config=_flat_config(folder / results.CONFIG_FILE))
+                   config=_flat_config(folder / results.CONFIG_FILE) if params is None else params)
 
 
 def _flat_config(path: Path) -> dict[str, str]:
@@ -85,13 +84,6 @@ def _flat_config(path: Path) -> dict[str, str]:
     except (OSError, ValueError, yaml.YAMLError):
         return {}
     return flat_config(data) if isinstance(data, dict) else {}
-
-
-def tracking_uri_from(arg: str | None) -> str | None:
-    """``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present."""
-    default = Path("outputs") / "mlflow.db"
-    return arg or os.environ.get("MLFLOW_TRACKING_URI") or (
-        f"sqlite:///{default.resolve()}" if default.is_file() else None)
 
 
 def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:
@@ -146,16 +138,15 @@ def _download_run(client: Any, run_id: str, tracking_uri: str, workdir: Path) ->
     holder = run.data.tags.get(PASSAGES_TAG) or run_id
     _download(client, holder, results.PASSAGES_FILE, passages, base)
     link = store.run_link(tracking_uri, None, run.info.experiment_id, run_id)
-    data = _read_folder(dst, label=run.info.run_name or run_id[:8],
-                        source=f"mlflow run {run_id}", link=link, local=False)
-    data.config = dict(run.data.params or {})
-    return data
+    return _read_folder(dst, label=run.info.run_name or run_id[:8], source=f"mlflow run {run_id}",
+                        link=link, params=dict(run.data.params or {}))
 
 
 def load_run(spec: str, tracking_uri: str | None, workdir: Path,
-             timeout: float = DOWNLOAD_TIMEOUT) -> RunData:
+             timeout: float = LOAD_TIMEOUT) -> RunData:
     """A run folder (or its ``metrics.json``), or an MLflow run id (``runs:/ID`` also works)
-    from `tracking_uri` (see :func:`tracking_uri_from`), downloaded within `timeout` seconds."""
+    from `tracking_uri` (else ``MLFLOW_TRACKING_URI``, else ``outputs/mlflow.db`` if present),
+    downloaded within `timeout` seconds."""
     path = Path(spec)
     if path.is_file() and path.name == results.METRICS_FILE:
         path = path.parent
@@ -164,7 +155,9 @@ def load_run(spec: str, tracking_uri: str | None, workdir: Path,
     run_id = spec[len("runs:/"):].strip("/") if spec.startswith("runs:/") else spec
     if not _RUN_ID.match(run_id):
         raise CompareError(f"{spec}: neither a run folder nor an MLflow run id (32 hex digits)")
-    uri = tracking_uri_from(tracking_uri)
+    default = Path("outputs") / "mlflow.db"
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or (
+        f"sqlite:///{default.resolve()}" if default.is_file() else None)
     if not uri:
         raise CompareError(f"{run_id} is not a folder; to read it as an MLflow run id, set "
                            "--tracking-uri or MLFLOW_TRACKING_URI")
@@ -189,7 +182,6 @@ _QUIET = ("output_root", "progress", "report", "tracking", "cache", "run_name", 
           "prices", "hydra", "gate", "scoring.workers", "scoring.batch_size")
 _NAMED = (("dataset", "name"), ("model", "name"), ("model", "system"), ("matcher", "name"))
 MAX_PARTS = 4
-COMPARE_HTML = "compare.html"
 
 
 def flat_config(node: Any, prefix: str = "") -> dict[str, str]:
@@ -199,10 +191,6 @@ def flat_config(node: Any, prefix: str = "") -> dict[str, str]:
                 for key, text in flat_config(v, f"{prefix}.{k}" if prefix else str(k)).items()}
     return {prefix: "null" if node is None else str(node).lower() if isinstance(node, bool)
             else str(node)}
-
-
-def _quiet(key: str) -> bool:
-    return any(key == q or key.startswith(q + ".") for q in _QUIET)
 
 
 def _threshold(metrics: Mapping[str, Any]) -> str | None:
@@ -225,7 +213,7 @@ def side_names(a: tuple[Mapping[str, Any], Mapping[str, str]],
     """
     (ma, ca), (mb, cb) = a, b
     parts: list[tuple[str, str, str]] = []
-    covered: list[str] = ["scoring.threshold"]
+    covered = [*_QUIET, "scoring.threshold"]  # config keys said already, or not worth saying
     for section, name in _NAMED:  # the model's system only when the model is the same
         va, vb = ((m.get(section) or {}).get(name) for m in (ma, mb))
         if section not in covered and va != vb:
@@ -234,9 +222,8 @@ def side_names(a: tuple[Mapping[str, Any], Mapping[str, str]],
     if _threshold(ma) != _threshold(mb):
         parts.append(("threshold", str(_threshold(ma)), str(_threshold(mb))))
     for key in sorted(set(ca) | set(cb)):
-        if _quiet(key) or any(key == c or key.startswith(c + ".") for c in covered):
-            continue
-        if ca.get(key) != cb.get(key):
+        quiet = any(key == c or key.startswith(c + ".") for c in covered)
+        if not quiet and ca.get(key) != cb.get(key):
             parts.append((key, str(ca.get(key, "—")), str(cb.get(key, "—"))))
     if not parts:
         return None
@@ -244,15 +231,3 @@ def side_names(a: tuple[Mapping[str, Any], Mapping[str, str]],
     more = f" (+{len(parts) - MAX_PARTS} more)" if len(parts) > MAX_PARTS else ""
     return (" ".join(f"{k}={va}" for k, va, _ in shown) + more,
             " ".join(f"{k}={vb}" for k, _, vb in shown) + more)
-
-
-def output_folder(root: Path, name_a: str, name_b: str) -> Path:
-    """A new folder for one comparison: ``<root>/<start stamp>_<A>_vs_<B>``, created here;
-    two comparisons, even of the same runs at the same moment, never share one."""
-    from runner.config.schema import folder_stamp
-
-    while True:  # a clash: 1 in 65,536 within one microsecond
-        folder = root / f"{folder_stamp()}_{safe_name(name_a)}_vs_{safe_name(name_b)}"
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(parents=True, exist_ok=False)
-            return folder

@@ -13,6 +13,7 @@ Re-render by hand with ``python -m runner.reports.sweep SWEEP_DIR``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -42,24 +43,21 @@ def split_override(override: str) -> tuple[str, str]:
 
 
 def _quiet(key: str) -> bool:
-    return any(key == q or key.startswith(q if q.endswith(".") else q + ".")
-               for q in _QUIET_KEYS)
+    return any(key == q or key.startswith(q if q.endswith(".") else q + ".") for q in _QUIET_KEYS)
 
 
 def _varying(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
     """Override keys whose values differ between results, and those every result shares."""
     parsed = [dict(split_override(o) for o in entry.get("overrides") or []) for entry in entries]
-    order = list(dict.fromkeys(key for overrides in parsed for key in overrides))
+    order = [k for k in dict.fromkeys(k for overrides in parsed for k in overrides)
+             if not _quiet(k)]
     values = {key: {overrides.get(key, "∅") for overrides in parsed} for key in order}
-    varying = [k for k in order if len(values[k]) > 1 and not _quiet(k)]
-    common = {k: next(iter(values[k])) for k in order
-              if len(values[k]) == 1 and not _quiet(k)}
-    return varying, common
+    return ([k for k in order if len(values[k]) > 1],
+            {k: next(iter(v)) for k, v in values.items() if len(v) == 1})
 
 
 def _threshold_text(threshold: Mapping[str, Any]) -> str:
-    value = threshold.get("value")
-    text = f"{value:g}" if isinstance(value, (int, float)) else "n/a"
+    text = f"{value:g}" if isinstance(value := threshold.get("value"), (int, float)) else "n/a"
     return f"{text} ({threshold['level']})" if threshold.get("level") else text
 
 
@@ -79,17 +77,14 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
         "model": model_text(m.get("model") or {}),  # the model and its system
         "matcher": matcher.get("name") or overrides.get("matcher") or "?",
         "matcher_identity": matcher.get("identity") or {},
-        "threshold": threshold.get("value"),
-        "threshold_text": _threshold_text(threshold),
+        "threshold": threshold.get("value"), "threshold_text": _threshold_text(threshold),
         "config": [f"{k}={overrides[k]}" for k in varying if k in overrides],
         "vals": {k: (m.get("metrics") or {}).get(k) for k in METRIC_KEYS},
         "bands": {k: (m.get("bands") or {}).get(k) or "none" for k in METRIC_KEYS},
         "ci": {k: (m.get("ci") or {}).get(k) for k in METRIC_KEYS},
         "n_scored": m.get("n_scored"), "n_errors": m.get("n_errors"),
-        "gates": (m.get("gates") or {}).get("passed"),
-        "diagnosis": stacked_bars(m.get("labels")) if m else [],
-        "coverage": m.get("coverage") or None,
-    }
+        "gates": (m.get("gates") or {}).get("passed"), "coverage": m.get("coverage") or None,
+        "diagnosis": stacked_bars(m.get("labels")) if m else []}
 
 
 def _best(summary: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,12 +94,11 @@ def _best(summary: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> list[di
     out = []
     for key in METRIC_KEYS:
         entry = (summary.get("best") or {}).get(key) or {}
-        dirs = entry.get("dir")
+        dirs, value = entry.get("dir"), entry.get("value")
         names = {dirs} if isinstance(dirs, str) else set(dirs or [])
-        value = entry.get("value")
         winners = [r for r in rows if r["dir"] in names
                    or (value is not None and r["complete"] and r["vals"][key] == value)]
-        out.append({"key": key, "name": METRIC_NAMES[key], "value": entry.get("value"),
+        out.append({"key": key, "name": METRIC_NAMES[key], "value": value,
                     "rows": winners, "dirs": [r["dir"] for r in winners]})
     return out
 
@@ -159,8 +153,7 @@ def _line_charts(matcher: str, xs: Sequence[float],
                        "threshold": row["threshold_text"], "ci_text": _ci_text(ci),
                        "ci": [sy(ci[1]), sy(ci[0])] if ci else None}
                       for row in sorted(s["rows"], key=lambda r: float(r["threshold"]))
-                      if (value := row["vals"][metric]) is not None
-                      for ci in [row["ci"][metric]]]
+                      if (value := row["vals"][metric]) is not None for ci in [row["ci"][metric]]]
             path = " ".join(("M" if k == 0 else "L") + f"{p['x']} {p['y']}"
                             for k, p in enumerate(points)) if len(points) > 1 else ""
             lines.append({"index": i % 8, "label": s["label"], "points": points, "path": path})
@@ -169,8 +162,7 @@ def _line_charts(matcher: str, xs: Sequence[float],
             "name": METRIC_NAMES[metric], "width": WIDTH, "height": HEIGHT, "left": LEFT,
             "right": RIGHT, "series": lines,
             "yticks": [{"y": sy(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
-            "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs],
-        })
+            "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs]})
     return out
 
 
@@ -218,14 +210,10 @@ def common_cases(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> dict[str
     :func:`runner.results.iter_decisions`): the number common to all of them, and the fewest
     and most each scored. None when fewer than two results can be read."""
     sets = []
-    for row in rows:
-        if not row["complete"]:
-            continue
-        try:
+    for row in (r for r in rows if r["complete"]):
+        with contextlib.suppress(OSError, ValueError):
             sets.append({str(d["id"]) for d in iter_decisions(sweep_dir / row["dir"])
                          if d.get("error") is None})
-        except (OSError, ValueError):
-            continue
     if len(sets) < 2:
         return None
     sizes = [len(s) for s in sets]
@@ -240,26 +228,17 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
     rows = [_row(entry, sweep_dir, varying) for entry in entries]
     started = min(filter(None, (str(((e.get("metrics") or {}).get("run") or {}).get("started_at")
                                     or "") for e in entries)), default=None)
-    jobs = list(dict.fromkeys(r["job"] for r in rows))
     return {
-        "title": f"ragcite sweep report — {sweep_dir.name}",
-        "name": sweep_dir.name,
-        "started_at": started,
-        "failed": bool(summary.get("failed")),
-        "n_jobs": int(summary.get("n_jobs") or len(jobs)),
-        "n_results": len(rows),
-        "n_complete": sum(1 for r in rows if r["complete"]),
+        "title": f"ragcite sweep report — {sweep_dir.name}", "name": sweep_dir.name,
+        "started_at": started, "failed": bool(summary.get("failed")),
+        "n_jobs": int(summary.get("n_jobs") or len({r["job"] for r in rows})),
+        "n_results": len(rows), "n_complete": sum(1 for r in rows if r["complete"]),
         "incomplete": [*dict.fromkeys([*map(str, summary.get("incomplete_jobs") or []),
                                        *(r["dir"] for r in rows if not r["complete"]),
                                        *(f"job {j.get('num')}: not run"
                                          for j in summary.get("not_run") or [])])],
-        "varying": varying,
-        "common": common,
-        "rows": rows,
-        "best": _best(summary, rows),
-        "matcher_charts": _charts(rows),
-        "cases": common_cases(rows, sweep_dir),
-    }
+        "varying": varying, "common": common, "rows": rows, "best": _best(summary, rows),
+        "matcher_charts": _charts(rows), "cases": common_cases(rows, sweep_dir)}
 
 
 def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None) -> Path:
@@ -270,13 +249,12 @@ def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None)
     """
     sweep_dir = Path(sweep_dir)
     summary = json.loads((sweep_dir / SWEEP_FILE).read_text(encoding="utf-8"))
-    version = summary.get("schema_version")
-    if version != 2:
+    if (version := summary.get("schema_version")) != 2:
         raise ValueError(f"{sweep_dir / SWEEP_FILE}: schema_version {version!r} is not "
                          "supported (this ragcite reads version 2)")
-    context = build_context(summary, sweep_dir)
     return common.write_html(Path(output) if output else sweep_dir / REPORT_FILE,
-                      common.render("report_sweep.html.j2", **context))
+                             common.render("report_sweep.html.j2",
+                                           **build_context(summary, sweep_dir)))
 
 
 def main(argv: list[str] | None = None) -> int:

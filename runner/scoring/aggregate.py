@@ -52,8 +52,7 @@ def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
     binned over [0, 1] (:func:`histogram`) and how many are undefined."""
     return {key: {"low": 0.0, "high": 1.0, "bins": bins,
                   "counts": histogram(defined := col[~np.isnan(col)], bins),
-                  "undefined": int(col.size - defined.size)}
-            for key, col in zip(names, values.T)}
+                  "undefined": int(col.size - defined.size)} for key, col in zip(names, values.T)}
 
 
 def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
@@ -166,8 +165,7 @@ class Aggregator:
     # The state: the first failed cases (id, error), each scored case's metric row, the sums.
     failed_listed: list[dict[str, str]] = field(default_factory=list, init=False)
     rows: list[Sequence[float]] = field(default_factory=list, init=False)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0),
-                                   init=False)
+    counts: dict[str, int] = field(init=False, default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
     labels: dict[str, int] = field(init=False, default_factory=lambda: {
         lab.key: 0 for lab in (*CITATION, *REFERENCE)})
     n_cases: int = field(default=0, init=False)
@@ -209,10 +207,9 @@ class Aggregator:
         self.rows.extend(rows)
         if self.keep_cases:
             self._parts.extend(parts)
-        for k, v in counts.items():
-            self.counts[k] = self.counts.get(k, 0) + v
-        for k, v in labels.items():
-            self.labels[k] = self.labels.get(k, 0) + v
+        for sums, added in ((self.counts, counts), (self.labels, labels)):
+            for k, v in added.items():
+                sums[k] = sums.get(k, 0) + v
 
     def result(self) -> RunResult:
         """The run-level figures of every case added so far."""
@@ -223,22 +220,17 @@ class Aggregator:
             for key, col in zip(names, values.T)}
         ci = bootstrap_ci(values, self.resamples, self.confidence, self.seed)
         return RunResult(
-            metrics=metrics,
-            ci=dict(zip(names, ci)),
+            metrics=metrics, ci=dict(zip(names, ci)),
             # With no scored case there is nothing to pool: the micro figures are undefined
             # (the zero-division rule would otherwise report a perfect 1.0 under `auto`).
             micro=(micro_metrics(self.counts, self.zero_division, names) if self.rows
                    else dict.fromkeys(names)),
-            labels=dict(self.labels),
-            n_cases=self.n_cases,
-            n_scored=len(self.rows),
-            n_errors=self.n_errors,
-            counts=dict(self.counts),
+            labels=dict(self.labels), counts=dict(self.counts),
+            n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
             histograms=histograms(values, names),
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
-            cases=self.cases if self.keep_cases else [],
-        )
+            cases=self.cases if self.keep_cases else [])
 

@@ -16,8 +16,4 @@ def band(value: float | None, bands: Mapping[str, float] = DEFAULT_BANDS) -> str
     """
     if value is None:
         return None
-    if value >= bands["green"]:
-        return "green"
-    if value >= bands["medium"]:
-        return "medium"
-    return "red"
+    return "green" if value >= bands["green"] else "medium" if value >= bands["medium"] else "red"

@@ -49,12 +49,9 @@ def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
     Every declared metric of the result (``gate.<name>``) may have a minimum; ``max_error_rate``
     bounds the share of failed cases.
     """
-    failures = []
-    for key, value in result.metrics.items():
-        minimum = gates.get(key)
-        if minimum is not None and (value is None or value < minimum):
-            shown = "undefined" if value is None else f"{value:.4f}"
-            failures.append(f"{key} {shown} < gate {minimum}")
+    failures = [f"{key} {'undefined' if value is None else f'{value:.4f}'} < gate {minimum}"
+                for key, value in result.metrics.items()
+                if (minimum := gates.get(key)) is not None and (value is None or value < minimum)]
     max_rate = gates.get("max_error_rate")
     if max_rate is not None and result.error_rate > max_rate:
         failures.append(f"error rate {result.error_rate:.4f} ({result.n_errors} of "

@@ -37,15 +37,12 @@ CITATION = (
     Label("citation", "other_source",
           "its passage matches only a reference of another document (shared text)",
           "match only a passage of another document (other_source: shared text such as "
-          "boilerplate; scoring.require_same_source=true would not credit them)"),
-)
-REFERENCE = (
-    Label("reference", "cited", "matched by a citation", "are cited"),
-    Label("reference", "passage_missed", "its document was cited, but not this passage",
-          "are missed although their document is cited"),
-    Label("reference", "source_missed", "its document was not cited at all",
-          "belong to documents not cited"),
-)
+          "boilerplate; scoring.require_same_source=true would not credit them)"))
+REFERENCE = (Label("reference", "cited", "matched by a citation", "are cited"),
+             Label("reference", "passage_missed", "its document was cited, but not this passage",
+                   "are missed although their document is cited"),
+             Label("reference", "source_missed", "its document was not cited at all",
+                   "belong to documents not cited"))
 CITATION_LABELS = tuple(lab.name for lab in CITATION)
 REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
 LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from functools import reduce
 
 _SPACE = re.compile(r"\s+")
 
@@ -16,12 +17,9 @@ def _basename(source: str) -> str:
 
 
 STEPS: dict[str, Callable[[str], str]] = {
-    "nfc": lambda s: unicodedata.normalize("NFC", s),
-    "strip": str.strip,
-    "collapse_whitespace": lambda s: _SPACE.sub(" ", s),
-    "casefold": str.casefold,
-    "basename": _basename,
-}
+    "nfc": lambda s: unicodedata.normalize("NFC", s), "strip": str.strip,
+    "collapse_whitespace": lambda s: _SPACE.sub(" ", s), "casefold": str.casefold,
+    "basename": _basename}
 """The available steps. ``basename`` is off by default."""
 
 DEFAULT_STEPS: tuple[str, ...] = ("nfc", "strip", "collapse_whitespace", "casefold")
@@ -38,8 +36,7 @@ class SourceNormalizer:
     """
 
     def __init__(self, steps: Sequence[str] = DEFAULT_STEPS) -> None:
-        unknown = [s for s in steps if s not in STEPS]
-        if unknown:
+        if unknown := [s for s in steps if s not in STEPS]:
             raise ValueError(f"scoring.source_normalization: unknown step(s) {unknown}; "
                              f"expected some of {', '.join(STEPS)}")
         self.steps = tuple(steps)
@@ -51,11 +48,8 @@ class SourceNormalizer:
         return (SourceNormalizer, (self.steps,))
 
     def __call__(self, source: str) -> str:
-        out = self._memo.get(source)
-        if out is None:
-            out = source
-            for func in self._funcs:
-                out = func(out)
+        if (out := self._memo.get(source)) is None:
+            out = reduce(lambda text, func: func(text), self._funcs, source)
             if len(self._memo) < 1_000_000:
                 self._memo[source] = out
         return out

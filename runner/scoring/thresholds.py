@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from runner.errors import RagciteError
@@ -35,34 +35,31 @@ class Threshold:
     @property
     def folder(self) -> str:
         """Its result folder's name in a job of several thresholds: ``t0.5``, ``strict_t0.75``."""
-        name = f"t{self.value:g}"
-        return f"{self.level}_{name}" if self.level else name
+        return f"{self.level}_t{self.value:g}" if self.level else f"t{self.value:g}"
 
     def to_dict(self) -> dict[str, Any]:
         """As written to metrics.json (``threshold``)."""
-        return {"value": self.value, "level": self.level, "index": self.index}
+        return asdict(self)
 
 
-def _one(spec: Any, levels: Mapping[str, float], bounds: tuple[float, float],
-         index: int) -> Threshold:
-    if isinstance(spec, str) and spec.strip() in levels:
-        return Threshold(float(levels[spec.strip()]), spec.strip(), index)
+def _one(spec: Any, levels: Mapping[str, float],
+         bounds: tuple[float, float]) -> tuple[float, str | None]:
+    """The value and level of one item of ``scoring.threshold``."""
+    if isinstance(spec, str) and (name := spec.strip()) in levels:
+        return float(levels[name]), name
     if isinstance(spec, bool):
         raise RagciteError(f"scoring.threshold: {spec!r} is not a number or a level")
     try:
         value = float(spec)
     except (TypeError, ValueError):
-        allowed = ", ".join(levels)
         raise RagciteError(f"scoring.threshold: {spec!r} is neither a number nor a level "
-                           f"({allowed})") from None
+                           f"({', '.join(levels)})") from None
     low, high = bounds
-    if math.isnan(value):
-        raise RagciteError(f"scoring.threshold: {spec!r} is not a number; give one in "
-                           f"[{low:g}, {high:g}], the similarities this matcher gives")
-    if not low <= value <= high:
-        raise RagciteError(f"scoring.threshold: {spec!r} is outside [{low:g}, {high:g}], the "
-                           f"similarities this matcher gives")
-    return Threshold(value, None, index)
+    if not low <= value <= high:  # NaN included
+        what = "is not a number; give one in" if math.isnan(value) else "is outside"
+        raise RagciteError(f"scoring.threshold: {spec!r} {what} [{low:g}, {high:g}], the "
+                           "similarities this matcher gives")
+    return value, None
 
 
 def resolve_thresholds(spec: Any, levels: Mapping[str, float],
@@ -81,9 +78,5 @@ def resolve_thresholds(spec: Any, levels: Mapping[str, float],
     items: Sequence[Any] = list(spec) if isinstance(spec, (list, tuple)) else [spec]
     if not items:
         raise RagciteError("scoring.threshold: the list is empty; give at least one threshold")
-    out: list[Threshold] = []
-    for item in items:
-        found = _one(item, levels, bounds, len(out))
-        if all((t.value, t.level) != (found.value, found.level) for t in out):
-            out.append(found)
-    return out
+    found = dict.fromkeys(_one(item, levels, bounds) for item in items)  # in order, once
+    return [Threshold(value, level, index) for index, (value, level) in enumerate(found)]
