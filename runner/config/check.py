@@ -20,16 +20,6 @@ from runner.config.schema import conf_for
 from runner.errors import RagciteError
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Check a composed config against its schemas, before any work.
-
-    Raises:
-        RagciteError: The first problem, located: ``scoring.batch_size: must be an integer
-            >= 1, got 0``; ``gate.context_recal: no such gate; the gates: ...``.
-    """
-    _check_node(cfg, "")
-
-
 def schema_of(node: DictConfig) -> type | None:
     """The schema of `node`: derived from its ``_target_`` class, else the structured-config
     class it was composed from (None: neither)."""
@@ -44,7 +34,14 @@ def schema_of(node: DictConfig) -> type | None:
     return schema if dataclasses.is_dataclass(schema) else None
 
 
-def _check_node(node: DictConfig, prefix: str) -> None:
+def check_config(node: DictConfig, prefix: str = "") -> None:
+    """Check a composed config (or one of its nodes, at `prefix`) against its schemas, before
+    any work.
+
+    Raises:
+        RagciteError: The first problem, located: ``scoring.batch_size: must be an integer
+            >= 1, got 0``; ``gate.context_recal: no such gate; the gates: ...``.
+    """
     schema = schema_of(node)
     if schema is not None:
         names = [f.name for f in dataclasses.fields(schema)]
@@ -64,7 +61,7 @@ def _check_node(node: DictConfig, prefix: str) -> None:
     for key in map(str, node):
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none():
-            _check_node(child, f"{prefix}{key}.")
+            check_config(child, f"{prefix}{key}.")
 
 
 def _check_types(node: DictConfig, schema: type, prefix: str) -> None:
