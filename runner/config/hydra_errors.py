@@ -155,13 +155,11 @@ def _too_deep(args: list[str]) -> str | None:
 
 
 def _first(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0] if lines else str(text)
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), str(text))
 
 
 def _missing_option(exc: MissingConfigException) -> str:
-    missing = exc.missing_cfg_file or ""
-    group, _, option = missing.rpartition("/")
+    group, _, option = (exc.missing_cfg_file or "").rpartition("/")
     if not group or exc.options is None:
         return _first(str(exc))
     choices = ", ".join(sorted(o for o in exc.options if o != "schema"))

@@ -71,9 +71,7 @@ def resolve_label(choice: str, *, _root_: Any) -> str:
     from omegaconf import OmegaConf
 
     model = OmegaConf.select(_root_, "model", default=None)
-    dataset = OmegaConf.select(_root_, "dataset", default=None)
-    default = OmegaConf.select(_root_, "dataset.default_system", default=None) \
-        if OmegaConf.is_dict(dataset) else None
+    default = OmegaConf.select(_root_, "dataset.default_system", default=None)
     settings = {k: OmegaConf.select(model, k, default=None)
                 for k in ("system", "responses", "url", "model", "function")
                 if OmegaConf.is_dict(model) and k in model}

@@ -122,8 +122,7 @@ class CaseSequence(Sequence[CaseResult]):
         return self._at(range(len(self))[index])  # negative indexes; IndexError out of range
 
     def __iter__(self) -> Iterator[CaseResult]:
-        for pos in range(len(self)):
-            yield self._at(pos)
+        return map(self._at, range(len(self)))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (CaseSequence, list)):
