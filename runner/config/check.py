@@ -51,12 +51,10 @@ def check_config(node: DictConfig, prefix: str = "") -> None:
             _check_types(node, schema, prefix)
         for f in dataclasses.fields(schema):
             constraint = f.metadata.get(CHECK)
-            problem = constraint.problem(node[f.name]) if constraint and f.name in node else None
-            if problem:
+            if constraint and f.name in node and (problem := constraint.problem(node[f.name])):
                 raise RagciteError(f"{prefix}{f.name}: {problem}")
         across = getattr(schema, "config_problem", None)
-        problem = across(node) if callable(across) else None
-        if problem:
+        if callable(across) and (problem := across(node)):
             raise RagciteError(f"{prefix.rstrip('.')}: {problem}" if prefix else problem)
     for key in map(str, node):
         child = node._get_node(key)

@@ -141,6 +141,5 @@ def check_fields(obj: Any, prefix: str) -> None:
     """
     for f in dataclasses.fields(obj):
         constraint = f.metadata.get(CHECK)
-        problem = constraint.problem(getattr(obj, f.name)) if constraint else None
-        if problem:
+        if constraint and (problem := constraint.problem(getattr(obj, f.name))):
             raise RagciteError(f"{prefix}.{f.name}: {problem}")

@@ -266,8 +266,7 @@ class RagciteConf:
                 if key not in allowed:
                     return (f"prices.{model}.{key}: no such key; a price takes: "
                             f"{', '.join(allowed)}")
-                problem = allowed[key].problem(value)
-                if problem:
+                if problem := allowed[key].problem(value):
                     return f"prices.{model}.{key}: {problem}"
         return None
 
