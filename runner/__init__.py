@@ -25,19 +25,6 @@ from runner.results import CaseResult, RunResult
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Case",
-    "CaseResult",
-    "Citation",
-    "DataError",
-    "Document",
-    "Reference",
-    "Response",
-    "RunResult",
-    "__version__",
-    "evaluate",
-    "iter_cases",
-    "load_cases",
-    "load_knowledge_base",
-    "matchers",
-]
+__all__ = ["Case", "CaseResult", "Citation", "DataError", "Document", "Reference", "Response",
+           "RunResult", "__version__", "evaluate", "iter_cases", "load_cases",
+           "load_knowledge_base", "matchers"]

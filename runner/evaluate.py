@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -32,15 +32,13 @@ def matcher_from_name(name: str, **kwargs: Any) -> Matcher:
     """
     class_name = "".join(part.capitalize() for part in name.split("_")) + "Matcher"
     try:
-        module = importlib.import_module(f"runner.matchers.{name}")
-        cls = getattr(module, class_name)
-    except (ImportError, AttributeError):
+        cls = getattr(importlib.import_module(f"runner.matchers.{name}"), class_name, None)
+    except ImportError:
         cls = None
     if cls is None or cls is BaseMatcher:  # `base` names the abstract helper, not a matcher
         raise ValueError(f"unknown matcher {name!r}: expected a module runner.matchers.{name} "
                          f"with a class {class_name}")
-    matcher: Matcher = cls(**kwargs)
-    return matcher
+    return cls(**kwargs)
 
 
 def count_pairs(cases: Sequence[Case], responses: Sequence[Response | None]) -> int:
@@ -49,19 +47,12 @@ def count_pairs(cases: Sequence[Case], responses: Sequence[Response | None]) -> 
                for c, r in zip(cases, responses) if r is not None)
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
 def score_batches(
     items: Iterable[tuple[Case, Response | None]],
     matcher: Matcher,
     options: ScoringOptions,
     thresholds: Sequence[float],
     batch_size: int = DEFAULT_BATCH_SIZE,
-    on_batch: Callable[[int], None] | None = None,
 ) -> Iterator[list[BatchResults]]:
     """Score (case, response) pairs batch by batch at every threshold, each distinct pair's
     similarity computed once.
@@ -72,16 +63,14 @@ def score_batches(
         options: Scoring options.
         thresholds: The thresholds to decide.
         batch_size: Cases per batch; bounds memory on large runs.
-        on_batch: Called with the number of cases after each batch is consumed (progress bars).
 
     Yields:
         Per batch, in input order, one :class:`~runner.scoring.batch.BatchResults` per
         threshold (its run-level sums; records built when first read).
     """
-    for batch in _batches(items, batch_size):
+    it = iter(items)
+    while batch := list(islice(it, batch_size)):
         yield score_batch_thresholds(batch, matcher, options, thresholds)
-        if on_batch is not None:
-            on_batch(len(batch))
 
 
 def evaluate(

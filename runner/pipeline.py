@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -28,7 +28,7 @@ from runner.config.folders import check_folder
 from runner.config.naming import system_label, system_name
 from runner.config.plugins import build
 from runner.data.dataset import Dataset
-from runner.data.models import Case, Response
+from runner.data.models import Case
 from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.matchers.base import (
@@ -78,13 +78,17 @@ class _Run:
     out: Path
     names: dict[str, str]
     started: dt.datetime
+    adapter: ModelAdapter
+    matcher: Matcher
+    dataset: Dataset
+    thresholds: list[Threshold]
     timings: dict[str, float] = field(default_factory=dict)
     stats: CacheStats = field(default_factory=CacheStats)
     workers: int = 1
-    writer: ResultWriter | None = None
     n_cases: int = 0
     answered: int = 0
     dataset_cases: int = 0
+    writer: ResultWriter = field(init=False)
 
 
 def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
@@ -104,7 +108,7 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     Raises:
         RagciteError: Bad config or data (before any model call where it can be found).
     """
-    run = _Run(cfg, out, dict(names or {}), dt.datetime.now(dt.timezone.utc))
+    started = dt.datetime.now(dt.timezone.utc)
     protect(secret_values(cfg) | env_secrets())  # kept out of logs, the cache and responses
     out.mkdir(parents=True, exist_ok=True)
     write_config(out / CONFIG_FILE, redact(cfg))
@@ -122,29 +126,29 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
     if isinstance(matcher, OwnCache):
         matcher.bind_cache(cache.dir if cache else None)
+    run = _Run(cfg, out, dict(names or {}), started, adapter, matcher, dataset, thresholds)
     try:
-        results = _score(run, dataset, adapter, matcher, thresholds, cache)
+        results = _score(run, cache)
     finally:
         if cache is not None:
             cache.close()
-    return _finish(run, dataset, adapter, matcher, thresholds, results, report)
+    return _finish(run, results, report)
 
 
 def _batches(run: _Run, cases: Iterator[Case], size: int) -> Iterator[tuple[list[Case], bool]]:
     """The cases in batches of `size`, each with whether more follow; loading time counted."""
     ahead: list[Case] = []
-    while True:
+    more = True
+    while more:
         t0 = time.perf_counter()
         with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
             batch = ahead + list(islice(cases, size - len(ahead)))
             ahead = list(islice(cases, 1))  # one case ahead: is this batch the last?
         run.timings["load_s"] = run.timings.get("load_s", 0.0) + time.perf_counter() - t0
-        if not batch:
-            return
-        run.n_cases += len(batch)
-        yield batch, bool(ahead)
-        if not ahead:
-            return
+        more = bool(ahead)
+        if batch:
+            run.n_cases += len(batch)
+            yield batch, more
 
 
 def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
@@ -159,170 +163,124 @@ def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
     return cache
 
 
-def _respond(run: _Run, adapter: ModelAdapter, dataset: Dataset, cases: list[Case],
-             cache: DiskCache | None) -> list[Response]:
-    t0 = time.perf_counter()
-    responses = get_responses(adapter, cases, dataset.digest, cache, run.stats, len(cases),
-                              False)
-    run.timings["model_s"] = run.timings.get("model_s", 0.0) + time.perf_counter() - t0
-    run.answered += sum(1 for r in responses if r.error is None)
-    return responses
-
-
-def scoring_options(scoring: dict[str, Any], threshold: float) -> ScoringOptions:
-    """The scoring options of a ``scoring`` config section."""
-    return ScoringOptions(
-        threshold=threshold,
-        zero_division=str(scoring["zero_division"]),
-        require_same_source=bool(scoring["require_same_source"]),
-        source_normalization=tuple(scoring["source_normalization"]),
-        bands=dict(scoring["bands"]),
-        metrics=run_metrics(scoring.get("metrics")),
-    )
-
-
-def _score(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
-           thresholds: Sequence[Threshold], cache: DiskCache | None) -> list[RunResult]:
+def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     """Batch by batch: load, answer, compute the similarities once and decide every threshold;
     the lines are written as they come, so memory holds one batch and a few numbers a case."""
-    cfg, scoring = run.cfg, run.cfg["scoring"]
-    options = scoring_options(scoring, thresholds[0].value)
+    cfg, scoring, timings = run.cfg, run.cfg["scoring"], run.timings
+    options = ScoringOptions(run.thresholds[0].value, str(scoring["zero_division"]),
+                             bool(scoring["require_same_source"]),
+                             tuple(scoring["source_normalization"]), dict(scoring["bands"]),
+                             run_metrics(scoring["metrics"]))
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
-                       float(boot["confidence"]), int(cfg.get("seed", 0)), keep_cases=False,
+                       float(boot["confidence"]), int(cfg["seed"]), keep_cases=False,
                        bands=options.bands, metrics=options.metrics,
-                       max_failed_listed=int((cfg.get("report") or {}).get("max_failed_listed",
-                                                                            500)))
-    aggs = [empty.empty() for _ in thresholds]
-    scorer = cached(matcher, cache, run.stats)
-    writer = run.writer = ResultWriter(run.out, thresholds)
+                       max_failed_listed=int(cfg["report"].get("max_failed_listed", 500)))
+    aggs = [empty.empty() for _ in run.thresholds]
+    scorer = cached(run.matcher, cache, run.stats)
+    writer = run.writer = ResultWriter(run.out, run.thresholds)
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
-               disable=None if cfg.get("progress", True) else True)
+               disable=None if cfg["progress"] else True)
     try:
-        for cases, more in _batches(run, dataset.iter_cases(), int(scoring["batch_size"])):
-            responses = _respond(run, adapter, dataset, cases, cache)
+        for cases, more in _batches(run, run.dataset.iter_cases(), int(scoring["batch_size"])):
+            t0 = time.perf_counter()
+            responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
+                                      len(cases), False)
+            timings["model_s"] = timings.get("model_s", 0.0) + time.perf_counter() - t0
+            run.answered += sum(1 for r in responses if r.error is None)
             t0 = time.perf_counter()
             if writer.lines == 0:  # the first batch plans for the job
-                run.workers = resolve_workers(scoring.get("workers"), matcher, len(cases))
+                run.workers = resolve_workers(scoring["workers"], run.matcher, len(cases))
                 # The job's pairs: this batch's, at least twice as many when more follow.
                 scorer = for_workload(scorer, count_pairs(cases, responses) * (2 if more else 1),
                                       run.workers)
             for chunk in score_parallel(cases, responses, scorer, options,
-                                        [t.value for t in thresholds],
+                                        [t.value for t in run.thresholds],
                                         min(run.workers, len(cases)), empty,
                                         chunk=min(int(scoring["batch_size"]), 2_500)):
                 writer.write(chunk.passages, chunk.cases)
                 for agg, part in zip(aggs, chunk.aggregators):
                     agg.merge(part)
-            run.timings["score_s"] = run.timings.get("score_s", 0.0) + time.perf_counter() - t0
+            timings["score_s"] = timings.get("score_s", 0.0) + time.perf_counter() - t0
             bar.update(len(cases))
     finally:
         writer.close()
         bar.close()
     if run.n_cases == 0:  # found before any model call: the first batch was empty
-        limit = " within dataset.limit=0" if dataset.limit == 0 else ""
-        raise RagciteError(f"dataset.path: {dataset.path} holds no cases{limit}; nothing to "
+        limit = " within dataset.limit=0" if run.dataset.limit == 0 else ""
+        raise RagciteError(f"dataset.path: {run.dataset.path} holds no cases{limit}; nothing to "
                            f"score")
     return [agg.result() for agg in aggs]
 
 
-def _finish(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
-            thresholds: Sequence[Threshold], results: list[RunResult],
+def _finish(run: _Run, results: list[RunResult],
             report: Callable[[list[Path]], None] | None) -> list[Outcome]:
     """Describe each result, check its gates and write the rest of the files: the results,
     `report`'s, then ``job.json``."""
-    writer = run.writer
-    if writer is None:  # pragma: no cover - _score always opens one
-        raise RuntimeError("the job's results were not written")
     hits = run.stats.hits  # what the run's cache served: the parts were never asked for it
-    usage = usage_section({"model": adapter.usage(), "matcher": usage_of(matcher)},
-                          run.cfg.get("prices"), {"model": hits.get("responses", 0),
-                                                  "matcher": hits.get("similarities", 0)})
+    usage = usage_section({"model": run.adapter.usage(), "matcher": usage_of(run.matcher)},
+                          run.cfg["prices"], {"model": hits.get("responses", 0),
+                                              "matcher": hits.get("similarities", 0)})
+    gates = {k: v for k, v in run.cfg["gate"].items() if v is not None}
+    # The cases the dataset holds, for coverage: the records of its case file when a transform
+    # may skip some (ExpertQA keeps one system's lines), else the cases read; at most its limit.
+    n = run.n_cases
+    if run.dataset.cfg.get("transform"):
+        from runner.data.loading import resolve_path
+        from runner.data.readers import iter_records
+
+        n = sum(1 for _ in iter_records(resolve_path(run.dataset.path),
+                                        run.dataset.cfg.get("format")))
+    run.dataset_cases = n if run.dataset.limit is None else min(n, run.dataset.limit)
     outcomes = []
-    run.dataset_cases = dataset_cases(dataset, run.n_cases)
-    for threshold, result, folder in zip(thresholds, results, writer.dirs):
-        failures = check_gates(result, run.cfg.get("gate") or {})
-        result.extra = describe(run, dataset, adapter, matcher, threshold, len(thresholds),
-                                folder) | {"usage": usage, "gates": _gates(run.cfg, failures)}
+    for threshold, result, folder in zip(run.thresholds, results, run.writer.dirs):
+        failures = check_gates(result, run.cfg["gate"])
+        result.extra = describe(run, threshold, folder) | {"usage": usage, "gates": {
+            "passed": not failures, "failures": failures, "config": gates}}
         outcomes.append(Outcome(threshold, folder, result, failures))
-    for note in getattr(adapter, "notes", list)():
+    for note in getattr(run.adapter, "notes", list)():
         log.warning("ragcite: warning: %s", note)
-    writer.finish(results, redact(run.cfg))
+    run.writer.finish(results, redact(run.cfg))
     scrub_files(run.out, secret_values(run.cfg) | env_secrets())
     if report is not None:
-        report(writer.dirs)
-    writer.mark_complete()
+        report(run.writer.dirs)
+    run.writer.mark_complete()
     log.info("wrote %s", run.out)
     return outcomes
 
 
-def _gates(cfg: dict[str, Any], failures: list[str]) -> dict[str, Any]:
-    return {"passed": not failures, "failures": failures,
-            "config": {k: v for k, v in (cfg.get("gate") or {}).items() if v is not None}}
-
-
-def system_of(cfg: dict[str, Any], names: dict[str, str]) -> str:
-    """The system under test of a job's config (runner/config/naming.py::system_name)."""
-    return system_name(cfg.get("model") or {}, cfg.get("dataset"), names.get("model", "?"))
-
-
-def run_name(cfg: dict[str, Any], names: dict[str, str], threshold: Threshold,
-             n_thresholds: int) -> str:
-    """A result's run name: ``run_name``, else dataset, model and its system, matcher
-    (``demo_precomputed-wrong_passages_ngram``); then the threshold (``_t0.5``) unless a given
-    name is one threshold's alone."""
-    given = cfg.get("run_name")
-    if given and n_thresholds == 1:
-        return str(given)
-    model = system_label(names.get("model", "?"), system_of(cfg, names))
-    base = given or "_".join((names.get("dataset", "?"), model, names.get("matcher", "?")))
-    return f"{base}_{threshold.folder}"
-
-
-def dataset_cases(dataset: Dataset, n_read: int) -> int:
-    """How many cases the dataset holds for coverage: the records of its case file when a
-    transform may skip some (ExpertQA keeps one system's lines), else the cases read; never
-    more than ``dataset.limit``."""
-    n = n_read
-    if dataset.cfg.get("transform"):
-        from runner.data.loading import resolve_path
-        from runner.data.readers import iter_records
-
-        n = sum(1 for _ in iter_records(resolve_path(dataset.path), dataset.cfg.get("format")))
-    return n if dataset.limit is None else min(n, dataset.limit)
-
-
-def describe(run: _Run, dataset: Dataset, adapter: ModelAdapter, matcher: Matcher,
-             threshold: Threshold, n_thresholds: int, folder: Path) -> dict[str, Any]:
+def describe(run: _Run, threshold: Threshold, folder: Path) -> dict[str, Any]:
     """The sections of a result's ``metrics.json`` that say what was run."""
     from runner import __version__
 
-    cfg, names, scoring = run.cfg, run.names, run.cfg["scoring"]
+    cfg, names, given = run.cfg, run.names, run.cfg["run_name"]
+    system = system_name(cfg["model"], cfg["dataset"], names.get("model", "?"))
+    # The run name: ``run_name``, else dataset, model and its system, matcher
+    # (``demo_precomputed-wrong_passages_ngram``); then the threshold (``_t0.5``) unless a given
+    # name is one threshold's alone.
+    model = system_label(names.get("model", "?"), system)
+    base = given or "_".join((names.get("dataset", "?"), model, names.get("matcher", "?")))
     return {
         "threshold": threshold.to_dict(),
-        "run": {"name": run_name(cfg, names, threshold, n_thresholds),
+        "run": {"name": str(given) if given and len(run.thresholds) == 1
+                else f"{base}_{threshold.folder}",
                 "ragcite_version": __version__, "started_at": run.started.isoformat(),
                 "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                 "output_dir": str(folder.resolve()), "job_dir": str(run.out.resolve())},
-        "dataset": {"name": dataset.name, "path": str(dataset.path), "digest": dataset.digest,
-                    "n_cases": run.n_cases},
-        "coverage": {"answered": run.answered,
-                     "dataset_cases": run.dataset_cases},
-        "model": {"name": names.get("model", type(adapter).__name__),
-                  "system": system_of(cfg, names),
-                  "identity": redact(adapter.identity())},
-        "matcher": {"name": names.get("matcher", type(matcher).__name__),
-                    "identity": redact(matcher.identity())},
+        "dataset": {"name": run.dataset.name, "path": str(run.dataset.path),
+                    "digest": run.dataset.digest, "n_cases": run.n_cases},
+        "coverage": {"answered": run.answered, "dataset_cases": run.dataset_cases},
+        "model": {"name": names.get("model", type(run.adapter).__name__), "system": system,
+                  "identity": redact(run.adapter.identity())},
+        "matcher": {"name": names.get("matcher", type(run.matcher).__name__),
+                    "identity": redact(run.matcher.identity())},
         "scoring": {"threshold": threshold.value, "threshold_level": threshold.level,
-                    "zero_division": str(scoring["zero_division"]),
-                    "require_same_source": bool(scoring["require_same_source"]),
-                    "source_normalization": list(scoring["source_normalization"]),
-                    "bands": dict(scoring["bands"])},
+                    **{k: cfg["scoring"][k] for k in ("zero_division", "require_same_source",
+                                                      "source_normalization", "bands")}},
         "execution": {"workers": run.workers,
                       "timings": {k: round(v, 4) for k, v in run.timings.items()},
-                      "cache": {"enabled": (cfg.get("cache") or {}).get("enabled", True),
-                                **run.stats.to_dict()}},
+                      "cache": {"enabled": cfg["cache"]["enabled"], **run.stats.to_dict()}},
     }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +33,15 @@ SWEEP_FILE = "sweep.json"
 SWEPT = ("range(", "choice(", "glob(", "interval(")
 
 
+@dataclass
 class _Sweeps:
     """The sweep this process has open (its folder, config and tracker) and the summary of the
     one it closed last: what ``main`` needs for its exit status and for closing on an
     interrupt."""
 
-    def __init__(self) -> None:
-        self.open: tuple[Path, DictConfig, Tracker] | None = None
-        self.last: dict[str, Any] | None = None
-        self.planned: list[list[str]] = []  # each job's overrides, by job number (the sweeper)
+    open: tuple[Path, DictConfig, Tracker] | None = None
+    last: dict[str, Any] | None = None
+    planned: list[list[str]] = field(default_factory=list)  # each job's overrides (the sweeper)
 
 
 SWEEPS = _Sweeps()
@@ -86,43 +87,17 @@ def sweep_name(config: Any) -> str:
     return f"{dataset} · {model} · sweep {'×'.join(swept) or 'of one job'}"
 
 
-def sweep_tracker(config: Any) -> Tracker:
-    """The tracker of the sweep-level config (a :class:`NullTracker` when it cannot be built
-    here: each job then says why).
-
-    Raises:
-        NotAPlugin: The class was built but is no tracker (a method missing).
-    """
-    try:
-        return make_tracker({key: _select(config, key)
-                             for key in ("tracking", "experiment", "output_root")})
-    except NotAPlugin:
-        raise
-    except RagciteError:
-        return NullTracker()
-
-
 def _job_num(name: str) -> int:
     head = name.split("_", 1)[0]
     return int(head) if head.isdigit() else 10**9
 
 
-def _overrides(job_dir: Path) -> list[str]:
-    path = job_dir / ".hydra" / "overrides.yaml"
-    return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
-
-
-def _with_threshold(overrides: Sequence[str], threshold: dict[str, Any]) -> list[str]:
-    """A job's overrides as a run of this one threshold would have them."""
-    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in THRESHOLD_KEYS]
-    if threshold.get("level"):
-        return [*rest, f"threshold={threshold['level']}"]
-    return [*rest, f"scoring.threshold={threshold.get('value')}"]
-
-
 def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
-    """One entry per result of a job (one incomplete entry when the job did not finish)."""
-    overrides = _overrides(job_dir)
+    """One entry per result of a job (one incomplete entry when the job did not finish), its
+    overrides as a run of its one threshold would have them."""
+    path = job_dir / ".hydra" / "overrides.yaml"
+    overrides = [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
+    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in THRESHOLD_KEYS]
     base = {"job": job_dir.name, "num": _job_num(job_dir.name)}
     out = []
     for folder in result_dirs(job_dir):
@@ -132,7 +107,9 @@ def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
         out.append({**base, "dir": folder.relative_to(sweep_dir).as_posix(),
                     "threshold": {"value": threshold.get("value"),
                                   "level": threshold.get("level")},
-                    "overrides": _with_threshold(overrides, threshold),
+                    "overrides": [*rest, f"threshold={threshold['level']}"
+                                  if threshold.get("level")
+                                  else f"scoring.threshold={threshold.get('value')}"],
                     "complete": bool(metrics and metrics.get("complete")), "metrics": metrics})
     if not out:
         out.append({**base, "dir": job_dir.name, "threshold": None, "overrides": overrides,
@@ -140,20 +117,11 @@ def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def collect_jobs(sweep_dir: Path) -> list[dict[str, Any]]:
-    """Every result of every job of a sweep, in job then threshold order."""
-    folders = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()),
-                     key=lambda p: _job_num(p.name))
-    return [entry for job_dir in folders for entry in _entries(sweep_dir, job_dir)]
-
-
 def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The best complete result of each metric: the highest value; on a tie, the first in
     sweep order (job number, then threshold order). Metrics no result defines are left out."""
     best: dict[str, dict[str, Any]] = {}
-    for job in jobs:
-        if not job["complete"]:
-            continue
+    for job in (j for j in jobs if j["complete"]):
         for key in METRIC_KEYS:
             value = ((job["metrics"] or {}).get("metrics") or {}).get(key)
             if value is not None and (key not in best or value > best[key]["value"]):
@@ -165,7 +133,9 @@ def summarize(sweep_dir: Path, failed: bool,
               planned: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
     """The content of ``sweep.json``; `planned`: each launched job's overrides, by job number
     (those without a folder are listed as ``not_run``)."""
-    jobs = collect_jobs(sweep_dir) if sweep_dir.is_dir() else []
+    folders = sorted((p for p in sweep_dir.iterdir() if p.is_dir() and (p / ".hydra").is_dir()),
+                     key=lambda p: _job_num(p.name)) if sweep_dir.is_dir() else []
+    jobs = [entry for job_dir in folders for entry in _entries(sweep_dir, job_dir)]
     incomplete = sorted({j["job"] for j in jobs if not j["complete"]}, key=_job_num)
     gates = [j["dir"] for j in jobs if j["complete"]
              and not ((j["metrics"] or {}).get("gates") or {}).get("passed", True)]
@@ -181,12 +151,20 @@ def summarize(sweep_dir: Path, failed: bool,
 
 
 def start_tracking(config: Any, sweep_dir: Path) -> Tracker:
-    """The sweep's tracker (:func:`sweep_tracker`), checked, with its sweep run opened.
+    """The tracker of the sweep-level config (a :class:`NullTracker` when it cannot be built
+    here: each job then says why), checked, with its sweep run opened.
 
     Raises:
-        RagciteError: The tracker cannot record the sweep.
+        RagciteError: The tracker cannot record the sweep; NotAPlugin: the class was built but
+            is no tracker (a method missing).
     """
-    tracker = sweep_tracker(config)
+    try:
+        tracker = make_tracker({key: _select(config, key)
+                                for key in ("tracking", "experiment", "output_root")})
+    except NotAPlugin:
+        raise
+    except RagciteError:
+        tracker = NullTracker()
     params = _select(config, "hydra.sweeper.params") or {}
     sweep = {"overrides": [str(o) for o in _select(config, "hydra.overrides.task", []) or []],
              **({"params": params} if isinstance(params, dict) and params else {})}
@@ -195,34 +173,17 @@ def start_tracking(config: Any, sweep_dir: Path) -> Tracker:
     return tracker
 
 
-def start_sweep(config: DictConfig) -> None:
-    """Open the sweep: its folder and its tracker's sweep run (main process).
-
-    Raises:
-        SystemExit: 2, the tracker cannot record the sweep (one ``ragcite: error:`` line).
-    """
-    sweep_dir = Path(str(config.hydra.sweep.dir))
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        tracker = start_tracking(config, sweep_dir)
-    except RagciteError as exc:
-        log.error("ragcite: error: %s", exc)
-        raise SystemExit(2) from None
-    SWEEPS.open, SWEEPS.last, SWEEPS.planned = (sweep_dir, config, tracker), None, []
-
-
-def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, Any] | None:
+def finish_sweep(failed: bool = False, status: str | None = None) -> None:
     """Write ``sweep.json`` and the sweep report, and end the tracker's sweep run.
 
     Args:
         failed: Something failed outside the jobs' own results.
         status: The sweep run's end status when not decided by the summary (``KILLED``).
 
-    Returns:
-        The summary, or None when no sweep is open.
+    Does nothing when no sweep is open; the summary is kept in ``SWEEPS.last``.
     """
     if SWEEPS.open is None:
-        return None
+        return
     sweep_dir, config, tracker = SWEEPS.open
     SWEEPS.open = None
     summary = summarize(sweep_dir, failed, SWEEPS.planned)
@@ -247,15 +208,25 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> dict[str, A
                  for key, word in (("incomplete_jobs", "incomplete"), ("not_run", "not run"))),
              sweep_dir, f"; report: {report}" if report.is_file() else "")
     SWEEPS.last = summary
-    return summary
 
 
 class SweepCallback(Callback):
     """Registered in conf/config.yaml under ``hydra.callbacks.ragcite_sweep``."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Open the sweep."""
-        start_sweep(config)
+        """Open the sweep: its folder and its tracker's sweep run (main process).
+
+        Raises:
+            SystemExit: 2, the tracker cannot record the sweep (one ``ragcite: error:`` line).
+        """
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            tracker = start_tracking(config, sweep_dir)
+        except RagciteError as exc:
+            log.error("ragcite: error: %s", exc)
+            raise SystemExit(2) from None
+        SWEEPS.open, SWEEPS.last, SWEEPS.planned = (sweep_dir, config, tracker), None, []
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Close the sweep (every job returned; a failed one left no ``job.json``)."""

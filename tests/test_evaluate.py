@@ -336,15 +336,13 @@ def test_batch_size_does_not_change_results() -> None:
     assert whole.cases == single.cases
 
 
-def test_score_batches_progress_and_order() -> None:
+def test_score_batches_batching_and_order() -> None:
     cases = runner.load_cases(SEED_FILE)
-    seen: list[int] = []
     options = ScoringOptions()
-    out = [r for (batch,) in score_batches(((c, c.response) for c in cases), NgramMatcher(),
-                                           options, [options.threshold], batch_size=2,
-                                           on_batch=seen.append) for r in batch]
-    assert [r.id for r in out] == ["seed-1", "seed-2", "seed-3"]
-    assert seen == [2, 1]  # batches of 2 and 1 cases
+    out = [[r.id for r in batch] for (batch,) in score_batches(
+        ((c, c.response) for c in cases), NgramMatcher(), options, [options.threshold],
+        batch_size=2)]
+    assert out == [["seed-1", "seed-2"], ["seed-3"]]  # batches of 2 and 1 cases, in order
 
 
 def test_accepts_a_generator_of_cases() -> None:

@@ -24,19 +24,9 @@ from runner.matchers.base import LEVELS
 from runner.scoring.thresholds import THRESHOLD_KEYS
 
 
-def _check(spec: str) -> None:
-    """Refuse, before any job runs, a threshold that is neither a number nor a level."""
-    if spec in LEVELS:
-        return
-    try:
-        float(spec)
-    except ValueError:
-        raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a level "
-                             f"({', '.join(LEVELS)})") from None
-
-
 def _spec(job: Sequence[str]) -> tuple[Optional[str], list[str]]:
-    """The threshold a job's overrides choose (the value over the level) and its other ones."""
+    """The threshold a job's overrides choose (the value over the level) and its other ones;
+    a threshold that is neither a number nor a level is refused before any job runs."""
     found: dict[str, str] = {}
     rest = []
     for override in job:
@@ -48,6 +38,13 @@ def _spec(job: Sequence[str]) -> tuple[Optional[str], list[str]]:
     spec = found.get("scoring.threshold", found.get("threshold"))
     if spec is not None and spec.startswith("["):  # already a list: a job of its own
         return None, list(job)
+    if spec is None or spec in LEVELS:
+        return spec, rest
+    try:
+        float(spec)
+    except ValueError:
+        raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a level "
+                             f"({', '.join(LEVELS)})") from None
     return spec, rest
 
 
@@ -64,8 +61,6 @@ def group_thresholds(jobs: Sequence[Sequence[str]]) -> list[list[str]]:
     groups: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}  # → (first job, specs)
     for job in jobs:
         spec, rest = _spec(job)
-        if spec is not None:
-            _check(spec)
         key = (str(len(groups)),) if spec is None else ("", *rest)  # a job alone: its own key
         _, specs = groups.setdefault(key, (list(job), []))
         if spec is not None and spec not in specs:

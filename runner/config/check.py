@@ -20,16 +20,6 @@ from runner.config.schema import conf_for
 from runner.errors import RagciteError
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Check a composed config against its schemas, before any work.
-
-    Raises:
-        RagciteError: The first problem, located: ``scoring.batch_size: must be an integer
-            >= 1, got 0``; ``gate.context_recal: no such gate; the gates: ...``.
-    """
-    _check_node(cfg, "")
-
-
 def schema_of(node: DictConfig, key: str = "") -> type | None:
     """The schema of `node` (at `key`): derived from its ``_target_`` class, else the
     structured-config class it was composed from (None: neither)."""
@@ -44,7 +34,14 @@ def schema_of(node: DictConfig, key: str = "") -> type | None:
     return schema if dataclasses.is_dataclass(schema) else None
 
 
-def _check_node(node: DictConfig, prefix: str) -> None:
+def check_config(node: DictConfig, prefix: str = "") -> None:
+    """Check a composed config (or one of its nodes, at `prefix`) against its schemas, before
+    any work.
+
+    Raises:
+        RagciteError: The first problem, located: ``scoring.batch_size: must be an integer
+            >= 1, got 0``; ``gate.context_recal: no such gate; the gates: ...``.
+    """
     schema = schema_of(node, prefix.rstrip("."))
     if schema is not None:
         names = [f.name for f in dataclasses.fields(schema)]
@@ -54,17 +51,15 @@ def _check_node(node: DictConfig, prefix: str) -> None:
             _check_types(node, schema, prefix)
         for f in dataclasses.fields(schema):
             constraint = f.metadata.get(CHECK)
-            problem = constraint.problem(node[f.name]) if constraint and f.name in node else None
-            if problem:
+            if constraint and f.name in node and (problem := constraint.problem(node[f.name])):
                 raise RagciteError(f"{prefix}{f.name}: {problem}")
         across = getattr(schema, "config_problem", None)
-        problem = across(node) if callable(across) else None
-        if problem:
+        if callable(across) and (problem := across(node)):
             raise RagciteError(f"{prefix.rstrip('.')}: {problem}" if prefix else problem)
     for key in map(str, node):
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none():
-            _check_node(child, f"{prefix}{key}.")
+            check_config(child, f"{prefix}{key}.")
 
 
 def _check_types(node: DictConfig, schema: type, prefix: str) -> None:

@@ -60,8 +60,7 @@ def check_folder(key: str, path: str | Path) -> None:
     Raises:
         RagciteError: One line: the key, what is wrong, what is allowed.
     """
-    problem = folder_problem(path)
-    if problem:
+    if problem := folder_problem(path):
         raise RagciteError(f"{key}: {problem}; give a folder (created when missing)")
     try:
         Path(path).expanduser().mkdir(parents=True, exist_ok=True)

@@ -18,15 +18,12 @@ HIDDEN_GROUPS = ("hydra", "schema")
 
 def help_groups() -> str:
     """One line per choosable group: ``matcher: embeddings, llm, ..., substring``."""
-    conf = files("runner.conf")
-    lines = []
-    for group in sorted((p for p in conf.iterdir() if p.is_dir() and p.name not in HIDDEN_GROUPS
-                         and not p.name.startswith(("_", "."))), key=lambda p: p.name):
-        options = sorted(p.name[:-len(".yaml")] for p in group.iterdir()
-                         if p.name.endswith(".yaml"))
-        if options:
-            lines.append(f"{group.name}: {', '.join(options)}")
-    return "\n".join(lines)
+    groups = sorted((p for p in files("runner.conf").iterdir() if p.is_dir()
+                     and p.name not in HIDDEN_GROUPS and not p.name.startswith(("_", "."))),
+                    key=lambda p: p.name)
+    options = {group.name: sorted(p.name[:-len(".yaml")] for p in group.iterdir()
+                                  if p.name.endswith(".yaml")) for group in groups}
+    return "\n".join(f"{name}: {', '.join(names)}" for name, names in options.items() if names)
 
 
 def help_exits() -> str:
@@ -38,12 +35,3 @@ def help_exits() -> str:
         (errors.EXIT_NOTHING_SCORED, "no case could be scored (every case failed)"),
         (errors.EXIT_INTERRUPTED, "stopped by Ctrl-C or SIGTERM"),
         (errors.EXIT_BROKEN_PIPE, "the reader of the output went away (ragcite --help | head)")))
-
-
-def register_help_resolvers() -> None:
-    """Register ``${ragcite.help_groups:}`` and ``${ragcite.help_exits:}``."""
-    from omegaconf import OmegaConf
-
-    for name, fn in (("ragcite.help_groups", help_groups), ("ragcite.help_exits", help_exits)):
-        if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, fn)

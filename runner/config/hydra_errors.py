@@ -36,8 +36,6 @@ from runner.scoring.metrics import METRIC_KEYS
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
 GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
-NUMBER_GROUPS = {"threshold"}
-"""Config groups whose value may also be a number (read as ``scoring.threshold``)."""
 
 _KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false",
           "String": "a string"}
@@ -97,9 +95,8 @@ def describe(exc: BaseException) -> str | None:
     if isinstance(exc, InstantiationException):
         return instantiation_reason(exc)
     if isinstance(exc, ConfigCompositionException):
-        cause = exc.__cause__
-        if isinstance(cause, OmegaConfBaseException):
-            return describe(cause)
+        if isinstance(exc.__cause__, OmegaConfBaseException):
+            return describe(exc.__cause__)
         return _reworded(_first(str(exc)))
     if isinstance(exc, OmegaConfBaseException):
         return _omegaconf(exc)
@@ -158,17 +155,15 @@ def _too_deep(args: list[str]) -> str | None:
 
 
 def _first(text: str) -> str:
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return lines[0] if lines else str(text)
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), str(text))
 
 
 def _missing_option(exc: MissingConfigException) -> str:
-    missing = exc.missing_cfg_file or ""
-    group, _, option = missing.rpartition("/")
+    group, _, option = (exc.missing_cfg_file or "").rpartition("/")
     if not group or exc.options is None:
         return _first(str(exc))
     choices = ", ".join(sorted(o for o in exc.options if o != "schema"))
-    numbers = " or a number" if group in NUMBER_GROUPS else ""
+    numbers = " or a number" if group == "threshold" else ""  # read as scoring.threshold
     return f"{group}={option}: no such option; choose one of: {choices}{numbers}"
 
 
@@ -196,9 +191,7 @@ def unknown_key(key: str, schema: Any) -> str:
         return f"{key}: no such gate; the gates: {', '.join((*METRIC_KEYS, 'max_error_rate'))}"
     if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
         return f"{key}: no such key"
-    names = [f.name for f in dataclasses.fields(schema) if not f.name.startswith("_")]
+    names = ", ".join(f.name for f in dataclasses.fields(schema) if not f.name.startswith("_"))
     name = schema.__name__.removesuffix("Conf")
     owner = "the config" if name in ("Ragcite", "Calibrate") else name
-    if not names:
-        return f"{key}: no such key; {owner} takes no keys"
-    return f"{key}: no such key; {owner} takes: {', '.join(names)}"
+    return f"{key}: no such key; {owner} takes{f': {names}' if names else ' no keys'}"

@@ -48,28 +48,6 @@ def quote_override_value(value: str) -> str:
     return "'" + _ESCAPED.sub(lambda m: m[1] * 2 + ("\\" + m[2] if m[2] else ""), value) + "'"
 
 
-def enter_launch_dir(launch_dir: str | None) -> bool:
-    """Change into `launch_dir` when it exists here and is not already the working directory.
-
-    Returns:
-        True when the working directory is (now) `launch_dir`.
-    """
-    if not launch_dir:
-        return False
-    here = os.getcwd()
-    if os.path.realpath(here) == os.path.realpath(launch_dir):
-        return True
-    if not os.path.isdir(launch_dir):
-        log.warning("ragcite: warning: this job runs on %s, which cannot see the folder the "
-                    "sweep was launched from (%s): relative paths (output_root, cache.dir, "
-                    "dataset paths) resolve against %s instead. Use absolute paths on storage "
-                    "that every node shares.", socket.gethostname(), launch_dir, here)
-        return False
-    os.chdir(launch_dir)
-    log.debug("changed the working directory from %s to the launch folder %s", here, launch_dir)
-    return True
-
-
 class LaunchDirCallback(Callback):
     """Runs every sweep job from the folder the sweep was launched in (see the module doc)."""
 
@@ -90,6 +68,17 @@ class LaunchDirCallback(Callback):
                 overrides.append(f"hydra.sweep.dir={quote_override_value(absolute)}")
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Change into the launch folder (in whatever process runs the job)."""
-        if self.launch_dir is not None:
-            enter_launch_dir(self.launch_dir)
+        """Change into the launch folder (in whatever process runs the job) when it exists
+        there and is not already the working directory."""
+        here, launch_dir = os.getcwd(), self.launch_dir
+        if launch_dir is None or os.path.realpath(here) == os.path.realpath(launch_dir):
+            return
+        if not os.path.isdir(launch_dir):
+            log.warning("ragcite: warning: this job runs on %s, which cannot see the folder the "
+                        "sweep was launched from (%s): relative paths (output_root, cache.dir, "
+                        "dataset paths) resolve against %s instead. Use absolute paths on "
+                        "storage that every node shares.", socket.gethostname(), launch_dir, here)
+            return
+        os.chdir(launch_dir)
+        log.debug("changed the working directory from %s to the launch folder %s", here,
+                  launch_dir)

@@ -66,26 +66,17 @@ def system_label(choice: str, system: str) -> str:
     return safe_name(choice if system == choice else f"{choice}-{system}")
 
 
-def _resolve_label(choice: str, *, _root_: Any) -> str:
+def resolve_label(choice: str, *, _root_: Any) -> str:
+    """``${ragcite.system:<choice>}``: the model choice and its system, from the config."""
     from omegaconf import OmegaConf
 
     model = OmegaConf.select(_root_, "model", default=None)
-    dataset = OmegaConf.select(_root_, "dataset", default=None)
-    default = OmegaConf.select(_root_, "dataset.default_system", default=None) \
-        if OmegaConf.is_dict(dataset) else None
+    default = OmegaConf.select(_root_, "dataset.default_system", default=None)
     settings = {k: OmegaConf.select(model, k, default=None)
                 for k in ("system", "responses", "url", "model", "function")
                 if OmegaConf.is_dict(model) and k in model}
     return system_label(str(choice), system_name(settings, {"default_system": default},
                                                  str(choice)))
-
-
-def register_system_resolver() -> None:
-    """Register ``${ragcite.system:<choice>}`` (not cached: each job has its own system)."""
-    from omegaconf import OmegaConf
-
-    if not OmegaConf.has_resolver(SYSTEM_RESOLVER):
-        OmegaConf.register_new_resolver(SYSTEM_RESOLVER, _resolve_label)
 
 
 def model_text(section: Mapping[str, Any]) -> str:

@@ -18,15 +18,10 @@ class NotAPlugin(RagciteError):
     """A class built from a config that lacks members of the protocol its key asks for."""
 
 
-def locate(path: str) -> Any:
-    """The object a dotted path names, found as ``_target_`` is (hydra.utils' get_class and
-    get_object would also log every failure, and get_class every function, on stderr).
-
-    Raises:
-        ImportError: Nothing importable has that name.
-        ValueError: A relative path.
-    """
-    return _locate(path)
+# The object a dotted path names, found as ``_target_`` is (hydra.utils' get_class and get_object
+# would also log every failure, and get_class every function, on stderr). Raises ImportError
+# (nothing importable has that name) or ValueError (a relative path).
+locate = _locate
 
 
 def build(section: Mapping[str, Any], key: str, target_key: str | None = None, *,

@@ -57,11 +57,10 @@ def conf_for(cls: type, name: str | None = None, group: str = "") -> type:
         kind, extras = _plain(hint)
         checks = [e for e in extras if isinstance(e, (Range, OneOf))]
         meta = allows(checks[0], **metadata) if checks else dict(metadata)
-        if type(default).__hash__ is None:  # a list, a dict: a copy for each config
-            spec = field(default_factory=functools.partial(copy.deepcopy, default), metadata=meta)
-        else:
-            spec = field(default=default, metadata=meta)
-        fields.append((key, kind, spec))
+        fields.append((key, kind, field(default=default, metadata=meta)
+                       if type(default).__hash__ is not None  # a list, a dict: a copy each
+                       else field(default_factory=functools.partial(copy.deepcopy, default),
+                                  metadata=meta)))
     # A check across keys (runner.config.check) is the class's own, like its defaults.
     across = getattr(cls, "config_problem", None)
     namespace = {"config_problem": across} if across is not None else None
@@ -273,8 +272,7 @@ class RagciteConf:
                 if key not in allowed:
                     return (f"prices.{model}.{key}: no such key; a price takes: "
                             f"{', '.join(allowed)}")
-                problem = allowed[key].problem(value)
-                if problem:
+                if problem := allowed[key].problem(value):
                     return f"prices.{model}.{key}: {problem}"
         return None
 
@@ -284,13 +282,8 @@ def plain_config(cfg: DictConfig) -> dict[str, Any]:
     absolute so that every process of a sweep agrees on it."""
     from pathlib import Path
 
-    from runner.errors import RagciteError
-
-    container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True,
-                                       enum_to_str=True)
-    if not isinstance(container, dict):  # pragma: no cover - the root is always a mapping
-        raise RagciteError("the composed config is not a mapping")
-    data: dict[str, Any] = {str(k): v for k, v in container.items()}
+    data: dict[str, Any] = OmegaConf.to_container(  # type: ignore[assignment]
+        cfg, resolve=True, throw_on_missing=True, enum_to_str=True)
     root = Path(data.get("output_root") or "outputs")
     cache = data.setdefault("cache", {})
     cache["dir"] = str(Path(cache.get("dir") or root / "cache").resolve())
@@ -316,16 +309,19 @@ def folder_stamp() -> str:
 
 
 def register_resolvers() -> None:
-    """Register ``${ragcite.system:}`` (runner/config/naming.py) and ``${ragcite.stamp:}``, cached
-    per config like Hydra's ``${now:}``: a sweep's jobs (copies of the sweep's config, in
-    whatever process) see the sweep's value."""
-    if not OmegaConf.has_resolver(STAMP_RESOLVER):
-        OmegaConf.register_new_resolver(STAMP_RESOLVER, folder_stamp, use_cache=True)
-    from runner.config.help import register_help_resolvers
-    from runner.config.naming import register_system_resolver
+    """Register ``${ragcite.stamp:}``, cached per config like Hydra's ``${now:}``: a sweep's jobs
+    (copies of the sweep's config, in whatever process) see the sweep's value;
+    ``${ragcite.system:<model choice>}`` (runner/config/naming.py; not cached: each job has its
+    own system); ``${ragcite.help_groups:}`` and ``${ragcite.help_exits:}`` (``--help``)."""
+    from runner.config.help import help_exits, help_groups
+    from runner.config.naming import SYSTEM_RESOLVER, resolve_label
 
-    register_system_resolver()  # ${ragcite.system:<model choice>}
-    register_help_resolvers()  # ${ragcite.help_groups:}, ${ragcite.help_exits:} (--help)
+    for name, fn, cache in ((STAMP_RESOLVER, folder_stamp, True),
+                            (SYSTEM_RESOLVER, resolve_label, False),
+                            ("ragcite.help_groups", help_groups, False),
+                            ("ragcite.help_exits", help_exits, False)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn, use_cache=cache)
 
 
 def register_configs() -> None:

@@ -95,13 +95,9 @@ class CaseResult:
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
         """Read back a record written by :meth:`to_dict`."""
         labels = data.get("labels") or {}
-        dicts = {k: data.get(k) or {} for k in ("metadata", "metrics", "counts", "bands",
-                                                 "explanations")}
-        return cls(data["id"], data["query"], data["references"], data["expected_sources"],
-                   data.get("response"), similarity=data.get("similarity") or [],
-                   matched=data.get("matched") or [], citation_labels=labels.get("citations", []),
-                   reference_labels=labels.get("references", []), error=data.get("error"),
-                   **dicts)
+        given = {f.name: data[f.name] for f in fields(cls) if data.get(f.name) is not None}
+        return cls(**{"response": None, **given, "citation_labels": labels.get("citations", []),
+                      "reference_labels": labels.get("references", [])})
 
 
 class CaseSequence(Sequence[CaseResult]):
@@ -126,8 +122,7 @@ class CaseSequence(Sequence[CaseResult]):
         return self._at(range(len(self))[index])  # negative indexes; IndexError out of range
 
     def __iter__(self) -> Iterator[CaseResult]:
-        for pos in range(len(self)):
-            yield self._at(pos)
+        return map(self._at, range(len(self)))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (CaseSequence, list)):
