@@ -73,13 +73,10 @@ def _figures(node: Any, parts: list[str]) -> Iterator[tuple[list[str], float]]:
     value = _figure(node)
     if value is not None:
         yield parts, value
-    elif isinstance(node, dict):
-        for k, v in node.items():
+    elif isinstance(node, (dict, list)):
+        names = ["low", "high"] if len(node) == 2 and parts[:1] == ["ci"] else range(len(node))
+        for k, v in node.items() if isinstance(node, dict) else zip(names, node):
             yield from _figures(v, [*parts, str(k)])
-    elif isinstance(node, list):
-        names = ["low", "high"] if len(node) == 2 and parts[:1] == ["ci"] else None
-        for i, v in enumerate(node):
-            yield from _figures(v, [*parts, names[i] if names else str(i)])
 
 
 def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:

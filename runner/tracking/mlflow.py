@@ -15,19 +15,14 @@ import logging
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 from runner.config.constraints import COUNT, SECONDS
 from runner.errors import RagciteError
 from runner.redact import redact, scrub_text
-from runner.results import (
-    CASES_FILE,
-    CONFIG_FILE,
-    METRICS_FILE,
-    passages_path,
-    read_result,
-)
+from runner.results import CASES_FILE, CONFIG_FILE, METRICS_FILE, passages_path, read_result
 from runner.tracking import mlflow_store as store
 from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking import sqlite_store
@@ -36,8 +31,6 @@ from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_re
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
-
-REPORT_FILE = "report.html"
 
 
 def _yaml(path: Path) -> Any:
@@ -260,7 +253,7 @@ class MlflowTracker:
             store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
                             params=flatten_params(config, secrets),
                             tags={k: scrub_text(v, secrets) for k, v in tags.items()})
-            for name in (METRICS_FILE, CASES_FILE, CONFIG_FILE, REPORT_FILE):
+            for name in (METRICS_FILE, CASES_FILE, CONFIG_FILE, sweeps.REPORT):
                 if (result_dir / name).is_file():
                     store.log_artifact(self.client, run_id, result_dir / name, secrets)
             if self.log_table:
@@ -275,13 +268,9 @@ class MlflowTracker:
             run_id = self.runs.pop(folder, None)
             if run_id is None or self.client is None:
                 continue
-            try:
-                self.client.set_terminated(run_id, status)
-            except Exception as exc:
-                log.error("ragcite: tracking: could not close MLflow run %s as %s: %s",
-                          run_id, status, store.one_line(exc))
-                continue
-            if status == "FINISHED" and not self.parent_run_id:
+            closed = store.logged(f"could not close MLflow run {run_id} as {status}",  # or False
+                                  partial(self.client.set_terminated, run_id, status), False)
+            if closed is not False and status == "FINISHED" and not self.parent_run_id:
                 uri = store.mask_uri(self.uri)
                 log.info("MLflow run %s: %s", run_id, self.link or (
                     uri if store.is_remote(self.uri) else f"mlflow ui --backend-store-uri {uri}"))
@@ -322,7 +311,9 @@ class MlflowTracker:
         if found is None:
             return
         mlflow, uri, run_id = found
-        children = sweeps.child_runs(mlflow, run_id)
+        children = store.logged("could not check the sweep's child runs", lambda: list(
+            mlflow.search_runs([mlflow.get_run(run_id).info.experiment_id], max_results=10_000,
+                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'")), [])
         if status != "KILLED":
             store.logged("could not log the sweep summary", lambda: sweeps.log_summary(
                 mlflow, run_id, sweep_dir, summary,

@@ -223,10 +223,8 @@ def end_dead_runs(mlflow: Any, experiment_id: str) -> None:
     line each. Runs of other hosts, or without the tags, are left alone. Never raises."""
     host = socket.gethostname()
     try:
-        runs = mlflow.search_runs(
-            [experiment_id], max_results=1000,
-            filter_string=f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = "
-                          f"'{host.replace(chr(39), '')}'")
+        runs = mlflow.search_runs([experiment_id], max_results=1000, filter_string=(
+            f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = '{host.replace(chr(39), '')}'"))
         for run in runs:
             pid = str(run.data.tags.get(PID_TAG) or "")
             if not pid.isdigit() or _alive(int(pid)):
@@ -246,20 +244,16 @@ def log_batch(mlflow: Any, run_id: str, metrics: dict[str, float] | None = None,
     from mlflow.entities import Metric, Param, RunTag
 
     now = int(time.time() * 1000)
-    mlflow.log_batch(
-        run_id,
-        metrics=[Metric(k, v, now, 0) for k, v in (metrics or {}).items()],
-        params=[Param(k, v) for k, v in (params or {}).items()],
-        tags=[RunTag(k, v[:MAX_TAG]) for k, v in (tags or {}).items()],
-    )
+    mlflow.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in (metrics or {}).items()],
+                     params=[Param(k, v) for k, v in (params or {}).items()],
+                     tags=[RunTag(k, v[:MAX_TAG]) for k, v in (tags or {}).items()])
 
 
 def run_link(uri: str, ui_url: str | None, experiment: str, run_id: str) -> str | None:
     """The run's page in an MLflow UI: `ui_url`, else a remote tracking URI; else None."""
     base = ui_url or (uri if is_remote(uri) else None)
-    if not base:
-        return None
-    return f"{mask_uri(base).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
+    return f"{mask_uri(base).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}" if base \
+        else None
 
 
 def log_artifact(mlflow: Any, run_id: str, path: Path, secrets: set[str]) -> None:

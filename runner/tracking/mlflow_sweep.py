@@ -83,13 +83,6 @@ def parent_run(sweep_dir: Path) -> tuple[Any, str, str] | None:
                         lambda: (store.client(uri), uri, run_id))
 
 
-def child_runs(mlflow: Any, parent_id: str) -> list[Any]:
-    """Every child run of `parent_id` ([] with an error line when they cannot be read)."""
-    return store.logged("could not check the sweep's child runs", lambda: list(mlflow.search_runs(
-        [mlflow.get_run(parent_id).info.experiment_id], max_results=10_000,
-        filter_string=f"tags.mlflow.parentRunId = '{parent_id}'")), [])
-
-
 def summary_figures(summary: dict[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
     """The parent run's metrics and tags from ``sweep.json`` (its ``best`` as computed there)."""
     metrics: dict[str, float] = {}
