@@ -22,6 +22,7 @@ never a secret; binary-like values (cached vectors) are never scrubbed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -37,11 +38,11 @@ MIN_SECRET = 4
 _SECRET_KEY = re.compile(r"api_?key|secret|password|authorization|(?<!per_)token$", re.IGNORECASE)
 # Environment variables whose values must never appear in outputs.
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
+# Environment variables holding a URL, whose secret parts must never appear in outputs.
 URL_ENV_VARS = ("MLFLOW_TRACKING_URI", "OPENAI_BASE_URL")
-"""Environment variables holding a URL, whose secret parts must never appear in outputs."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A ``$NAME`` or ``${NAME}`` reference to an environment variable in a header value.
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-"""A ``$NAME`` or ``${NAME}`` reference to an environment variable in a header value."""
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -225,23 +226,13 @@ def scrub_data(obj: Any, secrets: Iterable[str]) -> Any:
     return walk(obj)
 
 
-def _scrub_yaml(text: str, secrets: Iterable[str]) -> str | None:
-    """Scrub the strings of a YAML document and dump it again (None if it does not parse).
-
-    Plain text replacement could leave ``key: ***``, which YAML reads as an alias.
-    """
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    return yaml.safe_dump(scrub_data(data, secrets), sort_keys=False, allow_unicode=True)
-
-
 def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
     """Rewrite every text file under `folder` (or the file `folder`) that contains a secret;
-    returns those files. A file is decoded only when a secret's bytes occur in it."""
+    returns those files. A file is decoded only when a secret's bytes occur in it; a YAML
+    file's strings are scrubbed and it is dumped again (plain text replacement could leave
+    ``key: ***``, which YAML reads as an alias), unless it does not parse."""
+    import yaml
+
     secrets = [s for s in secrets if s]
     changed: list[Path] = []
     if not secrets:
@@ -260,7 +251,10 @@ def scrub_files(folder: str | Path, secrets: Iterable[str]) -> list[Path]:
             continue
         clean = scrub_text(text, secrets)
         if clean != text and path.suffix in (".yaml", ".yml"):
-            clean = _scrub_yaml(text, secrets) or clean
+            with contextlib.suppress(yaml.YAMLError):
+                data = yaml.safe_load(text)
+                clean = yaml.safe_dump(scrub_data(data, secrets), sort_keys=False,
+                                       allow_unicode=True)
         if clean != text:
             path.write_text(clean, encoding="utf-8")
             changed.append(path)

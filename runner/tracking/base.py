@@ -94,11 +94,10 @@ class TrackingLost(RagciteError):
 
 
 class NullTracker(Tracker):
-    """Tracking switched off (``tracking=none``): every call does nothing (the arguments every
-    tracker is built with are ignored)."""
+    """Tracking switched off (``tracking=none``): every call does nothing."""
 
     def __init__(self, **_: Any) -> None:
-        pass
+        """Ignore the arguments every tracker is built with."""
 
 
 def make_tracker(cfg: Mapping[str, Any]) -> Tracker:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 
@@ -17,23 +18,20 @@ def within(seconds: float, call: Callable[[], Any], late: Callable[[], Exception
     Raises:
         Exception: ``late()`` when `call` has not returned in time, else whatever it raised.
     """
-    outcome: list[tuple[bool, Any]] = []
+    future: Future[Any] = Future()
 
     def run() -> None:
         try:
-            outcome.append((True, call()))
+            future.set_result(call())
         except BaseException as exc:  # handed to the caller
-            outcome.append((False, exc))
+            future.set_exception(exc)
 
     thread = threading.Thread(target=run, name="ragcite-deadline", daemon=True)
     thread.start()
     thread.join(seconds)
-    if not outcome:
+    if not future.done():
         raise late()
-    done, value = outcome[0]
-    if not done:
-        raise value
-    return value
+    return future.result()
 
 
 class Bounded:
@@ -45,7 +43,5 @@ class Bounded:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
-        if not callable(attr):
-            return attr
-        return lambda *args, **kwargs: within(self._seconds, lambda: attr(*args, **kwargs),
-                                              lambda: self._late(name))
+        return attr if not callable(attr) else lambda *args, **kwargs: within(
+            self._seconds, lambda: attr(*args, **kwargs), lambda: self._late(name))

@@ -31,10 +31,8 @@ def all_secrets(cfg: Any) -> set[str]:
 
 def param_value(value: Any) -> str:
     """A config value as an MLflow param: JSON for lists and mappings, ``null``/``true``."""
-    if value is None or isinstance(value, (bool, dict, list, tuple)):
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    else:
-        text = str(value)
+    text = json.dumps(value, ensure_ascii=False, default=str) if value is None or isinstance(
+        value, (bool, dict, list, tuple)) else str(value)
     return text if len(text) <= MAX_PARAM else text[:MAX_PARAM - 3] + "..."
 
 
@@ -51,24 +49,23 @@ def flatten_params(cfg: dict[str, Any], secrets: set[str] | None = None) -> dict
     ``***`` wherever it occurs, and so is any password written into a URI.
     """
     secrets = all_secrets(cfg) if secrets is None else secrets
-    out: dict[str, str] = {}
+    return {key(parts): scrub_text(param_value(value), secrets)
+            for parts, value in _leaves(redact(cfg), [])}
 
-    def walk(node: Any, parts: list[str]) -> None:
-        if isinstance(node, dict) and node:
-            for k, v in node.items():
-                walk(v, [*parts, str(k)])
-            return
-        out[key(parts)] = scrub_text(param_value(node), secrets)
 
-    walk(redact(cfg), [])
-    return out
+def _leaves(node: Any, parts: list[str]) -> Iterator[tuple[list[str], Any]]:
+    """Every value under `node` that is not a non-empty mapping, with its path."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from _leaves(v, [*parts, str(k)])
+    else:
+        yield parts, node
 
 
 def _figure(value: Any) -> float | None:
     """`value` as a metric: a finite int or float (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else None
 
 
 def _figures(node: Any, parts: list[str]) -> Iterator[tuple[list[str], float]]:
@@ -76,13 +73,10 @@ def _figures(node: Any, parts: list[str]) -> Iterator[tuple[list[str], float]]:
     value = _figure(node)
     if value is not None:
         yield parts, value
-    elif isinstance(node, dict):
-        for k, v in node.items():
+    elif isinstance(node, (dict, list)):
+        names = ["low", "high"] if len(node) == 2 and parts[:1] == ["ci"] else range(len(node))
+        for k, v in node.items() if isinstance(node, dict) else zip(names, node):
             yield from _figures(v, [*parts, str(k)])
-    elif isinstance(node, list):
-        names = ["low", "high"] if len(node) == 2 and parts[:1] == ["ci"] else None
-        for i, v in enumerate(node):
-            yield from _figures(v, [*parts, names[i] if names else str(i)])
 
 
 def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
@@ -107,19 +101,19 @@ def metrics_from_results(data: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+# The tags ``ragcite.<name>`` of a run: (section, field) of its ``metrics.json``.
+RESULT_TAGS = {"dataset": ("dataset", "name"), "model": ("model", "name"),
+               "matcher": ("matcher", "name"),
+               "system": ("model", "system"),  # the system under test (config/naming.py)
+               "dataset_digest": ("dataset", "digest"), "threshold": ("threshold", "value"),
+               "threshold_level": ("threshold", "level"),
+               "threshold_index": ("threshold", "index"), "gates_passed": ("gates", "passed")}
+
+
 def result_tags(data: dict[str, Any]) -> dict[str, str]:
     """The tags a result's ``metrics.json`` gives its run (names, system, digest, threshold,
     gates)."""
-    model, dataset = data.get("model") or {}, data.get("dataset") or {}
-    threshold, gates = data.get("threshold") or {}, data.get("gates") or {}
-    values = {"ragcite.complete": bool(data.get("complete")),
-              **{f"ragcite.{s}": (data.get(s) or {}).get("name")
-                 for s in ("dataset", "model", "matcher")},
-              "ragcite.system": model.get("system"),  # the system under test (config/naming.py)
-              "ragcite.dataset_digest": dataset.get("digest"),
-              "ragcite.threshold": threshold.get("value"),
-              "ragcite.threshold_level": threshold.get("level"),
-              "ragcite.threshold_index": threshold.get("index"),
-              "ragcite.gates_passed": gates.get("passed")}
-    return {k: param_value(v) for k, v in values.items() if v not in (None, "")
-            and (k != "ragcite.gates_passed" or isinstance(v, bool))}
+    values = {"complete": bool(data.get("complete")), **{
+        name: (data.get(part) or {}).get(field) for name, (part, field) in RESULT_TAGS.items()}}
+    return {f"ragcite.{k}": param_value(v) for k, v in values.items() if v not in (None, "")
+            and (k != "gates_passed" or isinstance(v, bool))}

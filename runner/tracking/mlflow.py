@@ -12,23 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 from runner.config.constraints import COUNT, SECONDS
 from runner.errors import RagciteError
-from runner.redact import redact_override, scrub_text
-from runner.results import (
-    CASES_FILE,
-    CONFIG_FILE,
-    METRICS_FILE,
-    passages_path,
-    read_result,
-)
+from runner.redact import redact, scrub_text
+from runner.results import CASES_FILE, CONFIG_FILE, METRICS_FILE, passages_path, read_result
 from runner.tracking import mlflow_store as store
 from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking import sqlite_store
@@ -37,8 +31,6 @@ from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_re
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
-
-REPORT_FILE = "report.html"
 
 
 def _yaml(path: Path) -> Any:
@@ -54,13 +46,15 @@ def read_config(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def job_overrides(job_dir: Path) -> list[str] | None:
-    """The job's command-line overrides (Hydra's ``.hydra/overrides.yaml``), redacted."""
+def overrides_tag(job_dir: Path) -> dict[str, str]:
+    """The tag ``ragcite.overrides``: the job's command-line overrides (Hydra's
+    ``.hydra/overrides.yaml``), redacted; none when that file is absent or unreadable."""
     try:
         data = _yaml(job_dir / ".hydra" / "overrides.yaml")
     except Exception:  # unreadable: the run goes without the tag
-        return None
-    return [redact_override(str(x)) for x in data] if isinstance(data, list) else None
+        return {}
+    return {"ragcite.overrides": json.dumps(redact([str(x) for x in data]), ensure_ascii=False)
+            } if isinstance(data, list) else {}
 
 
 def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
@@ -68,6 +62,7 @@ def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
     from mlflow.data.dataset_source_registry import resolve_dataset_source
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import DatasetInput, InputTag
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_incrementing
 
     from runner.data.loading import resolve_path
 
@@ -82,17 +77,12 @@ def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
     tags = [InputTag("mlflow.data.context", "evaluation"), InputTag("ragcite.path", path),
             *([InputTag("ragcite.n_cases", str(dataset["n_cases"]))]
               if dataset.get("n_cases") is not None else [])]
-    inputs = [DatasetInput(meta._to_mlflow_entity(), tags)]
-    for attempt in range(3):
-        try:
-            return mlflow.log_inputs(run_id, datasets=inputs)
-        except Exception as exc:
-            # Jobs of a parallel sweep log the same dataset at the same moment: the store
-            # creates its dataset row once, and the job that loses the race gets a UNIQUE
-            # constraint error. Again, the store finds the row and links it.
-            if attempt == 2 or "UNIQUE constraint" not in str(exc):
-                raise
-            time.sleep(0.2 * (attempt + 1))
+    # Jobs of a parallel sweep log the same dataset at the same moment: the store creates its
+    # dataset row once, and the job that loses the race gets a UNIQUE constraint error. Again,
+    # the store finds the row and links it.
+    Retrying(stop=stop_after_attempt(3), wait=wait_incrementing(0.2, 0.2), reraise=True,
+             retry=retry_if_exception(lambda exc: "UNIQUE constraint" in str(exc)))(
+        mlflow.log_inputs, run_id, datasets=[DatasetInput(meta._to_mlflow_entity(), tags)])
 
 
 class MlflowTracker:
@@ -123,15 +113,11 @@ class MlflowTracker:
                  log_table: bool = True,
                  table_rows: Annotated[int | None, COUNT] = DEFAULT_TABLE_ROWS,
                  ui_url: str | None = None, tags: dict[str, Any] | None = None) -> None:
-        self.experiment = str(experiment)
-        self.output_root = str(output_root)
+        self.experiment, self.output_root = str(experiment), str(output_root)
         self.uri = store.resolve_tracking_uri(tracking_uri, self.output_root)
-        self.artifact_location = artifact_location
-        self.required = bool(required)
+        self.artifact_location, self.table_rows, self.ui_url = artifact_location, table_rows, ui_url
+        self.required, self.log_table = bool(required), bool(log_table)
         self.timeout_s = float(timeout_s or 5.0)
-        self.log_table = bool(log_table)
-        self.table_rows = table_rows
-        self.ui_url = ui_url
         self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
         self.secrets = all_secrets({"uri": self.uri, "ui_url": ui_url, "tags": self.tags})
         self.client: Any = None
@@ -144,37 +130,33 @@ class MlflowTracker:
         # The job's passages.jsonl → the run holding it and, shared by K results, table cells.
         self._passages: dict[Path, tuple[str, list[bytes] | None]] = {}
 
-    def fail(self, what: str, exc: BaseException, up_front: bool = False) -> None:
-        """Stop tracking after `exc`: end an open run FAILED, then raise or warn.
+    @contextmanager
+    def _failing(self, what: str, up_front: bool = False) -> Iterator[None]:
+        """Stop tracking after an error of the block: end an open run FAILED, then raise or
+        warn (`what` and the store begin the message of an error MLflow raised).
 
         Raises:
             TrackingLost: The tracking server does not answer (any more), when ``required``.
             RagciteError: Another problem (one line naming the store), when ``required``.
         """
-        if store.is_remote(self.uri) and not isinstance(exc, store.TrackingError):
-            exc = store.unreachable(self.uri, self.timeout_s) or exc  # say so in plain words
-        reason = self.disabled_reason = store.one_line(exc) if isinstance(
-            exc, store.TrackingError) else (f"{what} {store.mask_uri(self.uri)}: "
-                                            f"{type(exc).__name__}: {store.one_line(exc)}")
-        self.disabled, lost = True, isinstance(exc, store.Unreachable)
-        if lost:
-            self.runs.clear()  # no retries: the next run here ends them KILLED (end_dead_runs)
-        self.close("FAILED")
-        if self.required:
-            hint = (" (set tracking.required=false to run without it, or tracking=none)"
-                    if up_front else "")
-            raise (TrackingLost if lost else RagciteError)(f"tracking: {reason}{hint}") from None
-        log.warning("ragcite: warning: tracking: %s; continuing without MLflow tracking "
-                    "(results stay in the run folder)", reason)
-
-    @contextmanager
-    def _failing(self, what: str, up_front: bool = False) -> Iterator[None]:
-        """Hand an error of the block to :meth:`fail` (which raises, or warns and stops
-        tracking)."""
         try:
             yield
         except Exception as exc:
-            self.fail(what, exc, up_front)
+            if store.is_remote(self.uri) and not isinstance(exc, store.TrackingError):
+                exc = store.unreachable(self.uri, self.timeout_s) or exc  # say so in plain words
+            reason = self.disabled_reason = store.one_line(exc) if isinstance(
+                exc, store.TrackingError) else (f"{what} {store.mask_uri(self.uri)}: "
+                                                f"{type(exc).__name__}: {store.one_line(exc)}")
+            self.disabled, lost = True, isinstance(exc, store.Unreachable)
+            if lost:
+                self.runs.clear()  # no retries: the next run here ends them KILLED (end_dead_runs)
+            self.close("FAILED")
+            if self.required:
+                hint = " (set tracking.required=false to run without it, or tracking=none)"
+                raise (TrackingLost if lost else RagciteError)(
+                    f"tracking: {reason}{hint if up_front else ''}") from None
+            log.warning("ragcite: warning: tracking: %s; continuing without MLflow tracking "
+                        "(results stay in the run folder)", reason)
 
     def check(self) -> None:
         """Open the store: reach a remote server, open (or create) the experiment, and end
@@ -229,11 +211,7 @@ class MlflowTracker:
                 tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
             data = read_result(result_dir) if (result_dir / METRICS_FILE).is_file() else {}
             job_dir = passages_path(result_dir, data).parent if data else result_dir
-            tags["ragcite.job_dir"] = str(job_dir.resolve())
-            overrides = job_overrides(job_dir)
-            if overrides is not None:
-                tags["ragcite.overrides"] = json.dumps([store.mask_uri(o) for o in overrides],
-                                                       ensure_ascii=False)
+            tags.update({"ragcite.job_dir": str(job_dir.resolve()), **overrides_tag(job_dir)})
             name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
             run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
             self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
@@ -257,52 +235,42 @@ class MlflowTracker:
         if self.disabled or run_id is None:
             return
         with self._failing("cannot log the results to"):
-            self._log(Path(result_dir), run_id)
-
-    def _log(self, result_dir: Path, run_id: str) -> None:
-        data = read_result(result_dir)
-        config = read_config(result_dir / CONFIG_FILE)
-        secrets = self.secrets | all_secrets(config)
-        passages = passages_path(result_dir, data).resolve()
-        shared = passages.parent != result_dir.resolve()  # by the K results of a job
-        if not shared or passages not in self._passages:  # logged with the job's first run
-            store.log_artifact(self.client, run_id, passages, secrets)
-            parts = passage_parts(result_dir, self.table_rows) if shared and self.log_table \
-                else None
-            self._passages = {passages: (run_id, parts)}
-        holder, parts = self._passages[passages]
-        tags = {**result_tags(data), "ragcite.passages_run_id": holder}
-        store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
-                        params=flatten_params(config, secrets),
-                        tags={k: scrub_text(v, secrets) for k, v in tags.items()})
-        for name in (METRICS_FILE, CASES_FILE, CONFIG_FILE, REPORT_FILE):
-            if (result_dir / name).is_file():
-                store.log_artifact(self.client, run_id, result_dir / name, secrets)
-        if self.log_table:
-            log_case_table(self.client, run_id, result_dir, parts, self.table_rows)
-        if data.get("dataset"):
-            log_dataset(self.client, run_id, data["dataset"])
+            result_dir, data = Path(result_dir), read_result(result_dir)
+            config = read_config(result_dir / CONFIG_FILE)
+            secrets = self.secrets | all_secrets(config)
+            passages = passages_path(result_dir, data).resolve()
+            shared = passages.parent != result_dir.resolve()  # by the K results of a job
+            if not shared or passages not in self._passages:  # logged with the job's first run
+                store.log_artifact(self.client, run_id, passages, secrets)
+                parts = list(passage_parts(result_dir, self.table_rows)) \
+                    if shared and self.log_table else None
+                self._passages = {passages: (run_id, parts)}
+            holder, parts = self._passages[passages]
+            tags = {**result_tags(data), "ragcite.passages_run_id": holder}
+            store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
+                            params=flatten_params(config, secrets),
+                            tags={k: scrub_text(v, secrets) for k, v in tags.items()})
+            for name in (METRICS_FILE, CASES_FILE, CONFIG_FILE, sweeps.REPORT):
+                if (result_dir / name).is_file():
+                    store.log_artifact(self.client, run_id, result_dir / name, secrets)
+            if self.log_table:
+                log_case_table(self.client, run_id, result_dir, parts, self.table_rows)
+            if data.get("dataset"):
+                log_dataset(self.client, run_id, data["dataset"])
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``
         or ``KILLED``; never raises."""
-        if result_dir is None:
-            for folder in list(self.runs):
-                self.close(status, folder)
-            return
-        run_id = self.runs.pop(Path(result_dir).resolve(), None)
-        if run_id is None or self.client is None:
-            return
-        try:
-            self.client.set_terminated(run_id, status)
-        except Exception as exc:
-            log.error("ragcite: tracking: could not close MLflow run %s as %s: %s",
-                      run_id, status, store.one_line(exc))
-            return
-        if status == "FINISHED" and not self.parent_run_id:
-            where = self.link or (f"mlflow ui --backend-store-uri {store.mask_uri(self.uri)}"
-                                  if not store.is_remote(self.uri) else store.mask_uri(self.uri))
-            log.info("MLflow run %s: %s", run_id, where)
+        for folder in list(self.runs) if result_dir is None else [Path(result_dir).resolve()]:
+            run_id = self.runs.pop(folder, None)
+            if run_id is None or self.client is None:
+                continue
+            closed = store.logged(f"could not close MLflow run {run_id} as {status}",  # or False
+                                  partial(self.client.set_terminated, run_id, status), False)
+            if closed is not False and status == "FINISHED" and not self.parent_run_id:
+                uri = store.mask_uri(self.uri)
+                log.info("MLflow run %s: %s", run_id, self.link or (
+                    uri if store.is_remote(self.uri) else f"mlflow ui --backend-store-uri {uri}"))
 
     def start_sweep(self, sweep_dir: Path, name: str, sweep: dict[str, Any]) -> None:
         """Open the sweep's parent run (`sweep` as its params ``sweep.overrides`` and
@@ -340,12 +308,11 @@ class MlflowTracker:
         if found is None:
             return
         mlflow, uri, run_id = found
-        children = sweeps.child_runs(mlflow, run_id)
+        children = store.logged("could not check the sweep's child runs", lambda: list(
+            mlflow.search_runs([mlflow.get_run(run_id).info.experiment_id], max_results=10_000,
+                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'")), [])
         if status != "KILLED":
-            try:
-                links = sweeps.run_pages(children, sweep_dir, uri, self.ui_url)
-                sweeps.log_summary(mlflow, run_id, sweep_dir, summary, links, self.secrets)
-            except Exception as exc:
-                log.error("ragcite: tracking: could not log the sweep summary: %s",
-                          store.one_line(exc))
+            store.logged("could not log the sweep summary", lambda: sweeps.log_summary(
+                mlflow, run_id, sweep_dir, summary,
+                sweeps.run_pages(children, sweep_dir, uri, self.ui_url), self.secrets))
         sweeps.end_runs(mlflow, run_id, children, status)

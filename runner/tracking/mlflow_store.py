@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,15 @@ log = logging.getLogger("ragcite")
 DB_FILE = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
 MAX_TAG = 8000  # MLflow's limit on a tag value
+# MLflow's HTTP client defaults for a tracking server, unless set in the environment: a server that
+# is gone fails a call after ~3 s instead of retrying for minutes (MLflow's own: 7 retries, backoff
+# factor 2, timeout 120 s); the timeout is also the deadline of each call (:func:`client`).
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
                "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
-"""MLflow's HTTP client defaults for a tracking server, unless set in the environment: a server
-that is gone fails a call after ~3 s instead of retrying for minutes (MLflow's own: 7 retries,
-backoff factor 2, timeout 120 s); the timeout is also the deadline of each call (:func:`client`)."""
+# Tags of every run: the host and process that opened it (to find runs left RUNNING).
 HOST_TAG, PID_TAG = "ragcite.host", "ragcite.pid"
-"""Tags of every run: the host and process that opened it (to find runs left RUNNING)."""
+# Seconds the health check of a tracking server may take at the end of a sweep.
 HEALTH_TIMEOUT = 5.0
-"""Seconds the health check of a tracking server may take at the end of a sweep."""
 
 
 class TrackingError(Exception):
@@ -56,6 +57,15 @@ def one_line(exc: BaseException) -> str:
     """`exc`'s message on one line (at most 300 characters, unless ragcite wrote it)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 or isinstance(exc, TrackingError) else text[:297] + "..."
+
+
+def logged(what: str, call: Callable[[], Any], default: Any = None) -> Any:
+    """``call()``, or `default` after the error line ``ragcite: tracking: <what>: <error>``."""
+    try:
+        return call()
+    except Exception as exc:
+        log.error("ragcite: tracking: %s: %s", what, one_line(exc))
+        return default
 
 
 def is_remote(uri: str) -> bool:
@@ -79,9 +89,7 @@ def artifact_location(explicit: str | None, output_root: str | os.PathLike[str],
     """Where a new experiment keeps its artifacts (None: the server decides)."""
     if explicit:
         return explicit if "://" in explicit else Path(explicit).resolve().as_uri()
-    if is_remote(uri):
-        return None
-    return (Path(output_root).resolve() / ARTIFACTS_DIR).as_uri()
+    return None if is_remote(uri) else (Path(output_root).resolve() / ARTIFACTS_DIR).as_uri()
 
 
 def check_reachable(uri: str, timeout: float) -> None:
@@ -93,10 +101,10 @@ def check_reachable(uri: str, timeout: float) -> None:
     """
     if not is_remote(uri):
         return
-    parts = urllib.parse.urlsplit(uri)
-    netloc = parts.netloc.rsplit("@", 1)[-1]  # user-info is not sent by urllib; /health is open
-    url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/health",
-                                   "", ""))
+    parts = urllib.parse.urlsplit(uri)  # user-info is not sent by urllib; /health is open
+    url = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1], query="", fragment="",
+                         path=parts.path.rstrip("/") + "/health").geturl()
+
     def health() -> int:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return int(resp.status)
@@ -123,10 +131,8 @@ def unreachable(uri: str, timeout: float) -> Unreachable | None:
     """Why the tracking server at `uri` does not answer now (None: it does, or `uri` is local)."""
     try:
         check_reachable(uri, timeout)
-    except Unreachable as exc:
-        return exc
-    except TrackingError:
-        return None
+    except TrackingError as exc:
+        return exc if isinstance(exc, Unreachable) else None
     return None
 
 
@@ -156,10 +162,10 @@ def client(uri: str) -> Any:
 
 
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+# The experiment's kind for the MLflow UI: runs and metrics ("Machine learning"), not the GenAI
+# traces overview. MLflow 3.17's UI opens every experiment on the kind chosen in its header switch
+# (remembered by the browser; ``?workflowType=machine_learning`` in the URL).
 EXPERIMENT_KIND = "custom_model_development"
-"""The experiment's kind for the MLflow UI: runs and metrics ("Machine learning"), not the
-GenAI traces overview. MLflow 3.17's UI opens every experiment on the kind chosen in its
-header switch (remembered by the browser; ``?workflowType=machine_learning`` in the URL)."""
 
 
 def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
@@ -172,13 +178,7 @@ def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
     for attempt in range(3):
         exp = mlflow.get_experiment_by_name(name)
         if exp is not None:
-            if exp.lifecycle_stage == "deleted":
-                raise TrackingError(f"experiment {name!r} is deleted; restore it "
-                                    f"(mlflow experiments restore) or choose another name")
-            if EXPERIMENT_KIND_TAG not in (exp.tags or {}):  # a kind set by hand stays
-                mlflow.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG,
-                                          EXPERIMENT_KIND)
-            return str(exp.experiment_id)
+            break
         try:
             return str(mlflow.create_experiment(name, artifact_location=location,
                                                 tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}))
@@ -186,7 +186,12 @@ def experiment_id(mlflow: Any, name: str, location: str | None) -> str:
             if attempt == 2:
                 raise
             time.sleep(0.2 * (attempt + 1))
-    raise TrackingError(f"could not open experiment {name!r}")  # pragma: no cover
+    if exp.lifecycle_stage == "deleted":
+        raise TrackingError(f"experiment {name!r} is deleted; restore it "
+                            f"(mlflow experiments restore) or choose another name")
+    if EXPERIMENT_KIND_TAG not in (exp.tags or {}):  # a kind set by hand stays
+        mlflow.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return str(exp.experiment_id)
 
 
 def code_tags() -> dict[str, str]:
@@ -197,23 +202,18 @@ def code_tags() -> dict[str, str]:
 
     from runner import __version__
 
-    tags = {k: str(v) for k, v in resolve_tags({}).items()}
-    tags[HOST_TAG], tags[PID_TAG] = socket.gethostname(), str(os.getpid())
-    tags["ragcite.version"] = __version__
     root = Path(__file__).resolve().parents[2]
     commit = get_git_commit(str(root)) if (root / ".git").exists() else None
-    if commit:
-        tags["ragcite.git_commit"] = commit
-    return tags
+    return {**{k: str(v) for k, v in resolve_tags({}).items()}, HOST_TAG: socket.gethostname(),
+            PID_TAG: str(os.getpid()), "ragcite.version": __version__,
+            **({"ragcite.git_commit": commit} if commit else {})}
 
 
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process, or no way to tell
-        pass
+    except OSError as exc:  # but another user's process, or no way to tell
+        return not isinstance(exc, ProcessLookupError)
     return True
 
 
@@ -223,10 +223,8 @@ def end_dead_runs(mlflow: Any, experiment_id: str) -> None:
     line each. Runs of other hosts, or without the tags, are left alone. Never raises."""
     host = socket.gethostname()
     try:
-        runs = mlflow.search_runs(
-            [experiment_id], max_results=1000,
-            filter_string=f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = "
-                          f"'{host.replace(chr(39), '')}'")
+        runs = mlflow.search_runs([experiment_id], max_results=1000, filter_string=(
+            f"attributes.status = 'RUNNING' and tags.`{HOST_TAG}` = '{host.replace(chr(39), '')}'"))
         for run in runs:
             pid = str(run.data.tags.get(PID_TAG) or "")
             if not pid.isdigit() or _alive(int(pid)):
@@ -246,20 +244,16 @@ def log_batch(mlflow: Any, run_id: str, metrics: dict[str, float] | None = None,
     from mlflow.entities import Metric, Param, RunTag
 
     now = int(time.time() * 1000)
-    mlflow.log_batch(
-        run_id,
-        metrics=[Metric(k, v, now, 0) for k, v in (metrics or {}).items()],
-        params=[Param(k, v) for k, v in (params or {}).items()],
-        tags=[RunTag(k, v[:MAX_TAG]) for k, v in (tags or {}).items()],
-    )
+    mlflow.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in (metrics or {}).items()],
+                     params=[Param(k, v) for k, v in (params or {}).items()],
+                     tags=[RunTag(k, v[:MAX_TAG]) for k, v in (tags or {}).items()])
 
 
 def run_link(uri: str, ui_url: str | None, experiment: str, run_id: str) -> str | None:
     """The run's page in an MLflow UI: `ui_url`, else a remote tracking URI; else None."""
     base = ui_url or (uri if is_remote(uri) else None)
-    if not base:
-        return None
-    return f"{mask_uri(base).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"
+    return f"{mask_uri(base).rstrip('/')}/#/experiments/{experiment}/runs/{run_id}" if base \
+        else None
 
 
 def log_artifact(mlflow: Any, run_id: str, path: Path, secrets: set[str]) -> None:

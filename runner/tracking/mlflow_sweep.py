@@ -23,6 +23,7 @@ import html
 import json
 import logging
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -32,8 +33,8 @@ from runner.tracking.flatten import key
 
 log = logging.getLogger("ragcite")
 
+# Where a sweep leaves its parent run id for the jobs, relative to the sweep folder.
 PARENT_FILE = Path(".ragcite") / "parent_run.json"
-"""Where a sweep leaves its parent run id for the jobs, relative to the sweep folder."""
 SWEEP_FILES = ("sweep.json", "sweep.html")
 REPORT = "report.html"
 COPY_DIR = Path(".ragcite") / "mlflow"
@@ -78,24 +79,8 @@ def parent_run(sweep_dir: Path) -> tuple[Any, str, str] | None:
                     "%s, which does not answer; the next ragcite run on this host against it "
                     "marks it KILLED", run_id, store.mask_uri(uri))
         return None
-    try:
-        return store.client(uri), uri, run_id
-    except Exception as exc:
-        log.error("ragcite: tracking: could not open the store of the sweep run %s: %s",
-                  run_id, store.one_line(exc))
-        return None
-
-
-def child_runs(mlflow: Any, parent_id: str) -> list[Any]:
-    """Every child run of `parent_id` ([] with an error line when they cannot be read)."""
-    try:
-        experiment_id = mlflow.get_run(parent_id).info.experiment_id
-        return list(mlflow.search_runs([experiment_id], max_results=10_000,
-                                       filter_string=f"tags.mlflow.parentRunId = '{parent_id}'"))
-    except Exception as exc:
-        log.error("ragcite: tracking: could not check the sweep's child runs: %s",
-                  store.one_line(exc))
-        return []
+    return store.logged(f"could not open the store of the sweep run {run_id}",
+                        lambda: (store.client(uri), uri, run_id))
 
 
 def summary_figures(summary: dict[str, Any]) -> tuple[dict[str, float], dict[str, str]]:
@@ -108,10 +93,9 @@ def summary_figures(summary: dict[str, Any]) -> tuple[dict[str, float], dict[str
             metrics[key(["best", str(name)], "/")] = float(value)
             tags[key(["ragcite", "best", str(name)])] = str(best.get("dir"))
     results = summary.get("jobs") or []
-    metrics["n_jobs"] = float(summary.get("n_jobs") or 0)
-    metrics["n_results"] = float(len(results))
-    metrics["n_complete_results"] = float(sum(1 for r in results if r.get("complete")))
-    metrics["n_failed_jobs"] = float(len(summary.get("incomplete_jobs") or []))
+    metrics.update({"n_jobs": float(summary.get("n_jobs") or 0), "n_results": float(len(results)),
+                    "n_complete_results": float(sum(1 for r in results if r.get("complete"))),
+                    "n_failed_jobs": float(len(summary.get("incomplete_jobs") or []))})
     return metrics, tags
 
 
@@ -123,11 +107,8 @@ def log_summary(mlflow: Any, run_id: str, sweep_dir: Path, summary: dict[str, An
     store.log_batch(mlflow, run_id, metrics=metrics, tags=tags)
     for path in (sweep_dir / name for name in SWEEP_FILES):
         if path.is_file() and path.suffix == ".html" and links:
-            try:
-                path = report_copy(path, sweep_dir, links)
-            except Exception as exc:
-                log.error("ragcite: tracking: the sweep report's links to the job runs: %s",
-                          store.one_line(exc))
+            path = store.logged("the sweep report's links to the job runs",
+                                partial(report_copy, path, sweep_dir, links), path)
         if path.is_file():
             store.log_artifact(mlflow, run_id, path, secrets)
 
@@ -167,16 +148,13 @@ def end_runs(mlflow: Any, parent_id: str, children: list[Any], status: str) -> N
     """End the parent run `status`, and first every child of it still RUNNING (its job died
     without closing it): ``KILLED`` when `status` is, else ``FAILED``. Never raises."""
     ended = "KILLED" if status == "KILLED" else "FAILED"
-    try:
+
+    def end_children() -> None:
         for run_id in [c.info.run_id for c in children if c.info.status == "RUNNING"]:
             log.warning("ragcite: tracking: child run %s was still running; marked %s",
                         run_id, ended)
             mlflow.set_terminated(run_id, ended)
-    except Exception as exc:
-        log.error("ragcite: tracking: could not check the sweep's child runs: %s",
-                  store.one_line(exc))
-    try:
-        mlflow.set_terminated(parent_id, status)
-    except Exception as exc:
-        log.error("ragcite: tracking: could not close the sweep run %s: %s", parent_id,
-                  store.one_line(exc))
+
+    store.logged("could not check the sweep's child runs", end_children)
+    store.logged(f"could not close the sweep run {parent_id}",
+                 lambda: mlflow.set_terminated(parent_id, status))

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from runner.tracking.mlflow_store import TrackingError, one_line, quiet_migrations
 
+# Seconds to wait for another process creating (migrating) the same sqlite store.
 STORE_LOCK_TIMEOUT = 300.0
-"""Seconds to wait for another process creating (migrating) the same sqlite store."""
 
 
 def sqlite_file(uri: str) -> Path | None:
@@ -47,17 +47,13 @@ def store_lock(uri: str, timeout: float = STORE_LOCK_TIMEOUT) -> Iterator[None]:
     from filelock import FileLock, Timeout
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(f"{path}.lock")
     try:
-        lock.acquire(timeout=timeout)
+        with FileLock(f"{path}.lock", timeout=timeout):
+            check(path) if os.path.lexists(path) else create(path)
+            yield
     except Timeout:
         raise TrackingError(f"the MLflow store {path} stayed locked by another process for "
                             f"{timeout:g} s ({path}.lock)") from None
-    try:
-        check(path) if os.path.lexists(path) else create(path)
-        yield
-    finally:
-        lock.release()
 
 
 def create(path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,12 @@ from runner.results import iter_decisions, passages_path, read_lines
 from runner.scoring.metrics import METRIC_KEYS
 
 TABLE_FILE = "cases_table.json"
+# Cases in a run's table by default (the first ones): the MLflow UI shows a table, not a run's every
+# case, which its ``cases.jsonl`` and ``passages.jsonl`` artifacts hold.
 DEFAULT_TABLE_ROWS = 20_000
-"""Cases in a run's table by default (the first ones): the MLflow UI shows a table, not a run's
-every case, which its ``cases.jsonl`` and ``passages.jsonl`` artifacts hold."""
+# The columns of the per-case table.
 TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC_KEYS,
                  "citation_labels", "reference_labels", "error")
-"""The columns of the per-case table."""
 
 
 def passage_cells(record: dict[str, Any]) -> list[Any]:
@@ -36,14 +36,6 @@ def passage_cells(record: dict[str, Any]) -> list[Any]:
             len(record.get("references") or []), len(response.get("citations") or [])]
 
 
-def decision_cells(record: dict[str, Any]) -> list[Any]:
-    """A row's cells that come from the case's ``cases.jsonl`` line (its threshold's)."""
-    metrics, labels = record.get("metrics") or {}, record.get("labels") or {}
-    return [*(metrics.get(name) for name in METRIC_KEYS),
-            ", ".join(labels.get("citations") or []),
-            ", ".join(labels.get("references") or []), record.get("error")]
-
-
 def _row_json(row: list[Any]) -> bytes:
     try:
         return orjson.dumps(row)
@@ -51,18 +43,14 @@ def _row_json(row: list[Any]) -> bytes:
         return json.dumps(row, separators=(",", ":")).encode("utf-8")
 
 
-def _passage_rows(result_dir: Path) -> Iterator[bytes]:
-    """Each case's passage cells as JSON without the closing bracket (``[id,query,...``)."""
-    return (_row_json(passage_cells(r))[:-1] for r in read_lines(passages_path(result_dir)))
+def passage_parts(result_dir: Path, rows: int | None = None) -> Iterator[bytes]:
+    """The passage cells of the first `rows` cases, each as JSON without the closing bracket
+    (``[id,query,...``): listed once, the tables of every threshold of a job share them."""
+    return islice((_row_json(passage_cells(r))[:-1]
+                   for r in read_lines(passages_path(result_dir))), rows)
 
 
-def passage_parts(result_dir: Path, rows: int | None = None) -> list[bytes]:
-    """The passage cells of the first `rows` cases (:func:`_passage_rows`), shared by the
-    tables of every threshold of a job."""
-    return list(islice(_passage_rows(result_dir), rows))
-
-
-def write_table(result_dir: Path, path: Path, parts: list[bytes] | None = None,
+def write_table(result_dir: Path, path: Path, parts: Iterable[bytes] | None = None,
                 rows: int | None = None) -> None:
     """Write the table of `result_dir` (its first `rows` cases; None: all) to `path`, row by
     row (with `parts`, from :func:`passage_parts` of its job, only its ``cases.jsonl`` is
@@ -71,17 +59,21 @@ def write_table(result_dir: Path, path: Path, parts: list[bytes] | None = None,
     Raises:
         ValueError: ``passages.jsonl`` and ``cases.jsonl`` hold different numbers of cases.
     """
-    passages = _passage_rows(result_dir) if parts is None else iter(parts)
+    passages = passage_parts(result_dir) if parts is None else iter(parts)
     pairs = zip(islice(passages, rows), islice(iter_decisions(result_dir), rows), strict=True)
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-        for n, (part, decided) in enumerate(pairs):
-            fh.write((b"," if n else b"") + part + b"," + _row_json(decision_cells(decided))[1:])
+        for n, (part, decided) in enumerate(pairs):  # then the cells of its cases.jsonl line
+            metrics, labels = decided.get("metrics") or {}, decided.get("labels") or {}
+            cells = [*(metrics.get(name) for name in METRIC_KEYS),
+                     ", ".join(labels.get("citations") or []),
+                     ", ".join(labels.get("references") or []), decided.get("error")]
+            fh.write((b"," if n else b"") + part + b"," + _row_json(cells)[1:])
         fh.write(b"]}")
 
 
 def log_case_table(mlflow: Any, run_id: str, result_dir: Path,
-                   parts: list[bytes] | None = None, rows: int | None = None) -> None:
+                   parts: Iterable[bytes] | None = None, rows: int | None = None) -> None:
     """Log the table of `result_dir` (its first `rows` cases) to run `run_id` as the table
     ``cases_table.json``."""
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
