@@ -14,9 +14,7 @@ from typing import Any
 import numpy as np
 
 from runner.api.cache import CacheStats
-from runner.calibration.figures import annotator_agreement, calibrate
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
-from runner.calibration.tracking import calibration_tracker
 from runner.config.plugins import build
 from runner.data.loading import file_digest
 from runner.errors import EXIT_NOTHING_SCORED, RagciteError
@@ -143,6 +141,7 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
         RagciteError: Bad config or labels (before any API call); NothingScored when every
             similarity failed.
     """
+    from runner.calibration.figures import annotator_agreement, calibrate  # sklearn: ~1 s
     started = dt.datetime.now(dt.timezone.utc)
     labels_path = _labels(cfg)
     matcher: Matcher = build(cfg["matcher"], "matcher", protocol=Matcher)
@@ -217,6 +216,8 @@ def calibrate_job(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence
     Raises:
         RagciteError: Bad config or labels, or an unusable tracking store (before any call).
     """
+    from runner.calibration.tracking import calibration_tracker  # with scikit-learn
+
     tracker = calibration_tracker(cfg)
     try:
         data = run_calibration(cfg, out, name, overrides,
