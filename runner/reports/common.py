@@ -193,6 +193,7 @@ def environment() -> jinja2.Environment:
                              lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place)
     env.globals.update(METRIC_KEYS=METRIC_KEYS, METRICS=METRICS, LABEL_TEXT=LABEL_TEXT,
+                       EXPLANATION_KEYS=EXPLANATION_KEYS,
                        CITATION_LABELS=CITATION_LABELS, REFERENCE_LABELS=REFERENCE_LABELS)
     return env
 

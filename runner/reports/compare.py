@@ -34,10 +34,9 @@ from runner.config.folders import file_target, write_problem
 from runner.config.naming import model_text, safe_name
 from runner.redact import guard_output
 from runner.reports import common
-from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt, signed
+from runner.reports.common import METRIC_KEYS, fmt, signed
 from runner.reports.compare_load import LOAD_TIMEOUT, CompareError, RunData, load_run, side_names
 from runner.reports.diagnosis import label_transitions, share_shifts
-from runner.results import CaseResult
 from runner.results.jsonio import dumps_strict
 from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
 
@@ -179,57 +178,10 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
 # --- the report ---------------------------------------------------------------------------------
 
 
-def _forest(comparison: Mapping[str, Any], max_drop: float | None) -> dict[str, Any]:
-    """Geometry of the difference chart: each metric's paired mean and interval around 0."""
-    entries = [comparison["metrics"][key] for key in METRIC_KEYS]
-    values = [v for e in entries for v in (e["paired_mean_delta"], *(e["ci"] or []))
-              if v is not None and math.isfinite(v)]
-    extent = max([0.05, float(max_drop or 0.0), *map(abs, values)])
-    extent = min(1.0, math.ceil(extent * 1.15 * 20) / 20)
-    width, left, right, row_h, top = 560.0, 130.0, 20.0, 26.0, 28.0
-
-    def x(v: float) -> float:
-        return round(left + (v + extent) / (2 * extent) * (width - left - right), 2)
-
-    rows = [{"key": key, "name": METRIC_NAMES[key], "y": top + i * row_h + row_h / 2,
-             "mean": None if e["paired_mean_delta"] is None else x(e["paired_mean_delta"]),
-             "ci": None if e["ci"] is None else [x(e["ci"][0]), x(e["ci"][1])],
-             "verdict": e["verdict"]} for i, (key, e) in enumerate(zip(METRIC_KEYS, entries))]
-    ticks = [{"x": x(t), "label": f"{t:+g}" if t else "0"}
-             for t in (-extent, -extent / 2, 0.0, extent / 2, extent)]
-    return {"width": width, "height": top + len(METRIC_KEYS) * row_h + 22, "left": left,
-            "zero": x(0.0), "rows": rows, "ticks": ticks, "top": top,
-            "bottom": top + len(METRIC_KEYS) * row_h,
-            "drop": x(-float(max_drop)) if max_drop else None}
-
-
-def _case_side(case: CaseResult) -> dict[str, Any]:
-    """One run's side of a changed case: its answer, labelled passages and explanations."""
-    def items(passages: list[dict[str, Any]], labels: list[str]) -> list[dict[str, Any]]:
-        return [{"source": p.get("source", ""), "content": p.get("content", ""),
-                 "label": labels[j] if j < len(labels) else ""} for j, p in enumerate(passages)]
-
-    response = case.response or {}
-    return {"error": case.error, "answer": response.get("answer"),
-            "citations": items(response.get("citations") or [], case.citation_labels),
-            "references": items(case.references, case.reference_labels),
-            "explanations": [case.explanations[k] for k in common.EXPLANATION_KEYS
-                             if case.explanations.get(k)]}
-
-
 def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
                           output: Path) -> Path:
-    """Write the comparison report (HTML) to `output`, its gates checked (``gates``)."""
-    gates = comparison["gates"]
-    bands = [run.metrics.get("bands") or {} for run in (a, b)]
-    changed = [{**e, "query": a.cases[e["id"]].query, "side_a": _case_side(a.cases[e["id"]]),
-                "side_b": _case_side(b.cases[e["id"]])} for e in comparison["changed"]]
-    rows = [{"key": key, "name": METRIC_NAMES[key], **comparison["metrics"][key],
-             "band_a": bands[0].get(key) or "none", "band_b": bands[1].get(key) or "none",
-             "gated": key in gates["metrics"],
-             "failed": any(f.startswith(key + ":") for f in gates["failures"])}
-            for key in METRIC_KEYS]
-    anchors = {e["id"]: f"changed-{n}" for n, e in enumerate(comparison["changed"], 1)}
+    """Write the comparison report (HTML) to `output`, its gates checked (``gates``); the
+    template lays out the figures of `comparison` and the changed cases of both runs."""
     # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
     named = comparison["a"]["name"] != comparison["b"]["name"]
     side_a, side_b = ({**side, "href": common.safe_href(side.get("link")),
@@ -238,8 +190,7 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
     return common.write_html(output, common.render(
         "report_compare.html.j2",
         title=f"ragcite comparison — {side_a['title']} vs {side_b['title']}",
-        A=side_a, B=side_b, cmp=comparison, rows=rows, gates=gates, changed=changed,
-        forest=_forest(comparison, gates["max_drop"]), anchors=anchors))
+        A=side_a, B=side_b, cmp=comparison, gates=comparison["gates"], runs=(a, b)))
 
 
 def output_folder(root: Path, name_a: str, name_b: str) -> Path:
