@@ -22,14 +22,13 @@ from typing import Any
 
 from runner.config.naming import model_text
 from runner.reports import common
-from runner.reports.common import METRIC_KEYS, METRIC_NAMES, fmt
+from runner.reports.common import METRIC_KEYS, METRIC_NAMES
 from runner.reports.diagnosis import stacked_bars
 from runner.results import iter_decisions
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"
 RUN_REPORT = "report.html"
-WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 330.0, 190.0, 34.0, 10.0, 10.0, 22.0  # of a chart
 # Overrides that only name where or how a job writes: never a difference worth a column.
 _QUIET_KEYS = ("output_root", "progress", "report", "tracking", "hydra.", "cache.", "run_name",
                "experiment")
@@ -116,84 +115,19 @@ def _series_key(row: Mapping[str, Any]) -> tuple[str, str]:
     return key, label
 
 
-def _ci_text(ci: Sequence[float] | None) -> str:
-    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
-
-
 def _matcher_charts(matcher: str, members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A matcher's results as chart series (the template draws them): a line per series
+    through its thresholds, or a bar per series when they share one threshold."""
     series: dict[str, dict[str, Any]] = {}
     for row in members:
         key, label = _series_key(row)
         series.setdefault(key, {"label": label, "rows": []})["rows"].append(row)
-    groups = list(series.values())
+    groups = [{**s, "index": i % 8, "short": " ".join(
+        split_override(p)[1] if "=" in p else p for p in str(s["label"]).split(" "))[:22]}
+        for i, s in enumerate(series.values())]
     xs = sorted({float(r["threshold"]) for r in members})
-    bars = len(xs) == 1 and len(groups) > 1  # e.g. a sweep over systems: one bar per series
-    return {"matcher": matcher, "kind": "bars" if bars else "lines", "n_results": len(members),
-            "legend": [{"index": i % 8, "label": s["label"]} for i, s in enumerate(groups)],
-            "thresholds": [f"{x:g}" for x in xs],
-            "charts": (_bar_charts if bars else _line_charts)(matcher, xs, groups)}
-
-
-def _line_charts(matcher: str, xs: Sequence[float],
-                 series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per metric, one line per series through its results, ordered by threshold."""
-    lo, hi = (xs[0], xs[-1]) if xs[-1] - xs[0] >= 1e-9 else (xs[0] - 0.1, xs[-1] + 0.1)
-
-    def sx(v: float) -> float:
-        return round(LEFT + (v - lo) / (hi - lo) * (WIDTH - LEFT - RIGHT), 2)
-
-    def sy(v: float) -> float:
-        return round(TOP + (1.0 - min(max(v, 0.0), 1.0)) * (HEIGHT - TOP - BOTTOM), 2)
-
-    out = []
-    for metric in METRIC_KEYS:
-        lines = []
-        for i, s in enumerate(series):
-            points = [{"x": sx(float(row["threshold"])), "y": sy(value), "value": value,
-                       "threshold": row["threshold_text"], "ci_text": _ci_text(ci),
-                       "ci": [sy(ci[1]), sy(ci[0])] if ci else None}
-                      for row in sorted(s["rows"], key=lambda r: float(r["threshold"]))
-                      if (value := row["vals"][metric]) is not None for ci in [row["ci"][metric]]]
-            path = " ".join(("M" if k == 0 else "L") + f"{p['x']} {p['y']}"
-                            for k, p in enumerate(points)) if len(points) > 1 else ""
-            lines.append({"index": i % 8, "label": s["label"], "points": points, "path": path})
-        out.append({
-            "metric": metric, "title": f"{METRIC_NAMES[metric]} versus threshold ({matcher})",
-            "name": METRIC_NAMES[metric], "width": WIDTH, "height": HEIGHT, "left": LEFT,
-            "right": RIGHT, "series": lines,
-            "yticks": [{"y": sy(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)],
-            "xticks": [{"x": sx(x), "label": f"{x:g}"} for x in xs]})
-    return out
-
-
-def _bar_charts(matcher: str, xs: Sequence[float],
-                series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One threshold, several series (systems, models, settings): per metric, a horizontal bar
-    per series with its mean and interval, instead of points all at one x."""
-    row_h, top, label_w = 22.0, 6.0, 120.0
-
-    def sx(v: float) -> float:
-        return round(label_w + min(max(v, 0.0), 1.0) * (WIDTH - label_w - RIGHT), 2)
-
-    out = []
-    for metric in METRIC_KEYS:
-        bars = []
-        for i, s in enumerate(series):
-            row = s["rows"][0]
-            value, ci = row["vals"][metric], row["ci"][metric]
-            short = " ".join(split_override(p)[1] if "=" in p else p
-                             for p in str(s["label"]).split(" "))
-            bars.append({"index": i % 8, "label": s["label"], "short": short[:22],
-                         "y": top + i * row_h, "value": value,
-                         "w": None if value is None else round(sx(value) - label_w, 2),
-                         "ci": [sx(ci[0]), sx(ci[1])] if ci else None, "ci_text": _ci_text(ci)})
-        out.append({"metric": metric, "name": METRIC_NAMES[metric],
-                    "title": f"{METRIC_NAMES[metric]} per series at threshold {xs[0]:g} "
-                             f"({matcher})",
-                    "width": WIDTH, "height": top + len(series) * row_h + 16,
-                    "left": label_w, "right": WIDTH - RIGHT, "row_h": row_h, "bars": bars,
-                    "xticks": [{"x": sx(t), "label": f"{t:g}"} for t in (0.0, 0.5, 1.0)]})
-    return out
+    return {"matcher": matcher, "bars": len(xs) == 1 and len(groups) > 1, "xs": xs,
+            "n_results": len(members), "series": groups}
 
 
 def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
