@@ -34,6 +34,7 @@ from markupsafe import Markup
 from runner.reports.common import (
     EXPLANATION_KEYS,
     METRIC_KEYS,
+    clip,
     dumps_compact,
     embed_packed,
     pack_text,
@@ -41,14 +42,6 @@ from runner.reports.common import (
 from runner.results import iter_decisions, iter_records, passages_path
 
 BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
-
-
-def clip(text: Any, limit: int) -> str:
-    """`text` as a string, cut after `limit` characters with a note of how much was cut."""
-    text = "" if text is None else str(text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" … [cut in the report: {len(text) - limit:,} more characters]"
 
 
 def _round(value: Any, digits: int) -> float | None:

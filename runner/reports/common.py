@@ -68,6 +68,14 @@ def pct(part: float, whole: float) -> str:
     return "—" if not whole else f"{100.0 * part / whole:.0f}%"
 
 
+def clip(text: Any, limit: int) -> str:
+    """`text` as a string, cut after `limit` characters with a note of how much was cut."""
+    text = "" if text is None else str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … [cut in the report: {len(text) - limit:,} more characters]"
+
+
 def short_date(iso: str | None) -> str:
     """``2026-12-02T10:48:41+00:00`` → ``2026-12-02 10:48 UTC`` (the input when unparseable)."""
     if not iso:
@@ -191,7 +199,8 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place)
+    env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place,
+                       clip=clip, params_text=params_text, safe_href=safe_href)
     env.globals.update(METRIC_KEYS=METRIC_KEYS, METRICS=METRICS, LABEL_TEXT=LABEL_TEXT,
                        EXPLANATION_KEYS=EXPLANATION_KEYS,
                        CITATION_LABELS=CITATION_LABELS, REFERENCE_LABELS=REFERENCE_LABELS)

@@ -22,7 +22,6 @@ from typing import Any
 
 from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, Range, allows
-from runner.reports import figures
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
 from runner.reports.common import (
     EXPLANATION_KEYS,
@@ -31,9 +30,12 @@ from runner.reports.common import (
     render,
     write_html,
 )
-from runner.reports.sentences import diagnosis
+from runner.reports.diagnosis import stacked_bars
+from runner.reports.sentences import card_sentence, diagnosis
 from runner.results import CONFIG_FILE, read_result, require_complete
+from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
+from runner.scoring.metrics import declared
 
 REPORT_FILE = "report.html"
 __all__ = ["EXPLANATION_KEYS", "HtmlOptions", "build_context", "render_run_report",
@@ -137,13 +139,16 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
                   result_dir: Path, tracking_link: str | None = None) -> dict[str, Any]:
     """Everything the run template shows: figures from `metrics` (``metrics.json``), the
     table from the `embedded` cases."""
-    run = figures.identity(metrics, result_dir, tracking_link)
-    n_failed, failed = figures.failed_list(metrics, opts.max_failed_listed)
+    sec = {name: metrics.get(name) or {} for name in ("run", "dataset", "model", "matcher",
+                                                      "threshold", "scoring", "bootstrap")}
+    run = {"name": sec["run"].get("name") or result_dir.name,
+           "started_at": sec["run"].get("started_at"), "threshold": sec["threshold"].get("value"),
+           "threshold_level": sec["threshold"].get("level")}
     gates, labels = metrics.get("gates") or {}, metrics.get("labels") or {}
     line = threshold_line(run)
-    declared = figures.run_metrics(metrics)
+    metric_list = declared(metrics.get("metrics") or {})
     meta = {
-        "metrics": [m.name for m in declared], "names": {m.name: m.title for m in declared},
+        "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
         "citation_labels": list(CITATION_LABELS), "reference_labels": list(REFERENCE_LABELS),
         "label_text": LABEL_TEXT, "page_size": opts.page_size,
         "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": len(embedded.rows),
@@ -151,13 +156,15 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     }
     return {
         "title": f"ragcite run report — {run['name']} — {line}", "run": run,
-        "threshold_line": line, "m": metrics, "opts": opts,
+        "threshold_line": line, "m": metrics, "sec": sec, "opts": opts,
+        "tracking_link": tracking_link,
         "gates": {"passed": gates.get("passed", True),
                   "failures": list(gates.get("failures") or []),
                   "config": dict(gates.get("config") or {})},
-        "cards": figures.metric_cards(metrics), "bands": figures.run_bands(metrics),
-        "label_bars": figures.label_bars(labels), "diagnosis": diagnosis(labels),
-        "distributions": figures.distributions(metrics), "failed": failed, "n_failed": n_failed,
+        "declared": metric_list, "sentences": {m.name: card_sentence(m.name, metrics)
+                                               for m in metric_list},
+        "bands": dict((metrics.get("scoring") or {}).get("bands") or DEFAULT_BANDS),
+        "label_bars": stacked_bars(labels), "diagnosis": diagnosis(labels),
         "n_seen": meta["n_cases"], "n_embedded": meta["n_embedded"],
         **_blocks(embedded, opts), "meta_json": embed_json(meta),
     }
