@@ -37,8 +37,6 @@ TEMPLATE_PACKAGE = "runner.templates"
 CSS_FILE = "report.css"
 JS_FILE = "report.js"
 
-METRIC_NAMES = {m.name: m.title for m in declared(METRIC_KEYS)}
-"""The built-in metrics' display names (the sweep and compare reports)."""
 EXPLANATION_KEYS = tuple(m.explains for m in declared(METRIC_KEYS) if m.explains)
 """The explanations of a case in the order the reports show them."""
 

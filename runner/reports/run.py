@@ -114,14 +114,6 @@ def _blocks(embedded: Embedded, opts: HtmlOptions) -> dict[str, Any]:
             "texts_json": embedded.texts.block(encoding)}
 
 
-def threshold_line(run: Mapping[str, Any]) -> str:
-    """The report's line naming its threshold: ``Threshold 0.3 (level strict)``."""
-    value = run.get("threshold")
-    text = f"Threshold {value:g}" if isinstance(value, (int, float)) else "Threshold n/a"
-    level = run.get("threshold_level")
-    return f"{text} (level {level})" if level else text
-
-
 def review_key(result_dir: Path, run: Mapping[str, Any]) -> str:
     """The key of the report's pair review marks in the browser's local storage.
 
@@ -145,7 +137,6 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
            "started_at": sec["run"].get("started_at"), "threshold": sec["threshold"].get("value"),
            "threshold_level": sec["threshold"].get("level")}
     gates, labels = metrics.get("gates") or {}, metrics.get("labels") or {}
-    line = threshold_line(run)
     metric_list = declared(metrics.get("metrics") or {})
     meta = {
         "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
@@ -155,8 +146,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "threshold": run["threshold"], "review_key": review_key(result_dir, run),
     }
     return {
-        "title": f"ragcite run report — {run['name']} — {line}", "run": run,
-        "threshold_line": line, "m": metrics, "sec": sec, "opts": opts,
+        "run": run, "m": metrics, "sec": sec, "opts": opts,
         "tracking_link": tracking_link,
         "gates": {"passed": gates.get("passed", True),
                   "failures": list(gates.get("failures") or []),

@@ -22,7 +22,7 @@ from typing import Any
 
 from runner.config.naming import model_text
 from runner.reports import common
-from runner.reports.common import METRIC_KEYS, METRIC_NAMES
+from runner.reports.common import METRIC_KEYS
 from runner.reports.diagnosis import stacked_bars
 from runner.results import iter_decisions
 
@@ -86,22 +86,6 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
         "diagnosis": stacked_bars(m.get("labels")) if m else []}
 
 
-def _best(summary: Mapping[str, Any], rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The best result per metric, as ``sweep.json``'s ``best`` names it, with every complete
-    result of the same value (``best`` names the first of a tie; the page lists them all, so
-    it never calls one of several equal results the best)."""
-    out = []
-    for key in METRIC_KEYS:
-        entry = (summary.get("best") or {}).get(key) or {}
-        dirs, value = entry.get("dir"), entry.get("value")
-        names = {dirs} if isinstance(dirs, str) else set(dirs or [])
-        winners = [r for r in rows if r["dir"] in names
-                   or (value is not None and r["complete"] and r["vals"][key] == value)]
-        out.append({"key": key, "name": METRIC_NAMES[key], "value": value,
-                    "rows": winners, "dirs": [r["dir"] for r in winners]})
-    return out
-
-
 # --- charts: each metric versus the threshold, per matcher, one line per other variation ---
 
 
@@ -163,7 +147,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
     started = min(filter(None, (str(((e.get("metrics") or {}).get("run") or {}).get("started_at")
                                     or "") for e in entries)), default=None)
     return {
-        "title": f"ragcite sweep report — {sweep_dir.name}", "name": sweep_dir.name,
+        "summary": summary, "name": sweep_dir.name,
         "started_at": started, "failed": bool(summary.get("failed")),
         "n_jobs": int(summary.get("n_jobs") or len({r["job"] for r in rows})),
         "n_results": len(rows), "n_complete": sum(1 for r in rows if r["complete"]),
@@ -171,7 +155,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
                                        *(r["dir"] for r in rows if not r["complete"]),
                                        *(f"job {j.get('num')}: not run"
                                          for j in summary.get("not_run") or [])])],
-        "varying": varying, "common": common, "rows": rows, "best": _best(summary, rows),
+        "varying": varying, "common": common, "rows": rows,
         "matcher_charts": _charts(rows), "cases": common_cases(rows, sweep_dir)}
 
 
