@@ -24,7 +24,7 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import jinja2
 import orjson
@@ -121,11 +121,6 @@ def safe_href(url: str | None) -> str | None:
     return str(url) if scheme in ("", "http", "https", "file") else None
 
 
-def rel_link(*parts: str) -> str:
-    """A relative link to a file below the report's folder, each segment percent-encoded."""
-    return "/".join(quote(p, safe="") for p in parts)
-
-
 def _escape_script_json(text: str) -> str:
     # Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
     # JSON allows "\u003c" for "<", so no "<" (and no ">" or "&") survives in the block at all.
@@ -180,21 +175,10 @@ def embed_packed(text: str, encoding: str, packed: tuple[int, str] | None = None
 
 
 @cache
-def _template_source(name: str) -> str:
-    return (files(TEMPLATE_PACKAGE) / name).read_text(encoding="utf-8")
-
-
-def _load(name: str) -> str | None:
-    try:
-        return _template_source(name)
-    except FileNotFoundError:
-        return None  # jinja2.TemplateNotFound
-
-
-@cache
 def environment() -> jinja2.Environment:
     """The Jinja environment of the reports: autoescape on, undefined names are errors."""
-    env = jinja2.Environment(loader=jinja2.FunctionLoader(_load), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(files(TEMPLATE_PACKAGE))),
+                             autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(fmt=fmt, signed=signed, pct=pct, short_date=short_date, place=place,
@@ -208,7 +192,8 @@ def environment() -> jinja2.Environment:
 @cache
 def page_assets() -> dict[str, Any]:
     """The inline stylesheet and script, and the Content Security Policy that admits them."""
-    css, js = _template_source(CSS_FILE), _template_source(JS_FILE)
+    css, js = ((files(TEMPLATE_PACKAGE) / name).read_text(encoding="utf-8")
+               for name in (CSS_FILE, JS_FILE))
     for name, text, closing in ((CSS_FILE, css, "</style"), (JS_FILE, js, "</script")):
         if closing in text.lower():
             raise ValueError(f"{name} must not contain {closing!r}")

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from runner.config.naming import model_text
 from runner.reports import common
@@ -55,11 +56,6 @@ def _varying(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str,
             {k: next(iter(v)) for k, v in values.items() if len(v) == 1})
 
 
-def _threshold_text(threshold: Mapping[str, Any]) -> str:
-    text = f"{value:g}" if isinstance(value := threshold.get("value"), (int, float)) else "n/a"
-    return f"{text} ({threshold['level']})" if threshold.get("level") else text
-
-
 def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> dict[str, Any]:
     """One result of the sweep as a table row."""
     m = entry.get("metrics") or {}
@@ -70,19 +66,18 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
     report = sweep_dir / folder / RUN_REPORT
     return {
         "num": entry.get("num"), "dir": folder, "job": str(entry.get("job") or folder),
-        "link": common.rel_link(*Path(folder).parts, RUN_REPORT) if report.is_file() else None,
+        # A relative link to the result's report, each segment percent-encoded.
+        "link": "/".join(quote(p, safe="") for p in (*Path(folder).parts, RUN_REPORT))
+        if report.is_file() else None,
         "complete": bool(entry.get("complete")) and bool(m),
         "dataset": (m.get("dataset") or {}).get("name") or "?",
         "model": model_text(m.get("model") or {}),  # the model and its system
         "matcher": matcher.get("name") or overrides.get("matcher") or "?",
         "matcher_identity": matcher.get("identity") or {},
-        "threshold": threshold.get("value"), "threshold_text": _threshold_text(threshold),
+        "threshold": threshold.get("value"), "level": threshold.get("level"), "m": m,
         "config": [f"{k}={overrides[k]}" for k in varying if k in overrides],
         "vals": {k: (m.get("metrics") or {}).get(k) for k in METRIC_KEYS},
-        "bands": {k: (m.get("bands") or {}).get(k) or "none" for k in METRIC_KEYS},
         "ci": {k: (m.get("ci") or {}).get(k) for k in METRIC_KEYS},
-        "n_scored": m.get("n_scored"), "n_errors": m.get("n_errors"),
-        "gates": (m.get("gates") or {}).get("passed"), "coverage": m.get("coverage") or None,
         "diagnosis": stacked_bars(m.get("labels")) if m else []}
 
 

@@ -131,7 +131,7 @@ def report_copy(page: Path, sweep_dir: Path, links: dict[str, str]) -> Path:
     (see the module doc), written under ``<sweep_dir>/.ragcite/mlflow/``."""
     text = page.read_text(encoding="utf-8")
     for folder, link in links.items():
-        # The relative link as the page writes it (runner/reports/common.py::rel_link).
+        # The relative link as the page writes it (runner/reports/sweep.py, "link").
         href = html.escape("/".join(quote(p, safe="") for p in (*folder.split("/"), REPORT)),
                            quote=True)
         url = html.escape(f"{link}/artifacts/{REPORT}", quote=True)
