@@ -25,6 +25,7 @@ import json
 from collections.abc import Generator, MutableMapping
 from contextlib import closing
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from pathlib import Path
 from typing import Any, cast
@@ -44,10 +45,6 @@ from runner.results import iter_decisions, iter_records, passages_path
 BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
 
 
-def _round(value: Any, digits: int) -> float | None:
-    return None if value is None else round(float(value), digits)
-
-
 def row_record(decided: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
     """The table row of one case from its ``cases.jsonl`` record and its (clipped) query."""
     metrics = decided.get("metrics") or dict.fromkeys(METRIC_KEYS)  # the run's declared metrics
@@ -56,7 +53,7 @@ def row_record(decided: dict[str, Any], query: str, limit: int) -> dict[str, Any
     row: dict[str, Any] = {
         "id": decided["id"],
         "q": query,
-        "m": [_round(v, 6) for v in metrics.values()],
+        "m": [None if v is None else round(float(v), 6) for v in metrics.values()],
         "b": "".join(BAND_CODE.get(bands.get(k) or "", "-") for k in metrics),
         "cl": list(labels.get("citations") or []),
         "rl": list(labels.get("references") or []),
@@ -113,8 +110,6 @@ class PassageTexts:
     queries: list[str] = field(default_factory=list)
     similarity: list[list[list[Any]]] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)  # each case's passages record as JSON
-    _text: str | None = None
-    _packed: tuple[int, str] | None = None
 
     def add(self, shared: dict[str, Any], limit: int) -> None:
         """Take one ``passages.jsonl`` record (or a joined record holding it)."""
@@ -123,19 +118,20 @@ class PassageTexts:
         self.similarity.append(shared.get("similarity") or [])
         self.parts.append(dumps_compact(texts_record(shared, limit)))
 
-    @property
+    @cached_property
     def text(self) -> str:
-        """The passages block's JSON text."""
-        if self._text is None:
-            self._text = "[" + ",".join(self.parts) + "]"
-            self.parts = []
-        return self._text
+        """The passages block's JSON text (the parts are let go once it is made)."""
+        text, self.parts = "[" + ",".join(self.parts) + "]", []
+        return text
+
+    @cached_property
+    def packed(self) -> tuple[int, str]:
+        """The passages block gzipped, packed once for every report that embeds it."""
+        return pack_text(self.text)
 
     def block(self, encoding: str) -> Markup:
         """The passages block as embedded (``json`` or ``gzip-base64``)."""
-        if encoding != "json" and self._packed is None:
-            self._packed = pack_text(self.text)
-        return embed_packed(self.text, encoding, self._packed)
+        return embed_packed(self.text, encoding, None if encoding == "json" else self.packed)
 
 
 PassagesKey = tuple[Path, "int | None", int]

@@ -24,20 +24,13 @@ def share_text(count: int, total: int, noun: str = "") -> str:
 
 
 def stacked_bars(labels: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """A stacked bar each for the citation and the reference labels of one result: segments in
-    label order, x and width in percent of the bar, each with its exact count and share."""
+    """The citation and the reference label counts of one result, each label in order with its
+    count, and their total (the templates draw each kind as a stacked bar)."""
     out = []
     for kind, prefix, names in KINDS:
-        counts = [(name, int((labels or {}).get(prefix + name) or 0)) for name in names]
-        total = sum(c for _, c in counts)
-        x, segments = 0.0, []
-        for name, count in counts:
-            w = 100.0 * count / total if total else 0.0
-            segments.append({"label": name, "key": prefix + name, "count": count,
-                             "x": round(x, 3), "w": round(w, 3),
-                             "title": f"{name}: {share_text(count, total, kind)}"})
-            x += w
-        out.append({"kind": kind, "total": total, "segments": segments})
+        counts = {name: int((labels or {}).get(prefix + name) or 0) for name in names}
+        out.append({"kind": kind, "total": sum(counts.values()), "segments": [
+            {"label": name, "key": prefix + name, "count": n} for name, n in counts.items()]})
     return out
 
 

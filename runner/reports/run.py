@@ -136,7 +136,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     run = {"name": sec["run"].get("name") or result_dir.name,
            "started_at": sec["run"].get("started_at"), "threshold": sec["threshold"].get("value"),
            "threshold_level": sec["threshold"].get("level")}
-    gates, labels = metrics.get("gates") or {}, metrics.get("labels") or {}
+    labels = metrics.get("labels") or {}
     metric_list = declared(metrics.get("metrics") or {})
     meta = {
         "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
@@ -148,36 +148,18 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     return {
         "run": run, "m": metrics, "sec": sec, "opts": opts,
         "tracking_link": tracking_link,
-        "gates": {"passed": gates.get("passed", True),
-                  "failures": list(gates.get("failures") or []),
-                  "config": dict(gates.get("config") or {})},
         "declared": metric_list, "sentences": {m.name: card_sentence(m.name, metrics)
                                                for m in metric_list},
         "bands": dict((metrics.get("scoring") or {}).get("bands") or DEFAULT_BANDS),
         "label_bars": stacked_bars(labels), "diagnosis": diagnosis(labels),
-        "n_seen": meta["n_cases"], "n_embedded": meta["n_embedded"],
-        **_blocks(embedded, opts), "meta_json": embed_json(meta),
+        **_blocks(embedded, opts), "meta": meta, "meta_json": embed_json(meta),
     }
-
-
-def _render(result_dir: Path, link: str | None,
-            options: Mapping[str, Any] | HtmlOptions | None,
-            known: dict[PassagesKey, PassageTexts] | None, output: Path | None = None) -> Path:
-    opts = options_of(result_dir, options)
-    metrics = read_result(result_dir)
-    # The embedded case data are cycle-free: with the collector on, its collections walk the
-    # growing row and score lists again and again.
-    with gc_paused():
-        embedded = read_embedded(result_dir, metrics, opts.max_cases, opts.max_text_chars,
-                                 known)
-        context = build_context(metrics, embedded, opts, result_dir, link)
-    return write_html(output or result_dir / REPORT_FILE,
-                      render("report_run.html.j2", **context))
 
 
 def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
                       options: Mapping[str, Any] | HtmlOptions | None = None,
-                      output: str | Path | None = None) -> Path:
+                      output: str | Path | None = None,
+                      known: dict[PassagesKey, PassageTexts] | None = None) -> Path:
     """Render ``report.html`` into a result folder from its results files.
 
     Args:
@@ -187,12 +169,22 @@ def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
         options: :class:`HtmlOptions` or a ``report`` config section; by default the ``report``
             section of the folder's ``config.yaml``.
         output: Where to write (default ``result_dir/report.html``).
+        known: The passages read by the reports of the same call (:func:`render_run_reports`).
 
     Returns:
         The path of the report.
     """
-    return _render(Path(result_dir), tracking_link, options, None,
-                   Path(output) if output else None)
+    result_dir = Path(result_dir)
+    opts = options_of(result_dir, options)
+    metrics = read_result(result_dir)
+    # The embedded case data are cycle-free: with the collector on, its collections walk the
+    # growing row and score lists again and again.
+    with gc_paused():
+        embedded = read_embedded(result_dir, metrics, opts.max_cases, opts.max_text_chars,
+                                 known)
+        context = build_context(metrics, embedded, opts, result_dir, tracking_link)
+    return write_html(Path(output) if output else result_dir / REPORT_FILE,
+                      render("report_run.html.j2", **context))
 
 
 def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | None],
@@ -209,7 +201,7 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
     if len(result_dirs) != len(links):
         raise ValueError(f"{len(result_dirs)} result folders but {len(links)} links")
     known: dict[PassagesKey, PassageTexts] = {}
-    return [_render(Path(folder), link, options, known)
+    return [render_run_report(folder, link, options, known=known)
             for folder, link in zip(result_dirs, links)]
 
 
