@@ -23,13 +23,7 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, Range, allows
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
-from runner.reports.common import (
-    EXPLANATION_KEYS,
-    embed_json,
-    embed_packed,
-    render,
-    write_html,
-)
+from runner.reports.common import embed_json, embed_packed, render, write_html
 from runner.reports.diagnosis import stacked_bars
 from runner.reports.sentences import card_sentence, diagnosis
 from runner.results import CONFIG_FILE, read_result, require_complete
@@ -38,8 +32,6 @@ from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import declared
 
 REPORT_FILE = "report.html"
-__all__ = ["EXPLANATION_KEYS", "HtmlOptions", "build_context", "render_run_report",
-           "render_run_reports"]
 
 EMBED_CHOICES = ("auto", "json", "gzip")
 
@@ -83,21 +75,6 @@ class HtmlOptions:
         known = {f.name for f in fields(HtmlOptions)}
         return HtmlOptions(**{k: v for k, v in (data or {}).items()
                               if k in known and (v is not None or k == "max_cases")})
-
-
-def options_of(result_dir: Path,
-               options: Mapping[str, Any] | HtmlOptions | None = None) -> HtmlOptions:
-    """`options`, or the ``report`` section of the folder's ``config.yaml`` (its options)."""
-    if isinstance(options, HtmlOptions):
-        return options
-    if options is None:
-        import yaml
-
-        path = result_dir / CONFIG_FILE
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-        section = config.get("report") if isinstance(config, dict) else None
-        options = section if isinstance(section, dict) else {}
-    return HtmlOptions.from_config(options)
 
 
 def _blocks(embedded: Embedded, opts: HtmlOptions) -> dict[str, Any]:
@@ -175,7 +152,14 @@ def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
         The path of the report.
     """
     result_dir = Path(result_dir)
-    opts = options_of(result_dir, options)
+    if options is None:  # the report section of the folder's config.yaml
+        import yaml
+
+        path = result_dir / CONFIG_FILE
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        section = config.get("report") if isinstance(config, dict) else None
+        options = section if isinstance(section, dict) else {}
+    opts = options if isinstance(options, HtmlOptions) else HtmlOptions.from_config(options)
     metrics = read_result(result_dir)
     # The embedded case data are cycle-free: with the collector on, its collections walk the
     # growing row and score lists again and again.

@@ -16,8 +16,6 @@ from runner.scoring.explain import listing, percent, plural
 from runner.scoring.labels import CITATION, REFERENCE
 from runner.scoring.metrics import F1, METRICS, Metric
 
-__all__ = ["UNDEFINED_TEXT", "card_sentence", "diagnosis", "percent"]
-
 UNDEFINED_TEXT = "Undefined: no scored case defines this metric."
 
 def _mean_clause(m: Metric, value: float, metrics: Mapping[str, Any]) -> str:

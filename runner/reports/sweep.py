@@ -145,7 +145,6 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
         "summary": summary, "name": sweep_dir.name,
         "started_at": started, "failed": bool(summary.get("failed")),
         "n_jobs": int(summary.get("n_jobs") or len({r["job"] for r in rows})),
-        "n_results": len(rows), "n_complete": sum(1 for r in rows if r["complete"]),
         "incomplete": [*dict.fromkeys([*map(str, summary.get("incomplete_jobs") or []),
                                        *(r["dir"] for r in rows if not r["complete"]),
                                        *(f"job {j.get('num')}: not run"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from runner.reports.common import embed_json, fmt, safe_href
-from runner.reports.run import EXPLANATION_KEYS, HtmlOptions, render_run_report, render_run_reports
+from runner.reports.common import EXPLANATION_KEYS, embed_json, fmt, safe_href
+from runner.reports.run import HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sentences import card_sentence
 from runner.scoring.metrics import METRIC_KEYS, METRICS
 from tests.conftest import REPO, only_run_dir, run_cli
