@@ -14,16 +14,9 @@ from typing import Any
 
 from runner.scoring.explain import listing, percent, plural
 from runner.scoring.labels import CITATION, REFERENCE
-from runner.scoring.metrics import F1, METRICS, Metric
+from runner.scoring.metrics import F1, METRICS
 
 UNDEFINED_TEXT = "Undefined: no scored case defines this metric."
-
-def _mean_clause(m: Metric, value: float, metrics: Mapping[str, Any]) -> str:
-    n = metrics.get("n_scored")
-    if not isinstance(n, int):
-        return f"{value:.3f} is the mean of the {m.mean_of}."
-    undefined = ((metrics.get("histograms") or {}).get(m.name) or {}).get("undefined") or 0
-    return f"{value:.3f} is the mean of the {m.mean_of} over {plural(n - int(undefined), 'case')}."
 
 
 def card_sentence(key: str, metrics: Mapping[str, Any]) -> str:
@@ -37,8 +30,11 @@ def card_sentence(key: str, metrics: Mapping[str, Any]) -> str:
     value = (metrics.get("metrics") or {}).get(key)
     if not isinstance(value, (int, float)):
         return UNDEFINED_TEXT
-    m = METRICS[key]
-    counts, mean = m.sentence(metrics), _mean_clause(m, float(value), metrics)
+    m, n = METRICS[key], metrics.get("n_scored")
+    # The cases the mean is over: the scored ones that define the metric.
+    undefined = ((metrics.get("histograms") or {}).get(key) or {}).get("undefined") or 0
+    over = f" over {plural(n - int(undefined), 'case')}" if isinstance(n, int) else ""
+    counts, mean = m.sentence(metrics), f"{float(value):.3f} is the mean of the {m.mean_of}{over}."
     if isinstance(m, F1):
         return mean + (" " + counts if counts else "")
     return (counts + " " if counts else "") + mean
