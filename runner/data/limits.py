@@ -80,11 +80,8 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         DataError: The text is not JSON (located at `where`, else at the line of the error;
             a CSV cell at its `field`), or its value breaks a bound.
     """
-    refused: list[str] = []  # NaN/Infinity literals and keys given twice in one object
-
-    def constant(literal: str) -> NonFinite:
-        refused.append(literal)
-        return NonFinite(literal)
+    # Keys given twice in one object (a NaN/Infinity literal is found by may_break_bounds).
+    refused: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         if len(obj := dict(items)) == len(items):
@@ -94,7 +91,7 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         return Repeated(obj, refused[-1])
 
     try:
-        value = json.loads(text, parse_constant=constant, object_pairs_hook=pairs)
+        value = json.loads(text, parse_constant=NonFinite, object_pairs_hook=pairs)
     except RecursionError:
         raise DataError(path, where or deep_line(text), field, DEEP) from None
     except json.JSONDecodeError as exc:
