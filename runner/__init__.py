@@ -9,17 +9,9 @@ The public Python API (SPEC 8)::
 """
 
 from runner import matchers
-from runner.data import (
-    Case,
-    Citation,
-    DataError,
-    Document,
-    Reference,
-    Response,
-    iter_cases,
-    load_cases,
-    load_knowledge_base,
-)
+from runner.data.errors import DataError
+from runner.data.loading import iter_cases, load_cases, load_knowledge_base
+from runner.data.models import Case, Citation, Document, Reference, Response
 from runner.evaluate import evaluate
 from runner.results import CaseResult, RunResult
 

@@ -77,14 +77,11 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         check: Check the value here (False: the caller checks each record of a document).
 
     Raises:
-        json.JSONDecodeError: The text is not JSON (the caller locates it).
-        DataError: The value breaks a bound.
+        DataError: The text is not JSON (located at `where`, else at the line of the error;
+            a CSV cell at its `field`), or its value breaks a bound.
     """
-    refused: list[str] = []  # NaN/Infinity literals and keys given twice in one object
-
-    def constant(literal: str) -> NonFinite:
-        refused.append(literal)
-        return NonFinite(literal)
+    # Keys given twice in one object (a NaN/Infinity literal is found by may_break_bounds).
+    refused: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         if len(obj := dict(items)) == len(items):
@@ -94,11 +91,13 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
         return Repeated(obj, refused[-1])
 
     try:
-        value = json.loads(text, parse_constant=constant, object_pairs_hook=pairs)
+        value = json.loads(text, parse_constant=NonFinite, object_pairs_hook=pairs)
     except RecursionError:
         raise DataError(path, where or deep_line(text), field, DEEP) from None
-    except json.JSONDecodeError:
-        raise
+    except json.JSONDecodeError as exc:
+        problem = (f"expected a JSON-encoded value ({exc.msg})" if field
+                   else f"malformed JSON ({exc.msg} at column {exc.colno})")
+        raise DataError(path, where or f"line {exc.lineno}", field, problem) from None
     except ValueError:  # an integer of more digits than Python converts
         raise DataError(path, where, field, f"an integer of more than "
                         f"{sys.get_int_max_str_digits()} digits; write it as a string") from None

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from runner._gc import gc_paused
 from runner.data import readers
 from runner.data.errors import DataError
-from runner.data.limits import may_break_bounds
+from runner.data.limits import may_break_bounds, parse_json
 from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
 from runner.data.models import Case, Document
 from runner.data.text import read_text
@@ -153,8 +153,7 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
                 continue
             except ValueError:  # pydantic's ValidationError is one too
                 pass
-        yield where, _to_case(readers.parse_jsonl_line(path, lineno, line), index, where, shown, fm,
-                              None)
+        yield where, _to_case(parse_json(line, str(path), where), index, where, shown, fm, None)
 
 
 def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,8 @@ def iter_records(path: str | Path, format: str | None = None, *,
     if fmt in ("jsonl", "csv"):
         check_stream(p, fmt)
     if fmt == "jsonl":
-        yield from ((f"line {n}", parse_jsonl_line(p, n, line)) for n, line in iter_jsonl_lines(p))
+        yield from ((f"line {n}", limits.parse_json(line, str(p), f"line {n}"))
+                    for n, line in iter_jsonl_lines(p))
     elif fmt == "csv":
         yield from _iter_csv(p)
     else:
@@ -97,7 +97,7 @@ def check_stream(path: Path, fmt: str) -> None:
     else:
         for lineno, line in iter_jsonl_lines(path):
             if limits.HINTS.search(line):
-                parse_jsonl_line(path, lineno, line)
+                limits.parse_json(line, str(path), f"line {lineno}")
 
 
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -106,20 +106,6 @@ def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
         for lineno, line in enumerate(fh, start=1):
             if line.strip():
                 yield lineno, line
-
-
-def parse_jsonl_line(path: Path, lineno: int, line: str) -> Any:
-    """One JSONL line as JSON data.
-
-    Raises:
-        DataError: The line is not valid JSON (the message names the line and column), or its
-            value breaks a bound of :mod:`runner.data.limits`.
-    """
-    try:
-        return limits.parse_json(line, str(path), f"line {lineno}")
-    except json.JSONDecodeError as exc:
-        raise DataError(str(path), f"line {lineno}", None,
-                        f"malformed JSON ({exc.msg} at column {exc.colno})") from None
 
 
 def _iter_document(path: Path, fmt: str, whole_object: bool = False) -> Iterator[Record]:
@@ -176,9 +162,6 @@ def parse_document(path: Path, fmt: str) -> Any:
                 raise DataError(str(path), None, data.key, limits.REPEATED)
             return data
         return yaml.load(text, Loader=_Loader)  # a SafeLoader
-    except json.JSONDecodeError as exc:
-        raise DataError(str(path), f"line {exc.lineno}", None,
-                        f"malformed JSON ({exc.msg} at column {exc.colno})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
@@ -226,10 +209,6 @@ def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:
     for key, value in row.items():
         if key in _CSV_OPTIONAL_COLUMNS and value.strip() == "":
             continue
-        try:
-            record[key] = (limits.parse_json(value, str(path), where, key)
-                           if key in _CSV_JSON_COLUMNS else value)
-        except json.JSONDecodeError as exc:
-            raise DataError(str(path), where, key,
-                            f"expected a JSON-encoded value ({exc.msg})") from None
+        record[key] = (limits.parse_json(value, str(path), where, key)
+                       if key in _CSV_JSON_COLUMNS else value)
     return record

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from runner.config.folders import check_folder, folder_problem
-from runner.data import DataError, FieldMapping, iter_cases, load_cases, load_knowledge_base
 from runner.data.dataset import Dataset, build_callable
+from runner.data.errors import DataError
 from runner.data.limits import MAX_DEPTH, MAX_EXPANSION, check_value
-from runner.data.loading import resolve_path
+from runner.data.loading import iter_cases, load_cases, load_knowledge_base, resolve_path
+from runner.data.mapping import FieldMapping
 from runner.errors import RagciteError
 
 CASE = {"id": "1", "query": "q", "references": [{"source": "a", "content": "the cat sat"}]}

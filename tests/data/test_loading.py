@@ -9,8 +9,15 @@ from typing import Any
 import pytest
 
 import runner
-from runner.data import DataError, FieldMapping, iter_cases, load_cases, load_knowledge_base
-from runner.data.loading import file_digest, resolve_path
+from runner.data.errors import DataError
+from runner.data.loading import (
+    file_digest,
+    iter_cases,
+    load_cases,
+    load_knowledge_base,
+    resolve_path,
+)
+from runner.data.mapping import FieldMapping
 from runner.data.models import Citation, Document, Reference, Response
 from runner.data.readers import infer_format, iter_records
 from tests.helpers import FIXTURES, REMOTE_REQUEST, SEED_FILE
