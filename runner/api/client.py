@@ -225,16 +225,12 @@ class Gate(asyncio.Semaphore):
         await self.acquire()
         if self.closed:
             self.release()
-            raise GateClosed("an earlier call stopped the run")
+            raise RuntimeError("an earlier call stopped the run")
 
     async def __aexit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if kind is not None and issubclass(kind, RagciteError):
             self.closed = True
         self.release()
-
-
-class GateClosed(RuntimeError):
-    """A call that found its :class:`Gate` closed (the run is stopping)."""
 
 
 async def gather_all(aws: Iterable[Awaitable[Any]]) -> list[Any]:
