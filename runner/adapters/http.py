@@ -37,7 +37,6 @@ from runner.api.client import (
     httpx_module,
     refuse_key,
     retrying,
-    too_long,
     waits_too_long,
 )
 from runner.api.usage import token_count
@@ -243,11 +242,9 @@ class HttpModel(Caller, BaseAdapter):
             resp = await retrying(self.max_retries, self.max_retry_after, self.backoff)(
                 self._attempt, client, body)
         except httpx2.HTTPStatusError as exc:
-            status, text = exc.response.status_code, scrub_text(exc.response.text, known_secrets())
-            after = waits_too_long(exc, float(self.max_retry_after))
-            last = (too_long(after, float(self.max_retry_after), "model") if after is not None
-                    else " ".join(text.split())[:200])
-            return self._failed(f"HTTP {status}: {last}", start)
+            text = " ".join(scrub_text(exc.response.text, known_secrets()).split())[:200]
+            last = waits_too_long(exc, float(self.max_retry_after), "model") or text
+            return self._failed(f"HTTP {exc.response.status_code}: {last}", start)
         except httpx2.TransportError as exc:  # timeouts and connection errors
             return self._failed(f"{type(exc).__name__}: {exc}" if str(exc)
                                 else type(exc).__name__, start)

@@ -27,18 +27,13 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import tenacity
 
 from runner.api.usage import Usage
 from runner.config.constraints import Range
 from runner.errors import RagciteError
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
-    import openai
 
 T = TypeVar("T")
 
@@ -57,8 +52,6 @@ def require_key(key: str | None, where: str, what: str) -> str:
     ``matcher``; `what`: the component as chosen, ``matcher=llm``)."""
     if key is not None and str(key).strip() and str(key) != "???":
         return str(key)
-    from runner.errors import RagciteError
-
     raise RagciteError(
         f"{what} needs an API key: set the OPENAI_API_KEY environment variable or pass "
         f"{where}.openai_api_key=... (for a local server that checks no key, any value works)")
@@ -120,17 +113,6 @@ def http_client(**kwargs: Any) -> Any:
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.WARNING)
     return _deadline_client()(**kwargs)
-
-
-def openai_client(api_key: str, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
-    """An asynchronous OpenAI-compatible client (create it inside the event loop that uses it),
-    without retries of its own: its calls go through :func:`retrying`."""
-    import openai
-
-    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url or None, timeout=float(timeout),
-                              max_retries=0, http_client=http_client(
-                                  timeout=float(timeout), follow_redirects=True,
-                                  limits=openai.DEFAULT_CONNECTION_LIMITS))
 
 
 def _reply(exc: BaseException | None) -> Any:
@@ -196,17 +178,14 @@ def retrying(max_retries: int, max_retry_after: float, backoff: float = 0.5) -> 
         retry=tenacity.retry_if_exception(lambda exc: _retryable(exc, ceiling)))
 
 
-def waits_too_long(exc: BaseException, max_retry_after: float) -> float | None:
-    """The ``Retry-After`` (s) of a retryable error reply when it exceeds `max_retry_after`
-    (the call was then not retried), else None."""
+def waits_too_long(exc: BaseException, max_retry_after: float,
+                   where: str = "matcher") -> str | None:
+    """What a retryable error reply whose ``Retry-After`` exceeds `max_retry_after` (the call
+    was then not retried) says about it, naming ``<where>.max_retry_after``; else None."""
     reply = _reply(exc)
     after = retry_after(reply.headers) if reply is not None else None
-    return after if after is not None and after > max_retry_after and _retried_status(
-        reply) else None
-
-
-def too_long(after: float, max_retry_after: float, where: str) -> str:
-    """The message of a reply whose ``Retry-After`` exceeds ``<where>.max_retry_after``."""
+    if after is None or after <= max_retry_after or not _retried_status(reply):
+        return None
     return (f"Retry-After {after:g} s exceeds the ceiling of {max_retry_after:g} s "
             f"({where}.max_retry_after); not retried")
 
@@ -220,9 +199,9 @@ def describe_error(exc: BaseException, where: str = "matcher",
     """
     status = getattr(exc, "status_code", None)
     head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-    after = waits_too_long(exc, max_retry_after)
-    if after is not None:
-        return f"{head}: {too_long(after, max_retry_after, where)}"
+    too_long = waits_too_long(exc, max_retry_after, where)
+    if too_long is not None:
+        return f"{head}: {too_long}"
     text = " ".join(str(exc).split())
     text = text[:297] + "..." if len(text) > 300 else text
     return f"{head}: {text}" if text else head
@@ -246,16 +225,12 @@ class Gate(asyncio.Semaphore):
         await self.acquire()
         if self.closed:
             self.release()
-            raise GateClosed("an earlier call stopped the run")
+            raise RuntimeError("an earlier call stopped the run")
 
     async def __aexit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if kind is not None and issubclass(kind, RagciteError):
             self.closed = True
         self.release()
-
-
-class GateClosed(RuntimeError):
-    """A call that found its :class:`Gate` closed (the run is stopping)."""
 
 
 async def gather_all(aws: Iterable[Awaitable[Any]]) -> list[Any]:
@@ -334,14 +309,18 @@ class OpenaiCaller(Caller):
         """A missing key fails before any work (:func:`require_key`)."""
         require_key(self.openai_api_key, self.where, self.what)
 
-    @contextlib.asynccontextmanager
-    async def _client(self) -> AsyncIterator[Any]:
-        client = openai_client(require_key(self.openai_api_key, self.where, self.what),
-                               self.base_url, self.timeout)
-        try:
-            yield client
-        finally:
-            await client.close()
+    def _client(self) -> Any:
+        """An asynchronous OpenAI-compatible client, closed on leaving it (create it inside the
+        event loop that uses it), without retries of its own: its calls go through
+        :func:`retrying`."""
+        import openai
+
+        timeout = float(self.timeout)
+        return openai.AsyncOpenAI(
+            api_key=require_key(self.openai_api_key, self.where, self.what),
+            base_url=self.base_url or None, timeout=timeout, max_retries=0,
+            http_client=http_client(timeout=timeout, follow_redirects=True,
+                                    limits=openai.DEFAULT_CONNECTION_LIMITS))
 
     async def _post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
         """The reply of the SDK's generic POST, retried by :func:`retrying`: a dict, as sent

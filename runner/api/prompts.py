@@ -70,7 +70,6 @@ class Prompt:
     """
 
     name: str
-    source: str
     sha: str
     template: jinja2.Template
 
@@ -123,4 +122,4 @@ def load_prompt(name: str) -> Prompt:
     except jinja2.TemplateSyntaxError as exc:
         raise ValueError(f"prompt {name!r}: line {exc.lineno}: {exc.message}") from None
     sha = hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
-    return Prompt(name=name, source=source, sha=sha, template=template)
+    return Prompt(name=name, sha=sha, template=template)
