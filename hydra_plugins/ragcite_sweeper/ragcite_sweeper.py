@@ -38,13 +38,12 @@ def _spec(job: Sequence[str]) -> tuple[Optional[str], list[str]]:
     spec = found.get("scoring.threshold", found.get("threshold"))
     if spec is not None and spec.startswith("["):  # already a list: a job of its own
         return None, list(job)
-    if spec is None or spec in LEVELS:
-        return spec, rest
-    try:
-        float(spec)
-    except ValueError:
-        raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a level "
-                             f"({', '.join(LEVELS)})") from None
+    if spec is not None and spec not in LEVELS:
+        try:
+            float(spec)
+        except ValueError:
+            raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a "
+                                 f"level ({', '.join(LEVELS)})") from None
     return spec, rest
 
 
