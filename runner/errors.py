@@ -2,7 +2,8 @@
 
 :class:`RagciteError` is an error the user can fix (bad config, bad data, an unusable store); the
 command line shows it as one line and exits 2, as it does a located data error
-(:class:`~runner.data.errors.DataError`).
+(:class:`~runner.data.errors.DataError`). ``ragcite --help`` lists the exit statuses below
+(conf/config.yaml ``hydra.help``).
 """
 
 from __future__ import annotations

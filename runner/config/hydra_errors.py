@@ -50,10 +50,7 @@ _REWORDED = [(re.compile(pattern, re.S), text) for pattern, text in (
     (r"Could not append to config\. An item is already at '(?P<key>.*)'",
      "{key}: already set; override it without '+' ({key}=...)"),
     (r"Could not delete from config\. '(?P<key>.*)' does not exist",
-     "{key}: no such key to delete"),
-    # A group of the shared folder this command does not use:
-    (r"Could not override '(?P<group>.*)'\. No match in the defaults list",
-     "{group}: not a config group of this command; --help lists its groups"))]
+     "{key}: no such key to delete"))]
 """OmegaConf's and Hydra's messages, reworded as what the key takes or what to do."""
 _LOCATING = re.compile(r"Error locating target '(?P<target>[^']*)'")
 

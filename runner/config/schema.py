@@ -295,18 +295,33 @@ def folder_stamp() -> str:
     return f"{datetime.datetime.now():%Y-%m-%d_%H-%M-%S-%f}-{secrets.token_hex(2)}"
 
 
+HIDDEN_GROUPS = ("hydra", "schema")
+"""Config folders that are not choosable groups."""
+
+
+def help_groups() -> str:
+    """``${ragcite.help_groups:}`` in ``ragcite --help`` (conf/config.yaml ``hydra.help``): one
+    line per group a user chooses from, with its options (``matcher: embeddings, llm, ...``),
+    read from the packaged conf/ folders (Hydra's ``$APP_CONFIG_GROUPS`` also lists the typed
+    schemas under ``schema/``, which are not options)."""
+    groups = sorted((p for p in files("runner.conf").iterdir() if p.is_dir()
+                     and p.name not in HIDDEN_GROUPS and not p.name.startswith(("_", "."))),
+                    key=lambda p: p.name)
+    options = {group.name: sorted(p.name[:-len(".yaml")] for p in group.iterdir()
+                                  if p.name.endswith(".yaml")) for group in groups}
+    return "\n".join(f"{name}: {', '.join(names)}" for name, names in options.items() if names)
+
+
 def register_resolvers() -> None:
     """Register ``${ragcite.stamp:}``, cached per config like Hydra's ``${now:}``: a sweep's jobs
     (copies of the sweep's config, in whatever process) see the sweep's value;
     ``${ragcite.system:<model choice>}`` (runner/config/naming.py; not cached: each job has its
-    own system); ``${ragcite.help_groups:}`` and ``${ragcite.help_exits:}`` (``--help``)."""
-    from runner.config.help import help_exits, help_groups
+    own system); ``${ragcite.help_groups:}`` (``--help``)."""
     from runner.config.naming import SYSTEM_RESOLVER, resolve_label
 
     for name, fn, cache in ((STAMP_RESOLVER, folder_stamp, True),
                             (SYSTEM_RESOLVER, resolve_label, False),
-                            ("ragcite.help_groups", help_groups, False),
-                            ("ragcite.help_exits", help_exits, False)):
+                            ("ragcite.help_groups", help_groups, False)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=cache)
 
