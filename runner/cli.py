@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 
 from runner.calibration.job import calibrate_job
 from runner.config.check import check_config
-from runner.config.hydra_errors import describe, hydra_errors
+from runner.config.hydra_errors import FULL_ERROR, describe
 from runner.config.schema import chosen_targets, plain_config, register_configs
 from runner.data.errors import DataError
 from runner.errors import (
@@ -98,15 +98,8 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
 
 def _scrub_hydra_files(output_dir: Path, secrets: set[str]) -> None:
     """Hydra writes command-line overrides verbatim into .hydra/ and multirun.yaml."""
-    if not secrets:
-        return
     scrub_files(output_dir / ".hydra", secrets)
-    multirun = output_dir.parent / "multirun.yaml"
-    if multirun.is_file():
-        text = multirun.read_text(encoding="utf-8")
-        clean = scrub_text(text, secrets)
-        if clean != text:
-            multirun.write_text(clean, encoding="utf-8")
+    scrub_files(output_dir.parent / "multirun.yaml", secrets)
 
 
 def _report(outcomes: list[Outcome], out: Path) -> int:
@@ -242,27 +235,21 @@ def _terminate(signum: int, frame: Any) -> None:
     signal.raise_signal(signal.SIGINT)
 
 
-def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = None) -> None:
-    """Run a Hydra app as ragcite runs one: secrets kept off the output, the command line in
-    canonical form, SIGTERM taken as Ctrl-C, and Hydra's composition errors as one located
-    ``ragcite: error:`` line with exit status 2 (``ragcite`` and ``ragcite-calibrate`` share it).
-
-    Args:
-        app: The ``@hydra.main`` function.
-        on_failure: Called before the process stops on an error or an interrupt (with
-            ``failed=True`` and, on an interrupt, ``status="KILLED"``).
+def front_door(app: Callable[[], None]) -> None:
+    """Run the Hydra app: secrets kept off the output, the command line in canonical form,
+    SIGTERM taken as Ctrl-C, and Hydra's composition errors as one located ``ragcite: error:``
+    line with exit status 2. An error or an interrupt closes an open sweep first.
 
     Raises:
         SystemExit: On an interrupt (130), a config error (2) or Hydra's own exit.
     """
-    failed = on_failure or (lambda **_: None)
     logging.raiseExceptions = False  # a log file on a full disk: the console still has the line
     guard_output(sys.argv[1:])  # no secret on stdout, stderr or in a log: Hydra's lines too
     sys.argv[1:] = chosen_targets(canonical_args(sys.argv[1:]))  # a class named as a plug-in
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: one line, no run left open
+    os.environ[FULL_ERROR] = os.environ.get(FULL_ERROR) or "1"  # raised: `describe` words them
     try:
-        with hydra_errors():
-            app()
+        app()
     except BrokenPipeError:
         # The reader went away (`ragcite --help | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -270,19 +257,19 @@ def front_door(app: Callable[[], None], on_failure: Callable[..., Any] | None = 
     except KeyboardInterrupt:
         # What was written stays; an unfinished job has no job.json, a sweep no sweep.json
         # listing it as complete, and open tracked runs end KILLED.
-        failed(failed=True, status="KILLED")
+        finish_sweep(failed=True, status="KILLED")
         print("ragcite: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     except SystemExit as exc:
         if exc.code not in (0, None):
-            failed(failed=True)
+            finish_sweep(failed=True)
         raise
     except Exception as exc:
         line = describe(exc)  # Hydra's composition errors: one located line, not its block
         if line is None:
             raise
         try:
-            failed(failed=True)
+            finish_sweep(failed=True)
         except OSError as again:  # the same full disk stops sweep.json: `line` says so
             if describe(again) is None:
                 raise
@@ -295,7 +282,7 @@ def main() -> None:
     """Entry point of the `ragcite` console script."""
     register_configs()
     _register_sweeper()
-    front_door(_app, finish_sweep)
+    front_door(_app)
     summary = SWEEPS.last
     if summary is not None and summary["failed"]:
         sys.exit(max(_Status.value, EXIT_GATE_FAILED))

@@ -1,16 +1,12 @@
 """ragcite's own errors: a leaf module every other module may import.
 
 :class:`RagciteError` is an error the user can fix (bad config, bad data, an unusable store); the
-command line shows it as one line and exits 2. :class:`~runner.data.errors.DataError` (a located
-data error) is re-exported here.
+command line shows it as one line and exits 2, as it does a located data error
+(:class:`~runner.data.errors.DataError`). ``ragcite --help`` lists the exit statuses below
+(conf/config.yaml ``hydra.help``).
 """
 
 from __future__ import annotations
-
-from runner.data.errors import DataError
-
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_GATE_FAILED", "EXIT_INPUT", "EXIT_INTERRUPTED",
-           "EXIT_NOTHING_SCORED", "DataError", "RagciteError"]
 
 EXIT_GATE_FAILED = 1
 """Exit status: a quality gate failed (or a job of a sweep did not finish)."""

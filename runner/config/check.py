@@ -13,7 +13,7 @@ import dataclasses
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from runner.config.constraints import CHECK
+from runner.config.constraints import CHECK, EACH, CrossCheck
 from runner.config.hydra_errors import describe, unknown_key
 from runner.config.plugins import locate
 from runner.config.schema import conf_for
@@ -34,31 +34,32 @@ def schema_of(node: DictConfig, key: str = "") -> type | None:
     return schema if dataclasses.is_dataclass(schema) else None
 
 
-def check_config(node: DictConfig, prefix: str = "") -> None:
-    """Check a composed config (or one of its nodes, at `prefix`) against its schemas, before
-    any work.
+def check_config(node: DictConfig, prefix: str = "", schema: type | None = None) -> None:
+    """Check a composed config (or one of its nodes, at `prefix`; against `schema` when given)
+    against its schemas, before any work.
 
     Raises:
         RagciteError: The first problem, located: ``scoring.batch_size: must be an integer
             >= 1, got 0``; ``gate.context_recal: no such gate; the gates: ...``.
     """
-    schema = schema_of(node, prefix.rstrip("."))
+    schema = schema or schema_of(node, prefix.rstrip("."))
+    fields = {f.name: f.metadata for f in dataclasses.fields(schema)} if schema else {}
     if schema is not None:
-        names = [f.name for f in dataclasses.fields(schema)]
-        for key in (k for k in map(str, node) if k not in names):
+        for key in (k for k in map(str, node) if k not in fields):
             raise RagciteError(unknown_key(f"{prefix}{key}", schema))
         if OmegaConf.get_type(node) is not schema:  # typed by another class, or not at all
             _check_types(node, schema, prefix)
-        for f in dataclasses.fields(schema):
-            constraint = f.metadata.get(CHECK)
-            if constraint and f.name in node and (problem := constraint.problem(node[f.name])):
-                raise RagciteError(f"{prefix}{f.name}: {problem}")
-        across = getattr(schema, "config_problem", None)
-        if callable(across) and (problem := across(node)):
+        for name, metadata in fields.items():
+            constraint = metadata.get(CHECK)
+            if constraint and name in node and (problem := constraint.problem(node[name])):
+                raise RagciteError(f"{prefix}{name}: {problem}")
+        if isinstance(schema, CrossCheck) and (problem := schema.config_problem(node)):
             raise RagciteError(f"{prefix.rstrip('.')}: {problem}" if prefix else problem)
     for key in map(str, node):
         child = node._get_node(key)
         if isinstance(child, DictConfig) and not child._is_none():
+            for name in map(str, child) if EACH in fields.get(key, {}) else ():
+                check_config(child[name], f"{prefix}{key}.{name}.", fields[key][EACH])
             check_config(child, f"{prefix}{key}.")
 
 

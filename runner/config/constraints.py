@@ -9,7 +9,7 @@ extra (:func:`runner.config.schema.conf_for` derives the plug-in's schema from e
 
 and :func:`runner.config.check.check_config` checks the composed config against every schema
 before any work: keys the schema does not have (``+gate.context_recal=0.9``), values out of
-range, and the checks across keys a schema class declares in a ``config_problem`` classmethod.
+range, and the checks across keys a schema class declares (:class:`CrossCheck`).
 A plug-in built in Python is checked by :func:`check_fields` (called once, when a
 :class:`~runner.matchers.base.BaseMatcher` or :class:`~runner.adapters.base.BaseAdapter` is
 built), and a command-line
@@ -25,7 +25,7 @@ import dataclasses
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from omegaconf import ListConfig
 
@@ -33,6 +33,8 @@ from runner.errors import RagciteError
 
 CHECK = "check"
 """The field-metadata key holding a constraint."""
+EACH = "each"
+"""The field-metadata key holding the schema of each entry of a dict-valued key."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,15 @@ POSITIVE = Range(low=1, integer=True)
 """A size or a concurrency: at least one."""
 SECONDS = Range(0, 86_400, open_low=True, unit="seconds")
 """A timeout: more than none, at most a day."""
+
+
+@runtime_checkable
+class CrossCheck(Protocol):
+    """A schema or plug-in class with a check across its keys (``green >= medium``)."""
+
+    @classmethod
+    def config_problem(cls, node: Any) -> str | None:
+        """What is wrong across the keys of the config node `node`, or None."""
 
 
 def allows(constraint: Range | OneOf, **metadata: Any) -> dict[str, Any]:

@@ -99,7 +99,8 @@ class OutputFolderCallback(Callback):
 
 def _check_or_exit(config: DictConfig, folder_key: str) -> None:
     """Logging is not set up yet at this point: the one line is printed, and the process
-    exits with the input status."""
+    exits with the input status (Hydra turns an exception a callback raises into a warning and
+    carries on)."""
     try:
         check_folder("output_root", str(config.get("output_root", ".")))
         try:  # a static folder resolves here; one naming the job's choices only in the job

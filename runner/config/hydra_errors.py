@@ -1,19 +1,16 @@
 """Hydra's and OmegaConf's config errors as one located line each.
 
 Hydra reports a composition error as a block ending with a ``HYDRA_FULL_ERROR`` hint and exits
-1. :func:`hydra_errors` asks Hydra for the raw exception instead (``HYDRA_FULL_ERROR=1`` while
-the app runs) and :func:`describe` turns each kind into one line naming the key and what is
-allowed: ``matcher.foo: no such key; NgramMatcher takes: n, threads, kernel``.
+1; with :data:`FULL_ERROR` set (runner.cli) it raises the exception instead, and :func:`describe`
+turns each kind into one line naming the key and what is allowed: ``matcher.foo: no such key;
+NgramMatcher takes: n, threads, kernel``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from hydra.errors import (
@@ -35,10 +32,10 @@ from runner.redact import mask_uri, redact_override
 from runner.scoring.metrics import METRIC_KEYS
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
+"""Set, Hydra raises its composition errors instead of printing them as a block."""
 GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
-_KINDS = {"Integer": "an integer", "Float": "a number", "Boolean": "true or false",
-          "String": "a string"}
+_KINDS = {"Integer": "an integer", "Float": "a number"}
 _REWORDED = [(re.compile(pattern, re.S), text) for pattern, text in (
     *((rf"Value '(?P<value>.*)' of type '\w+' could not be converted to {kind}\b",
        f"must be {words}, got {{value!r}}") for kind, words in _KINDS.items()),
@@ -53,25 +50,9 @@ _REWORDED = [(re.compile(pattern, re.S), text) for pattern, text in (
     (r"Could not append to config\. An item is already at '(?P<key>.*)'",
      "{key}: already set; override it without '+' ({key}=...)"),
     (r"Could not delete from config\. '(?P<key>.*)' does not exist",
-     "{key}: no such key to delete"),
-    # A group of the shared folder this command does not use:
-    (r"Could not override '(?P<group>.*)'\. No match in the defaults list",
-     "{group}: not a config group of this command; --help lists its groups"))]
+     "{key}: no such key to delete"))]
 """OmegaConf's and Hydra's messages, reworded as what the key takes or what to do."""
 _LOCATING = re.compile(r"Error locating target '(?P<target>[^']*)'")
-
-
-@contextmanager
-def hydra_errors() -> Iterator[None]:
-    """Let Hydra raise its composition errors instead of printing them (its own report is
-    a block with a traceback hint). A user who set ``HYDRA_FULL_ERROR`` keeps it."""
-    before = os.environ.get(FULL_ERROR)
-    os.environ[FULL_ERROR] = before or "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(FULL_ERROR, None)
 
 
 def describe(exc: BaseException) -> str | None:
@@ -193,5 +174,5 @@ def unknown_key(key: str, schema: Any) -> str:
         return f"{key}: no such key"
     names = ", ".join(f.name for f in dataclasses.fields(schema) if not f.name.startswith("_"))
     name = schema.__name__.removesuffix("Conf")
-    owner = "the config" if name in ("Ragcite", "Calibrate") else name
+    owner = {"Ragcite": "the config", "Calibrate": "the config", "Price": "a price"}.get(name, name)
     return f"{key}: no such key; {owner} takes{f': {names}' if names else ' no keys'}"

@@ -28,7 +28,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf._utils import is_valid_value_annotation
 
 from runner.calibration.schema import CalibrateConf
-from runner.config.constraints import CHECK, COUNT, OneOf, Range, allows
+from runner.config.constraints import COUNT, EACH, CrossCheck, OneOf, Range, allows
 from runner.config.plugins import locate
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
@@ -62,8 +62,7 @@ def conf_for(cls: type, name: str | None = None, group: str = "") -> type:
                        else field(default_factory=functools.partial(copy.deepcopy, default),
                                   metadata=meta)))
     # A check across keys (runner.config.check) is the class's own, like its defaults.
-    across = getattr(cls, "config_problem", None)
-    namespace = {"config_problem": across} if across is not None else None
+    namespace = {"config_problem": cls.config_problem} if isinstance(cls, CrossCheck) else None
     return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
 
 
@@ -258,23 +257,11 @@ class RagciteConf:
     experiment: str = "ragcite"
     run_name: Optional[str] = None
     calibrate: Optional[CalibrateConf] = None  # mode=calibrate: the labelled pairs
-    # Model name → {input, output} (PriceConf's keys); a plain dict so that `+prices.m.input=0.3`
-    # adds a model (OmegaConf cannot add a new key to a dict of structured configs).
-    prices: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @classmethod
-    def config_problem(cls, node: Any) -> str | None:
-        """Each price names only PriceConf's keys (``input``, ``output``), each in its range
-        (a number >= 0: NaN is none)."""
-        allowed = {f.name: f.metadata[CHECK] for f in dataclasses.fields(PriceConf)}
-        for model, price in (node.get("prices") or {}).items():
-            for key, value in price.items():
-                if key not in allowed:
-                    return (f"prices.{model}.{key}: no such key; a price takes: "
-                            f"{', '.join(allowed)}")
-                if problem := allowed[key].problem(value):
-                    return f"prices.{model}.{key}: {problem}"
-        return None
+    # Model name → {input, output}: a plain dict so that `+prices.m.input=0.3` adds a model
+    # (OmegaConf cannot add a new key to a dict of structured configs); each entry is checked
+    # against PriceConf (runner.config.check).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict,
+                                                metadata={EACH: PriceConf})
 
 
 def plain_config(cfg: DictConfig) -> dict[str, Any]:
@@ -308,18 +295,33 @@ def folder_stamp() -> str:
     return f"{datetime.datetime.now():%Y-%m-%d_%H-%M-%S-%f}-{secrets.token_hex(2)}"
 
 
+HIDDEN_GROUPS = ("hydra", "schema")
+"""Config folders that are not choosable groups."""
+
+
+def help_groups() -> str:
+    """``${ragcite.help_groups:}`` in ``ragcite --help`` (conf/config.yaml ``hydra.help``): one
+    line per group a user chooses from, with its options (``matcher: embeddings, llm, ...``),
+    read from the packaged conf/ folders (Hydra's ``$APP_CONFIG_GROUPS`` also lists the typed
+    schemas under ``schema/``, which are not options)."""
+    groups = sorted((p for p in files("runner.conf").iterdir() if p.is_dir()
+                     and p.name not in HIDDEN_GROUPS and not p.name.startswith(("_", "."))),
+                    key=lambda p: p.name)
+    options = {group.name: sorted(p.name[:-len(".yaml")] for p in group.iterdir()
+                                  if p.name.endswith(".yaml")) for group in groups}
+    return "\n".join(f"{name}: {', '.join(names)}" for name, names in options.items() if names)
+
+
 def register_resolvers() -> None:
     """Register ``${ragcite.stamp:}``, cached per config like Hydra's ``${now:}``: a sweep's jobs
     (copies of the sweep's config, in whatever process) see the sweep's value;
     ``${ragcite.system:<model choice>}`` (runner/config/naming.py; not cached: each job has its
-    own system); ``${ragcite.help_groups:}`` and ``${ragcite.help_exits:}`` (``--help``)."""
-    from runner.config.help import help_exits, help_groups
+    own system); ``${ragcite.help_groups:}`` (``--help``)."""
     from runner.config.naming import SYSTEM_RESOLVER, resolve_label
 
     for name, fn, cache in ((STAMP_RESOLVER, folder_stamp, True),
                             (SYSTEM_RESOLVER, resolve_label, False),
-                            ("ragcite.help_groups", help_groups, False),
-                            ("ragcite.help_exits", help_exits, False)):
+                            ("ragcite.help_groups", help_groups, False)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=cache)
 
