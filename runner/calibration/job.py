@@ -185,18 +185,17 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
 
 
 
-def _summary(data: dict[str, Any], out: Path) -> None:
-    for name, m in data["matchers"].items():
-        def f(key: str, m: dict[str, Any] = m) -> str:
-            return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
-        log.info("%s: AUC %s; at threshold %g: balanced accuracy %s, kappa %s; best threshold "
-                 "%s (balanced accuracy %s)", name, f("auc"), m["threshold"],
-                 f("balanced_accuracy"), f("kappa"), f("best_threshold"),
-                 f("best_balanced_accuracy"))
-        if m.get("ready"):
-            log.info("use it: %s", m["ready"]["command"])
-        else:
-            log.warning("no threshold recommended: %s", m["withheld"])
+def _summary(name: str, m: dict[str, Any], out: Path) -> None:
+    def f(key: str) -> str:
+        return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
+    log.info("%s: AUC %s; at threshold %g: balanced accuracy %s, kappa %s; best threshold "
+             "%s (balanced accuracy %s)", name, f("auc"), m["threshold"],
+             f("balanced_accuracy"), f("kappa"), f("best_threshold"),
+             f("best_balanced_accuracy"))
+    if m.get("ready"):
+        log.info("use it: %s", m["ready"]["command"])
+    else:
+        log.warning("no threshold recommended: %s", m["withheld"])
     log.info("results: %s", out / HTML_FILE if (out / HTML_FILE).is_file() else out)
 
 
@@ -231,7 +230,7 @@ def calibrate_job(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence
     if tracker is not None:
         tracker.log_calibration(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
     write_job(out, ["."])
-    _summary(data, out)
+    _summary(name, data["matchers"][name], out)
     return 0
 
 
@@ -242,9 +241,8 @@ def sweep_entry(folder: Path) -> dict[str, Any] | None:
     if not (folder / JSON_FILE).is_file():
         return None
     data = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
-    for m in data["matchers"].values():
-        for key in ("similarities", "labels", "worst"):
-            m.pop(key, None)
     (m,) = data["matchers"].values()
+    for key in ("similarities", "labels", "worst"):
+        m.pop(key, None)
     return {**data, "complete": True,
             "threshold": {"value": m["threshold"], "level": m.get("threshold_level")}}
