@@ -148,9 +148,8 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     if isinstance(matcher, Checked):
         matcher.check()
     threshold = _threshold(cfg, matcher)
-    mapping = {k: v for k, v in (cfg["calibrate"].get("mapping") or {}).items()
-               if v is not None}
-    pairs = load_pairs(labels_path, mapping, cfg["calibrate"].get("format"))
+    pairs = load_pairs(labels_path, cfg["calibrate"].get("mapping"),
+                       cfg["calibrate"].get("format"))
     if before_calls is not None:
         before_calls()
     stats = CacheStats()
