@@ -88,11 +88,10 @@ def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
              "where": pairs[i].where} for i in order]
 
 
-def ready_line(name: str, value: float | None, overrides: Sequence[str]) -> dict[str, str] | None:
+def ready_line(name: str, value: float, overrides: Sequence[str]) -> dict[str, str]:
     """What to paste: ``threshold=0.62``, and the whole ``ragcite`` command with the matcher's
-    settings of this calibration."""
-    if value is None:
-        return None
+    settings of this calibration (a threshold is recommended only when both labels have pairs,
+    so there is a best one)."""
     paste = f"threshold={value:g}"
     settings = [o for o in overrides if o.split("=", 1)[0].lstrip("+~").startswith("matcher.")]
     return {"paste": paste,
