@@ -61,10 +61,11 @@ def _labels(cfg: dict[str, Any]) -> str:
     return str(labels)
 
 
-def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair],
-                  stats: CacheStats) -> list[float | PairError]:
-    """Each record's similarity; each distinct pair is computed once (and, for the API
-    matchers, cached on disk like a run's: paid once across runs and calibrations)."""
+def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair],
+            stats: CacheStats) -> tuple[list[LabelledPair], np.ndarray, int]:
+    """The pairs that were scored, their similarities, and how many failed (said in a
+    warning; NothingScored when all did). Each distinct pair is computed once (and, for the
+    API matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
     cache = open_cache(cfg)
     try:
@@ -75,7 +76,18 @@ def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[Labelle
     finally:
         if cache is not None:
             cache.close()
-    return [found[(p.reference, p.citation)] for p in pairs]
+    sims = [found[(p.reference, p.citation)] for p in pairs]
+    failed = [(p, s) for p, s in zip(pairs, sims) if isinstance(s, PairError)]
+    kept = [p for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
+    if not kept:
+        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
+                            f"first ({failed[0][0].where}): {failed[0][1].message}")
+    if failed:
+        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
+                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
+                    failed[0][1].message)
+    return kept, np.array([s for s in sims if not isinstance(s, PairError)],
+                          dtype=np.float64), len(failed)
 
 
 def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
@@ -97,23 +109,6 @@ def ready_line(name: str, value: float, overrides: Sequence[str]) -> dict[str, s
     return {"paste": paste,
             "command": " ".join(["ragcite", f"matcher={name}",
                                  *map(redact_override, settings), paste])}
-
-
-def _scored(pairs: Sequence[LabelledPair], found: Sequence[float | PairError],
-            ) -> tuple[list[LabelledPair], np.ndarray, int]:
-    """The pairs that were scored, their similarities, and how many failed (said in a
-    warning; NothingScored when all did)."""
-    failed = [(p, s) for p, s in zip(pairs, found) if isinstance(s, PairError)]
-    kept = [p for p, s in zip(pairs, found) if not isinstance(s, PairError)]
-    if not kept:
-        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
-                            f"first ({failed[0][0].where}): {failed[0][1].message}")
-    if failed:
-        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
-                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
-                    failed[0][1].message)
-    sims = np.array([s for s in found if not isinstance(s, PairError)], dtype=np.float64)
-    return kept, sims, len(failed)
 
 
 def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
@@ -152,8 +147,7 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     if before_calls is not None:
         before_calls()
     stats = CacheStats()
-    found = _similarities(cfg, matcher, pairs, stats)
-    kept, sims, n_failed = _scored(pairs, found)
+    kept, sims, n_failed = _scored(cfg, matcher, pairs, stats)
     boot = cfg["scoring"]["bootstrap"]
     figures = calibrate(sims, np.array([p.label for p in kept]), threshold.value,
                         similarity_range(matcher), int(boot["resamples"]),
