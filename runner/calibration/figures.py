@@ -161,7 +161,7 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
     ci: dict[str, list[float] | None] = dict.fromkeys(FIGURE_KEYS)
     if resamples > 0:
         with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
-                ci = bootstrap(lambda p, n: figures(values, p, n, threshold, bounds), (pos, neg),
+            ci = bootstrap(lambda p, n: figures(values, p, n, threshold, bounds), (pos, neg),
                            {k: point[k] for k in FIGURE_KEYS}, resamples, confidence, seed)
     return {
         "n_pairs": len(sims), "threshold": float(threshold),
