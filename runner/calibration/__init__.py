@@ -1,9 +1,10 @@
-"""Calibration: how well a matcher and threshold agree with people's judgments of pairs.
+"""Calibration (``ragcite mode=calibrate``): how well a matcher and threshold agree with people's
+judgments of pairs.
 
-:mod:`~runner.calibration.pairs` reads labelled pairs (docs/calibration.md); the metric families
-live in :mod:`~runner.calibration.roc` (ROC area), :mod:`~runner.calibration.confusion`
-(figures at a threshold), :mod:`~runner.calibration.best` (the best threshold),
-:mod:`~runner.calibration.agreement` (annotators with each other) and
-:mod:`~runner.calibration.bootstrap` (seeded intervals); :mod:`~runner.calibration.figures`
-puts them together and :mod:`~runner.calibration.app` is the ``ragcite-calibrate`` command.
+:mod:`~runner.calibration.pairs` reads labelled pairs (docs/calibration.md; their config section
+is :mod:`~runner.calibration.schema`); :mod:`~runner.calibration.job` scores them with the run's
+matcher stage and cache and writes ``calibration.json``; :mod:`~runner.calibration.figures` holds
+the statistics (scikit-learn's, with the project's bootstrap); :mod:`~runner.calibration.html`
+the pages, :mod:`~runner.calibration.tracking` the MLflow run, and
+:mod:`~runner.calibration.app` the ``ragcite-calibrate`` alias.
 """

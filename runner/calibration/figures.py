@@ -51,23 +51,6 @@ NAN = float("nan")
 BEST = ("best_threshold", "best_balanced_accuracy", "low", "high")
 
 
-def label_counts(similarities: np.ndarray,
-                 labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct similarities (ascending) and the positive and negative pairs at each."""
-    values, codes = np.unique(similarities, return_inverse=True)
-    pos = np.bincount(codes[labels], minlength=len(values)).astype(np.float64)
-    neg = np.bincount(codes[~labels], minlength=len(values)).astype(np.float64)
-    return values, pos, neg
-
-
-def weighted(values: np.ndarray, pos: np.ndarray,
-             neg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Labels, similarities and weights for scikit-learn: one entry per value and label drawn."""
-    y = np.repeat([True, False], len(values))
-    s, w = np.concatenate([values, values]), np.concatenate([pos, neg])
-    return y[w > 0], s[w > 0], w[w > 0]
-
-
 def best_threshold(fpr: np.ndarray, tpr: np.ndarray, cuts: np.ndarray,
                    bounds: tuple[float, float]) -> tuple[float, float, float, float]:
     """``(threshold, balanced accuracy, lower end, upper end)`` of the best interval, from
@@ -100,7 +83,9 @@ def figures(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, threshold: flo
             bounds: tuple[float, float]) -> dict[str, float]:
     """Every figure of :data:`FIGURE_KEYS`, the counts at `threshold` and the best interval's
     ends (see the module)."""
-    y, s, w = weighted(values, pos, neg)
+    w = np.concatenate([pos, neg])  # an entry per value and label drawn
+    y = np.repeat([True, False], len(values))[w > 0]
+    s, w = np.tile(values, 2)[w > 0], w[w > 0]
     pred = s >= threshold
     with warnings.catch_warnings():  # one label: its undefined figures are NaN
         warnings.simplefilter("ignore")
@@ -165,7 +150,10 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
         ``withheld``, why the labels cannot support recommending it (:func:`withheld`).
     """
     sims = np.asarray(similarities, dtype=np.float64)
-    values, pos, neg = label_counts(sims, np.asarray(labels, dtype=bool))
+    labels = np.asarray(labels, dtype=bool)
+    values, codes = np.unique(sims, return_inverse=True)  # pairs per distinct similarity
+    pos, neg = (np.bincount(codes[x], minlength=len(values)).astype(np.float64)
+                for x in (labels, ~labels))
     point = figures(values, pos, neg, threshold, bounds)
     counts = {k: int(point[k]) for k in ("tp", "fp", "tn", "fn")}
     counts.update(n_pos=int(pos.sum()), n_neg=int(neg.sum()))
@@ -173,7 +161,7 @@ def calibrate(similarities: np.ndarray, labels: np.ndarray, threshold: float,
     ci: dict[str, list[float] | None] = dict.fromkeys(FIGURE_KEYS)
     if resamples > 0:
         with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
-                ci = bootstrap(lambda p, n: figures(values, p, n, threshold, bounds), (pos, neg),
+            ci = bootstrap(lambda p, n: figures(values, p, n, threshold, bounds), (pos, neg),
                            {k: point[k] for k in FIGURE_KEYS}, resamples, confidence, seed)
     return {
         "n_pairs": len(sims), "threshold": float(threshold),

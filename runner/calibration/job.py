@@ -61,10 +61,11 @@ def _labels(cfg: dict[str, Any]) -> str:
     return str(labels)
 
 
-def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair],
-                  stats: CacheStats) -> list[float | PairError]:
-    """Each record's similarity; each distinct pair is computed once (and, for the API
-    matchers, cached on disk like a run's: paid once across runs and calibrations)."""
+def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair],
+            stats: CacheStats) -> tuple[list[LabelledPair], np.ndarray, int]:
+    """The pairs that were scored, their similarities, and how many failed (said in a
+    warning; NothingScored when all did). Each distinct pair is computed once (and, for the
+    API matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
     cache = open_cache(cfg)
     try:
@@ -75,7 +76,18 @@ def _similarities(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[Labelle
     finally:
         if cache is not None:
             cache.close()
-    return [found[(p.reference, p.citation)] for p in pairs]
+    sims = [found[(p.reference, p.citation)] for p in pairs]
+    failed = [(p, s) for p, s in zip(pairs, sims) if isinstance(s, PairError)]
+    kept = [p for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
+    if not kept:
+        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
+                            f"first ({failed[0][0].where}): {failed[0][1].message}")
+    if failed:
+        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
+                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
+                    failed[0][1].message)
+    return kept, np.array([s for s in sims if not isinstance(s, PairError)],
+                          dtype=np.float64), len(failed)
 
 
 def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
@@ -88,33 +100,15 @@ def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
              "where": pairs[i].where} for i in order]
 
 
-def ready_line(name: str, value: float | None, overrides: Sequence[str]) -> dict[str, str] | None:
+def ready_line(name: str, value: float, overrides: Sequence[str]) -> dict[str, str]:
     """What to paste: ``threshold=0.62``, and the whole ``ragcite`` command with the matcher's
-    settings of this calibration."""
-    if value is None:
-        return None
+    settings of this calibration (a threshold is recommended only when both labels have pairs,
+    so there is a best one)."""
     paste = f"threshold={value:g}"
     settings = [o for o in overrides if o.split("=", 1)[0].lstrip("+~").startswith("matcher.")]
     return {"paste": paste,
             "command": " ".join(["ragcite", f"matcher={name}",
                                  *map(redact_override, settings), paste])}
-
-
-def _scored(pairs: Sequence[LabelledPair], found: Sequence[float | PairError],
-            ) -> tuple[list[LabelledPair], np.ndarray, int]:
-    """The pairs that were scored, their similarities, and how many failed (said in a
-    warning; NothingScored when all did)."""
-    failed = [(p, s) for p, s in zip(pairs, found) if isinstance(s, PairError)]
-    kept = [p for p, s in zip(pairs, found) if not isinstance(s, PairError)]
-    if not kept:
-        raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
-                            f"first ({failed[0][0].where}): {failed[0][1].message}")
-    if failed:
-        log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
-                    "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
-                    failed[0][1].message)
-    sims = np.array([s for s in found if not isinstance(s, PairError)], dtype=np.float64)
-    return kept, sims, len(failed)
 
 
 def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
@@ -148,14 +142,12 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
     if isinstance(matcher, Checked):
         matcher.check()
     threshold = _threshold(cfg, matcher)
-    mapping = {k: v for k, v in (cfg["calibrate"].get("mapping") or {}).items()
-               if v is not None}
-    pairs = load_pairs(labels_path, mapping, cfg["calibrate"].get("format"))
+    pairs = load_pairs(labels_path, cfg["calibrate"].get("mapping"),
+                       cfg["calibrate"].get("format"))
     if before_calls is not None:
         before_calls()
     stats = CacheStats()
-    found = _similarities(cfg, matcher, pairs, stats)
-    kept, sims, n_failed = _scored(pairs, found)
+    kept, sims, n_failed = _scored(cfg, matcher, pairs, stats)
     boot = cfg["scoring"]["bootstrap"]
     figures = calibrate(sims, np.array([p.label for p in kept]), threshold.value,
                         similarity_range(matcher), int(boot["resamples"]),
@@ -185,18 +177,17 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
 
 
 
-def _summary(data: dict[str, Any], out: Path) -> None:
-    for name, m in data["matchers"].items():
-        def f(key: str, m: dict[str, Any] = m) -> str:
-            return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
-        log.info("%s: AUC %s; at threshold %g: balanced accuracy %s, kappa %s; best threshold "
-                 "%s (balanced accuracy %s)", name, f("auc"), m["threshold"],
-                 f("balanced_accuracy"), f("kappa"), f("best_threshold"),
-                 f("best_balanced_accuracy"))
-        if m.get("ready"):
-            log.info("use it: %s", m["ready"]["command"])
-        else:
-            log.warning("no threshold recommended: %s", m["withheld"])
+def _summary(name: str, m: dict[str, Any], out: Path) -> None:
+    def f(key: str) -> str:
+        return "n/a" if m.get(key) is None else f"{m[key]:.3f}"
+    log.info("%s: AUC %s; at threshold %g: balanced accuracy %s, kappa %s; best threshold "
+             "%s (balanced accuracy %s)", name, f("auc"), m["threshold"],
+             f("balanced_accuracy"), f("kappa"), f("best_threshold"),
+             f("best_balanced_accuracy"))
+    if m.get("ready"):
+        log.info("use it: %s", m["ready"]["command"])
+    else:
+        log.warning("no threshold recommended: %s", m["withheld"])
     log.info("results: %s", out / HTML_FILE if (out / HTML_FILE).is_file() else out)
 
 
@@ -231,7 +222,7 @@ def calibrate_job(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence
     if tracker is not None:
         tracker.log_calibration(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
     write_job(out, ["."])
-    _summary(data, out)
+    _summary(name, data["matchers"][name], out)
     return 0
 
 
@@ -242,9 +233,8 @@ def sweep_entry(folder: Path) -> dict[str, Any] | None:
     if not (folder / JSON_FILE).is_file():
         return None
     data = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
-    for m in data["matchers"].values():
-        for key in ("similarities", "labels", "worst"):
-            m.pop(key, None)
     (m,) = data["matchers"].values()
+    for key in ("similarities", "labels", "worst"):
+        m.pop(key, None)
     return {**data, "complete": True,
             "threshold": {"value": m["threshold"], "level": m.get("threshold_level")}}

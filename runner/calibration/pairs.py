@@ -18,15 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.calibration.schema import OPTIONAL_KEYS, PAIR_KEYS, TEXT_KEYS
 from runner.data.errors import DataError
 from runner.data.loading import resolve_path
 from runner.data.mapping import FieldMapping
 from runner.data.readers import infer_format, iter_records
 
-TEXT_KEYS = ("reference", "citation")
-OPTIONAL_KEYS = ("reference_source", "citation_source", "case_id", "annotator", "note")
-PAIR_KEYS = (*TEXT_KEYS, "label", *OPTIONAL_KEYS)
-"""Every key of a labelled pair, in the order it is written."""
 _CSV_LABELS = {"true": True, "false": False}
 
 
@@ -61,11 +58,6 @@ class LabelledPair:
         """What identifies the pair whoever labelled it (annotators are compared on this)."""
         return (self.case_id, self.reference_source, self.reference, self.citation_source,
                 self.citation)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as written in a labels file (absent optional keys left out)."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in PAIR_KEYS}
-        return {k: v for k, v in out.items() if v is not None}
 
 
 class PairMapping(FieldMapping):

@@ -3,24 +3,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Optional
 
 from runner.config.constraints import Range, allows
 
+TEXT_KEYS = ("reference", "citation")
+OPTIONAL_KEYS = ("reference_source", "citation_source", "case_id", "annotator", "note")
+PAIR_KEYS = (*TEXT_KEYS, "label", *OPTIONAL_KEYS)
+"""Every key of a labelled pair (runner/calibration/pairs.py), in the order it is written."""
 
-@dataclass
-class PairMappingConf:
-    """JMESPath expression per key of a labelled pair (docs/calibration.md); null = not mapped."""
-
-    reference: Optional[str] = None
-    citation: Optional[str] = None
-    label: Optional[str] = None
-    reference_source: Optional[str] = None
-    citation_source: Optional[str] = None
-    case_id: Optional[str] = None
-    annotator: Optional[str] = None
-    note: Optional[str] = None
+PairMappingConf = make_dataclass("PairMappingConf", [(k, Optional[str], None) for k in PAIR_KEYS])
+"""JMESPath expression per key of a labelled pair (docs/calibration.md); null = not mapped."""
 
 
 @dataclass
@@ -28,6 +22,6 @@ class CalibrateConf:
     """The labelled pairs a calibration reads, and how many of the worst pairs it lists."""
 
     labels: Optional[str] = None
-    mapping: PairMappingConf = field(default_factory=PairMappingConf)
+    mapping: PairMappingConf = field(default_factory=PairMappingConf)  # type: ignore[valid-type]
     format: Optional[str] = None
     worst: int = field(default=25, metadata=allows(Range(low=0, integer=True)))

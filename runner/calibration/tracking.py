@@ -25,10 +25,10 @@ class CalibrationTracker(MlflowTracker):
     """The ``mlflow`` tracker, logging a calibration instead of a run's result folder."""
 
     def log_calibration(self, cfg: dict[str, Any], data: dict[str, Any], files: Sequence[Path],
-                        run_name: str) -> str | None:
-        """One FINISHED run with the calibration's figures and files; its id."""
+                        run_name: str) -> None:
+        """One FINISHED run with the calibration's figures and files."""
         if self.disabled or self.client is None:
-            return None
+            return
         (name, entry), = data["matchers"].items()
         metrics = {k: float(entry[k]) for k in FIGURE_KEYS if entry.get(k) is not None}
         metrics.update({f"count_{k}": float(v) for k, v in entry["counts"].items()})
@@ -51,11 +51,9 @@ class CalibrationTracker(MlflowTracker):
                 if path.is_file():
                     store.log_artifact(self.client, run_id, path, secrets)
             self.client.set_terminated(run_id, "FINISHED")
-        if self.disabled:  # the error was said (a warning: tracking.required=false)
-            return None
-        log.info("MLflow run %s (experiment %s): %s", run_id, self.experiment,
-                 store.mask_uri(self.uri))
-        return run_id
+        if not self.disabled:  # else the error was said (a warning: tracking.required=false)
+            log.info("MLflow run %s (experiment %s): %s", run_id, self.experiment,
+                     store.mask_uri(self.uri))
 
 
 def calibration_tracker(cfg: dict[str, Any]) -> CalibrationTracker | None:

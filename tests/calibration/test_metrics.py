@@ -8,10 +8,11 @@ exact division of the hand formulas, so they land a unit or two in the last plac
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from runner.calibration.charts import PAD, SIZE, roc_chart
 from runner.calibration.figures import (
     FIGURE_KEYS,
     annotator_agreement,
@@ -19,6 +20,8 @@ from runner.calibration.figures import (
     fleiss_kappa,
     paste_value,
 )
+from runner.calibration.html import charts, render_calibration
+from runner.calibration.job import run_calibration
 from runner.calibration.pairs import LabelledPair, load_pairs
 from runner.matchers.ngram import NgramMatcher
 from tests.calibration.conftest import FIXTURE, LABELS, SIMILARITIES, ULP
@@ -75,17 +78,29 @@ def test_undefined_figures_are_null() -> None:
     assert out["recall"] == 0.5 and out["precision"] == 1.0
 
 
-def test_the_roc_curve_runs_from_zero_to_one_through_each_distinct_similarity() -> None:
+def test_the_roc_curve_runs_from_zero_to_one_through_each_distinct_similarity(
+        tmp_path: Path) -> None:
     # Lowering the threshold past 1, 0.75, 0.5, 0.25, 0: (fpr, tpr) after each.
     fpr = [0.0, 0.0, 0.2, 0.6, 0.6, 1.0]
     tpr = [0.0, 0.4, 0.6, 0.8, 1.0, 1.0]
-    chart = roc_chart(SIMILARITIES, LABELS, 0.5, 0.75)
-    assert chart is not None
-    assert chart["points"] == " ".join(f"{PAD + x * SIZE:.1f},{PAD + (1 - y) * SIZE:.1f}"
-                                       for x, y in zip(fpr, tpr))
+    roc = charts({"similarities": SIMILARITIES, "labels": LABELS})["roc"]
+    assert roc is not None and roc["points"] == list(zip(fpr, tpr))
     # The trapezoids under it give the AUC: 0.2·0.5 (0.4+0.6)... summed = 0.78.
     assert float(np.trapezoid(tpr, fpr)) == pytest.approx(0.78, abs=1e-15)
-    assert (chart["now"]["fpr"], chart["now"]["tpr"]) == (0.6, 0.8)
+    # The page draws it on a 260-unit square 34 units in, with the dot of threshold 0.5 at
+    # (0.6, 0.8) and the ring of the best threshold 0.75 at (0.2, 0.6).
+    cfg = {"calibrate": {"labels": str(FIXTURE)}, "seed": 0,
+           "matcher": {"_target_": "runner.matchers.ngram.NgramMatcher", "n": 1},
+           "scoring": {"threshold": "default", "bootstrap": {"resamples": 0, "confidence": 0.95}},
+           "cache": {"enabled": False}}
+    run_calibration(cfg, tmp_path, "ngram")
+    html = render_calibration(tmp_path).read_text(encoding="utf-8")
+    points = " ".join(f"{34 + x * 260:.1f},{34 + (1 - y) * 260:.1f}" for x, y in zip(fpr, tpr))
+    assert f'<polyline data-roc="ngram" points="{points}"' in html
+    assert '<circle cx="190.0" cy="86.0" r="4.5" class="ink"><title>threshold 0.5: TPR 0.800, ' \
+           'FPR 0.600</title></circle>' in html
+    assert '<circle cx="86.0" cy="138.0" r="7" fill="none" class="stroke-ink" ' \
+           'stroke-width="1.5"><title>best threshold 0.750: TPR 0.600, FPR 0.200</title>' in html
 
 
 def test_bootstrap_intervals_are_deterministic_for_a_seed_and_contain_the_estimate() -> None:
