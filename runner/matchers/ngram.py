@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -47,28 +47,12 @@ CHUNK_PAIRS = 12_288
 _KEY_LIMIT = 1 << 62
 _MAX_AUTO_THREADS = 4
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
-
 
 def resolve_threads(threads: int) -> int:
     """Threads for a call: `threads` when positive, else one per CPU (at most 4)."""
     if threads > 0:
         return threads
     return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
-
-
-def _map_chunks(fn: Callable[[_T], _R], chunks: Sequence[_T], threads: int) -> list[_R]:
-    """``[fn(c) for c in chunks]``, on up to `threads` threads when there are several chunks.
-
-    A chunk's work is almost all numpy calls on large arrays, which release the GIL, so chunks
-    run in parallel within one process.
-    """
-    threads = min(threads, len(chunks))
-    if threads <= 1:
-        return [fn(c) for c in chunks]
-    with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
-        return list(pool.map(fn, chunks))
 
 
 @dataclass
@@ -200,8 +184,13 @@ class NgramMatcher(BaseMatcher):
         auto = self.kernel == "auto"  # the compiled kernel for this call?
         compiled = ngram_numba.worth_it(len(a)) if auto else self.kernel == "numba"
         starts = range(0, len(a), CHUNK_PAIRS)
+        threads = min(resolve_threads(self.threads), len(starts))
         with gc_paused():
-            parts = _map_chunks(chunk, starts, resolve_threads(self.threads))
+            if threads <= 1:
+                parts = [chunk(start) for start in starts]
+            else:  # numpy releases the GIL in a chunk's big array calls: chunks run in parallel
+                with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
+                    parts = list(pool.map(chunk, starts))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
     def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray,
