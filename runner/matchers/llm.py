@@ -27,7 +27,7 @@ from runner.api.client import (
     effective_base_url,
     run_sync,
 )
-from runner.api.prompts import Prompt, load_prompt
+from runner.api.prompts import load_prompt
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
@@ -158,7 +158,7 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
         try:
-            self._prompt()
+            load_prompt(self.prompt)
         except ValueError as exc:
             raise RagciteError(f"matcher.prompt: {exc}") from None
 
@@ -169,18 +169,15 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
     def identity(self) -> dict[str, Any]:
         """The fields (model, base_url, prompt, request settings) plus the prompt's SHA-256."""
         return {**super().identity(), "base_url": effective_base_url(self.base_url),
-                "prompt_sha": self._prompt().sha, "temperature": 0}
+                "prompt_sha": load_prompt(self.prompt).sha, "temperature": 0}
 
     # --- judging ----------------------------------------------------------------------------
-
-    def _prompt(self) -> Prompt:
-        return load_prompt(self.prompt)
 
     def request(self, reference: str, citation: str) -> dict[str, Any]:
         """The chat-completion request that judges one pair."""
         logprobs = {"logprobs": True, "top_logprobs": self.top_logprobs} if self.logprobs else {}
         return {"model": self.model,
-                "messages": self._prompt().render(reference=reference, citation=citation),
+                "messages": load_prompt(self.prompt).render(reference=reference, citation=citation),
                 "temperature": 0, "max_tokens": self.max_tokens, **logprobs}
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
