@@ -178,8 +178,17 @@ class NgramMatcher(BaseMatcher):
         ids (the batch scorer): no string pair is built and no text is looked up again.
         """
         def chunk(start: int) -> np.ndarray:
-            end = start + CHUNK_PAIRS
-            return self._chunk_ids(*_local(texts, a[start:end], b[start:end]), compiled)
+            chunk_texts, ca, cb = _local(texts, a[start:start + CHUNK_PAIRS],
+                                         b[start:start + CHUNK_PAIRS])
+            if compiled:
+                stream, order = token_stream(chunk_texts)
+                position = np.argsort(order)  # the stream position of each text
+                done = ngram_numba.similarities(stream, position, ca, cb, self.n)
+                if done is not None:  # else keys beyond int64: the numpy path
+                    sims, total = done
+                    _short_pairs(chunk_texts, ca, cb, total, sims, self.n)
+                    return sims
+            return _overlap(chunk_texts, ca, cb, self.n)
 
         auto = self.kernel == "auto"  # the compiled kernel for this call?
         compiled = ngram_numba.worth_it(len(a)) if auto else self.kernel == "numba"
@@ -192,19 +201,6 @@ class NgramMatcher(BaseMatcher):
                 with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
                     parts = list(pool.map(chunk, starts))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
-
-    def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray,
-                   compiled: bool = False) -> np.ndarray:
-        """Similarities of the pairs (texts[a[p]], texts[b[p]]) of one chunk."""
-        if compiled:
-            stream, order = token_stream(texts)
-            position = np.argsort(order)  # the stream position of each text
-            done = ngram_numba.similarities(stream, position, a, b, self.n)
-            if done is not None:  # else keys beyond int64: the numpy path below
-                sims, total = done
-                _short_pairs(texts, a, b, total, sims, self.n)
-                return sims
-        return _overlap(texts, a, b, self.n)
 
 
 def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
@@ -224,7 +220,6 @@ def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarr
         # numpy's binary search turns into short, cache-friendly searches.
         by_dst = np.argsort(dst, kind="stable")
         ok, src, dst = ok[by_dst], src[by_dst], dst[by_dst]
-        a_ok, b_ok = a[ok], b[ok]
         lens = n_distinct[src]
         pair_of = np.repeat(np.arange(len(ok), dtype=np.int64), lens)
         first = np.cumsum(lens) - lens
@@ -235,7 +230,7 @@ def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarr
         shared = np.where(entries[pos] == query,
                           np.minimum(table.counts[at], table.counts[pos]), 0)
         inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
-        sims[ok] = inter / np.minimum(total[a_ok], total[b_ok])
+        sims[ok] = inter / np.minimum(total[src], total[dst])
     _short_pairs(texts, a, b, total, sims, n)
     return sims
 
