@@ -15,7 +15,6 @@ import reprlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,7 +35,7 @@ from runner.api.client import (
     waits_too_long,
 )
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
-from runner.matchers.base import BaseMatcher, Checked, PairError, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, CacheFolder, Checked, PairError, Similarity, TextPair
 
 Vector = np.ndarray
 _PAIR_CHUNK = 8192
@@ -133,7 +132,7 @@ def plan_requests(texts: Sequence[str], max_inputs: int, max_tokens: int,
 
 
 @dataclass
-class EmbeddingVectors(BaseMatcher, Caller):
+class EmbeddingVectors(BaseMatcher, CacheFolder, Caller):
     """Base of the embedding matchers: a per-text vector cache and cosine similarities.
 
     Subclasses implement :meth:`vector_identity` and :meth:`embed`.
@@ -141,12 +140,7 @@ class EmbeddingVectors(BaseMatcher, Caller):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._cache_dir: Path | None = None
         self._calls(getattr(self, "model", None))
-
-    def bind_cache(self, directory: Path | None) -> None:
-        """Store vectors under the run's cache folder (None: keep them in memory)."""
-        self._cache_dir = Path(directory) if directory is not None else None
 
     def vector_identity(self) -> dict[str, Any]:
         """What determines a text's vector (the cache namespace)."""

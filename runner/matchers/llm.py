@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.api.cache import ResultStore, request_key
@@ -30,7 +29,7 @@ from runner.api.client import (
 from runner.api.prompts import load_prompt
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.errors import RagciteError
-from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, CacheFolder, PairError, Similarity, TextPair
 
 NAMESPACE = "llm-judgments"
 _ANSWERS = {**dict.fromkeys(("yes", "y", "true"), 1.0),
@@ -107,7 +106,7 @@ def answer_similarity(text: str | None) -> float | None:
 
 
 @dataclass
-class LlmMatcher(BaseMatcher, OpenaiCaller):
+class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
     """Similarity = an LLM judge's probability that both passages are the same part of a source.
 
     Args:
@@ -149,7 +148,6 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._cache_dir: Path | None = None
         self._calls(self.model)
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
@@ -161,10 +159,6 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
             load_prompt(self.prompt)
         except ValueError as exc:
             raise RagciteError(f"matcher.prompt: {exc}") from None
-
-    def bind_cache(self, directory: Path | None) -> None:
-        """Persist judgments under the run's cache folder (None: keep them in memory)."""
-        self._cache_dir = Path(directory) if directory is not None else None
 
     def identity(self) -> dict[str, Any]:
         """The fields (model, base_url, prompt, request settings) plus the prompt's SHA-256."""
