@@ -297,10 +297,7 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
         except Exception as exc:
             return _Fault(PairError(f"embeddings reply is malformed: {_problem(exc)}"),
                           "server")
-        return self._checked(vectors)
-
-    def _checked(self, vectors: list[Vector]) -> list[Vector | PairError]:
-        """Each vector, or the PairError saying why it is not a number the matcher can use."""
+        # Each vector, or the PairError saying why it is not a number the matcher can use.
         usual = usual_length([v.size for v in vectors if v.ndim == 1], self.dimensions)
         return [PairError(f"the embeddings server returned {problem}")
                 if (problem := vector_problem(vec)) else
