@@ -25,7 +25,6 @@ import numpy as np
 
 # An ellipsis marker: the single character "…" or three or more dots.
 ELLIPSIS = re.compile(r"…|\.{3,}")
-_SPACE = re.compile(r"\s+")
 
 # Combining marks (Unicode category M) only occur in planes 0, 1 and 14: planes 2-3 hold CJK
 # ideographs, 4-13 are unassigned and 15-16 are private use. Scanning just these three planes
@@ -69,7 +68,7 @@ def fold(text: str) -> str:
     """NFKC-normalise, case-fold and collapse whitespace (the `substring` normalisation)."""
     if text.isascii():
         return " ".join(text.lower().split())
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def split_ellipsis(text: str) -> list[str]:
