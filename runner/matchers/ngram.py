@@ -55,18 +55,16 @@ def resolve_threads(threads: int) -> int:
     return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
 
 
-@dataclass
-class _GramTable:
-    """The n-gram multisets of the texts of one chunk (see the module docstring, step 3)."""
+def _gram_table(texts: list[str],
+                n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The n-gram multisets of the texts of one chunk (the module docstring, step 3).
 
-    entries: np.ndarray  # sorted distinct text * base + key
-    counts: np.ndarray  # multiplicity of each entry
-    start: np.ndarray  # entries of text t: entries[start[t]:start[t + 1]]
-    total: np.ndarray  # number of n-grams of each text, repeats included
-    base: int
-
-
-def _gram_table(texts: list[str], n: int) -> _GramTable:
+    Returns:
+        ``(entries, counts, start, total, base)``: the sorted distinct ``text * base + key``,
+        the multiplicity of each entry, where each text's entries start (those of text t are
+        ``entries[start[t]:start[t + 1]]``), and the number of n-grams of each text, repeats
+        included.
+    """
     tok = token_ids(texts)
     ids = tok.ids
     n_texts = len(texts)
@@ -95,7 +93,7 @@ def _gram_table(texts: list[str], n: int) -> _GramTable:
     entries, counts = np.unique(owner * bound + keys, return_counts=True)
     start = np.searchsorted(entries, np.arange(n_texts + 1, dtype=np.int64) * bound)
     total = np.bincount(owner, minlength=n_texts)
-    return _GramTable(entries, counts, start, total, bound)
+    return entries, counts, start, total, bound
 
 
 def _local(texts: Sequence[str], a: np.ndarray,
@@ -205,14 +203,13 @@ class NgramMatcher(BaseMatcher):
 
 def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     """Similarities of the pairs (texts[a[p]], texts[b[p]]) by steps 1-4 (the numpy path)."""
-    table = _gram_table(texts, n)
-    total = table.total
+    entries, counts, start, total, base = _gram_table(texts, n)
     sims = np.zeros(len(a))
     # Pairs where both sides have an n-gram: step 4 of the module docstring.
     ok = np.flatnonzero((total[a] > 0) & (total[b] > 0))
     if len(ok):
         a_ok, b_ok = a[ok], b[ok]
-        n_distinct = np.diff(table.start)
+        n_distinct = np.diff(start)
         swap = n_distinct[a_ok] > n_distinct[b_ok]
         src = np.where(swap, b_ok, a_ok)  # look up the n-grams of the side with fewer
         dst = np.where(swap, a_ok, b_ok)
@@ -223,12 +220,11 @@ def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarr
         lens = n_distinct[src]
         pair_of = np.repeat(np.arange(len(ok), dtype=np.int64), lens)
         first = np.cumsum(lens) - lens
-        at = table.start[src][pair_of] + (np.arange(len(pair_of)) - first[pair_of])
-        entries, base = table.entries, table.base
+        at = start[src][pair_of] + (np.arange(len(pair_of)) - first[pair_of])
         query = entries[at] + (dst - src)[pair_of] * base
         pos = np.minimum(np.searchsorted(entries, query), len(entries) - 1)
         shared = np.where(entries[pos] == query,
-                          np.minimum(table.counts[at], table.counts[pos]), 0)
+                          np.minimum(counts[at], counts[pos]), 0)
         inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
         sims[ok] = inter / np.minimum(total[src], total[dst])
     _short_pairs(texts, a, b, total, sims, n)
