@@ -94,8 +94,7 @@ def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
             return None
         if p_no == 0.0:
             p_no = max(0.0, 1.0 - listed)
-        total = p_yes + p_no
-        return min(1.0, max(0.0, p_yes / total)) if total > 0 else None
+        return p_yes / (p_yes + p_no)  # in [0, 1]: both are >= 0, and not both 0
     return None
 
 
