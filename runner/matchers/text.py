@@ -7,8 +7,8 @@ token, not ``ह`` and ``द``). An ellipsis (``…`` or three or more dots) sep
 no n-gram crosses.
 
 The fast paths give exactly the same result as the plain Unicode path: for ASCII text NFKC is
-the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, ``\\s`` matches what
-``str.split()`` splits on, and the only ellipsis marker is a run of three or more dots.
+the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, and the only
+ellipsis marker is a run of three or more dots (whitespace is what ``str.split()`` splits on).
 ``tests/matchers/test_ngram_reference.py`` checks this against a literal implementation.
 """
 
