@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 import runner
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
-from runner.matchers.text import token_stretches
 from runner.results import read_cases, write_result
 from runner.scoring.metrics import METRIC_KEYS, ZERO_DIVISION_POLICIES
+from tests.matchers.test_text import token_stretches
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -139,6 +139,17 @@ def for_workload(matcher: Matcher, n_pairs: int, processes: int = 1) -> Matcher:
     return matcher.for_workload(n_pairs, processes) if isinstance(matcher, Local) else matcher
 
 
+class CacheFolder:
+    """The :class:`OwnCache` hook of a matcher that keeps its results (vectors, judgments) in the
+    run's cache folder, ``_cache_dir`` (None: in memory)."""
+
+    _cache_dir: Path | None = None
+
+    def bind_cache(self, directory: Path | None) -> None:
+        """Store results under the run's cache folder (None: keep them in memory)."""
+        self._cache_dir = Path(directory) if directory is not None else None
+
+
 @dataclass
 class BaseMatcher:
     """Convenience base for dataclass matchers.

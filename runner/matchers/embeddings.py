@@ -4,15 +4,17 @@ Vectors come from an OpenAI-compatible embeddings API, each distinct text embedd
 requests within the API's limits (``max_inputs``, ``max_request_tokens``). They are stored on
 disk as they arrive, keyed by (server, model, dimensions, text), so reruns and sweeps embed
 nothing again. The raw cosine is kept (it may be below 0). :class:`EmbeddingVectors` (the vector
-cache and the cosine) also serves ``LocalEmbeddingsMatcher``.
+cache and the cosine) also serves ``LocalEmbeddingsMatcher``. Vectors are stored compactly (base64
+float32) and checked to be usable numbers.
 """
 
 from __future__ import annotations
 
+import base64
 import reprlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,16 +35,72 @@ from runner.api.client import (
     waits_too_long,
 )
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
-from runner.matchers.base import BaseMatcher, Checked, PairError, Similarity, TextPair
-from runner.matchers.vectors import (
-    Vector,
-    cosine_pairs,
-    decode_vector,
-    encode_vector,
-    usual_length,
-    vector_problem,
-    wrong_length,
-)
+from runner.matchers.base import BaseMatcher, CacheFolder, Checked, PairError, Similarity, TextPair
+
+Vector = np.ndarray
+_PAIR_CHUNK = 8192
+
+
+def encode_vector(vec: Any) -> str:
+    """A vector as base64 of little-endian float32 (compact cache storage)."""
+    return base64.b64encode(np.asarray(vec, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(data: str) -> Vector:
+    """The inverse of :func:`encode_vector`."""
+    return np.frombuffer(base64.b64decode(data), dtype="<f4")
+
+
+def vector_problem(vec: Vector) -> str | None:
+    """Why a vector is not a usable embedding (NaN or infinite values, all zeros, empty), or
+    None for a good one."""
+    if vec.ndim != 1 or vec.size == 0:
+        return "an empty vector"
+    if not np.isfinite(vec).all():
+        return "a vector with NaN or infinite values"
+    if not vec.any():
+        return "an all-zero vector"
+    return None
+
+
+def usual_length(lengths: Sequence[int], expected: int | None = None) -> int | None:
+    """The length vectors must have: `expected` (``dimensions``) when set, else the most common
+    length (the longer on a tie), or None when there are no vectors."""
+    if expected is not None:
+        return int(expected)
+    counts = Counter(lengths)
+    return max(counts, key=lambda n: (counts[n], n)) if counts else None
+
+
+def wrong_length(n: int, usual: int) -> PairError:
+    """The error of a text whose vector has `n` values where the others have `usual`."""
+    return PairError(f"embedding vector of length {n}, the others have {usual} (a server "
+                     "that changed the model behind the same name? rerun with cache.clear=true)")
+
+
+def cosine_pairs(pairs: Sequence[TextPair], vectors: dict[str, Vector | PairError]
+                 ) -> list[Similarity]:
+    """Cosine similarity per pair (a PairError where either text has no usable vector, or one
+    whose length differs from the others')."""
+    usual = usual_length([len(v) for v in vectors.values() if not isinstance(v, PairError)])
+    ok = {t: v for t, v in vectors.items() if not isinstance(v, PairError) and len(v) == usual}
+    errors = {t: v if isinstance(v, PairError) else wrong_length(len(v), usual or 0)
+              for t, v in vectors.items() if t not in ok}
+    out: list[Similarity] = [errors.get(a) or errors.get(b) or 0.0 for a, b in pairs]
+    good = [i for i, sim in enumerate(out) if not isinstance(sim, PairError)]
+    row = {t: i for i, t in enumerate(ok)}
+    matrix = np.array(list(ok.values()), dtype=np.float32).reshape(len(ok), usual or 0)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)  # in place; zero rows stay 0
+    for start in range(0, len(good), _PAIR_CHUNK):
+        idx = good[start:start + _PAIR_CHUNK]
+        ia = np.fromiter((row[pairs[i][0]] for i in idx), dtype=np.int64, count=len(idx))
+        ib = np.fromiter((row[pairs[i][1]] for i in idx), dtype=np.int64, count=len(idx))
+        sims = np.einsum("ij,ij->i", matrix[ia], matrix[ib])
+        for i, sim in zip(idx, np.clip(sims, -1.0, 1.0).tolist()):
+            out[i] = sim
+    return out
+
 
 Keep = Callable[[list[str], list[Vector | PairError]], None]
 """Takes the vectors of some texts as they arrive (:meth:`EmbeddingVectors.embed`)."""
@@ -74,7 +132,7 @@ def plan_requests(texts: Sequence[str], max_inputs: int, max_tokens: int,
 
 
 @dataclass
-class EmbeddingVectors(BaseMatcher, Caller):
+class EmbeddingVectors(BaseMatcher, CacheFolder, Caller):
     """Base of the embedding matchers: a per-text vector cache and cosine similarities.
 
     Subclasses implement :meth:`vector_identity` and :meth:`embed`.
@@ -82,12 +140,7 @@ class EmbeddingVectors(BaseMatcher, Caller):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._cache_dir: Path | None = None
         self._calls(getattr(self, "model", None))
-
-    def bind_cache(self, directory: Path | None) -> None:
-        """Store vectors under the run's cache folder (None: keep them in memory)."""
-        self._cache_dir = Path(directory) if directory is not None else None
 
     def vector_identity(self) -> dict[str, Any]:
         """What determines a text's vector (the cache namespace)."""
@@ -244,10 +297,7 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
         except Exception as exc:
             return _Fault(PairError(f"embeddings reply is malformed: {_problem(exc)}"),
                           "server")
-        return self._checked(vectors)
-
-    def _checked(self, vectors: list[Vector]) -> list[Vector | PairError]:
-        """Each vector, or the PairError saying why it is not a number the matcher can use."""
+        # Each vector, or the PairError saying why it is not a number the matcher can use.
         usual = usual_length([v.size for v in vectors if v.ndim == 1], self.dimensions)
         return [PairError(f"the embeddings server returned {problem}")
                 if (problem := vector_problem(vec)) else

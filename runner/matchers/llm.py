@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.api.cache import ResultStore, request_key
@@ -27,10 +26,10 @@ from runner.api.client import (
     effective_base_url,
     run_sync,
 )
-from runner.api.prompts import Prompt, load_prompt
+from runner.api.prompts import load_prompt
 from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.errors import RagciteError
-from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, CacheFolder, PairError, Similarity, TextPair
 
 NAMESPACE = "llm-judgments"
 _ANSWERS = {**dict.fromkeys(("yes", "y", "true"), 1.0),
@@ -95,8 +94,7 @@ def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
             return None
         if p_no == 0.0:
             p_no = max(0.0, 1.0 - listed)
-        total = p_yes + p_no
-        return min(1.0, max(0.0, p_yes / total)) if total > 0 else None
+        return p_yes / (p_yes + p_no)  # in [0, 1]: both are >= 0, and not both 0
     return None
 
 
@@ -107,7 +105,7 @@ def answer_similarity(text: str | None) -> float | None:
 
 
 @dataclass
-class LlmMatcher(BaseMatcher, OpenaiCaller):
+class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
     """Similarity = an LLM judge's probability that both passages are the same part of a source.
 
     Args:
@@ -149,7 +147,6 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._cache_dir: Path | None = None
         self._calls(self.model)
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
@@ -158,29 +155,22 @@ class LlmMatcher(BaseMatcher, OpenaiCaller):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
         try:
-            self._prompt()
+            load_prompt(self.prompt)
         except ValueError as exc:
             raise RagciteError(f"matcher.prompt: {exc}") from None
-
-    def bind_cache(self, directory: Path | None) -> None:
-        """Persist judgments under the run's cache folder (None: keep them in memory)."""
-        self._cache_dir = Path(directory) if directory is not None else None
 
     def identity(self) -> dict[str, Any]:
         """The fields (model, base_url, prompt, request settings) plus the prompt's SHA-256."""
         return {**super().identity(), "base_url": effective_base_url(self.base_url),
-                "prompt_sha": self._prompt().sha, "temperature": 0}
+                "prompt_sha": load_prompt(self.prompt).sha, "temperature": 0}
 
     # --- judging ----------------------------------------------------------------------------
-
-    def _prompt(self) -> Prompt:
-        return load_prompt(self.prompt)
 
     def request(self, reference: str, citation: str) -> dict[str, Any]:
         """The chat-completion request that judges one pair."""
         logprobs = {"logprobs": True, "top_logprobs": self.top_logprobs} if self.logprobs else {}
         return {"model": self.model,
-                "messages": self._prompt().render(reference=reference, citation=citation),
+                "messages": load_prompt(self.prompt).render(reference=reference, citation=citation),
                 "temperature": 0, "max_tokens": self.max_tokens, **logprobs}
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:

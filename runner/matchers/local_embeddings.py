@@ -9,7 +9,7 @@ the path of any sentence-transformers model folder. Vectors are cached on disk l
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +19,9 @@ import numpy as np
 
 from runner.config.constraints import POSITIVE, allows
 from runner.matchers.base import PairError
-from runner.matchers.embeddings import EmbeddingVectors, Keep
-from runner.matchers.vectors import vector_problem
+from runner.matchers.embeddings import EmbeddingVectors, Keep, vector_problem
 
 PACKAGED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-_models: dict[tuple[str, str], Any] = {}
-_models_lock = threading.Lock()
 
 
 def model_location(name: str) -> str:
@@ -40,15 +37,12 @@ def model_location(name: str) -> str:
     return name
 
 
+@functools.cache
 def load_model(name: str, device: str) -> Any:
     """The sentence-transformers model (loaded once per process)."""
-    with _models_lock:
-        key = (name, device)
-        if key not in _models:
-            from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer
 
-            _models[key] = SentenceTransformer(model_location(name), device=device)
-        return _models[key]
+    return SentenceTransformer(model_location(name), device=device)
 
 
 @dataclass

@@ -16,8 +16,9 @@ numpy, so no Python object is made per token or per n-gram, and stays exact:
 With numba installed (the ``fast`` extra), steps 1-4 can run compiled instead
 (:mod:`runner.matchers.ngram_numba`, ``kernel``), with the same results.
 
-A pair with a side shorter than `n` tokens (the short-side rule) is rare and takes the plain
-path, with :func:`runner.matchers.text.token_stretches` and Counters of token tuples.
+A pair with a side shorter than `n` tokens (the short-side rule) is rare: such pairs are scored
+again, by the same steps, with n - 1 (then n - 2, ...) until both sides have n-grams; the
+length where that first happens is the shorter side's longest stretch, the length the rule asks.
 ``tests/matchers/test_ngram_reference.py`` checks every result against a literal implementation
 of the SPEC.
 """
@@ -25,14 +26,12 @@ of the SPEC.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -40,16 +39,13 @@ from runner._gc import gc_paused
 from runner.config.constraints import OneOf, Range, allows
 from runner.matchers import ngram_numba
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
-from runner.matchers.text import token_ids, token_stream, token_stretches
+from runner.matchers.text import token_ids, token_stream
 
 CHUNK_PAIRS = 12_288
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
 
 _KEY_LIMIT = 1 << 62
 _MAX_AUTO_THREADS = 4
-
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 
 
 def resolve_threads(threads: int) -> int:
@@ -59,31 +55,16 @@ def resolve_threads(threads: int) -> int:
     return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
 
 
-def _map_chunks(fn: Callable[[_T], _R], chunks: Sequence[_T], threads: int) -> list[_R]:
-    """``[fn(c) for c in chunks]``, on up to `threads` threads when there are several chunks.
+def _gram_table(texts: list[str],
+                n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The n-gram multisets of the texts of one chunk (the module docstring, step 3).
 
-    A chunk's work is almost all numpy calls on large arrays, which release the GIL, so chunks
-    run in parallel within one process.
+    Returns:
+        ``(entries, counts, start, total, base)``: the sorted distinct ``text * base + key``,
+        the multiplicity of each entry, where each text's entries start (those of text t are
+        ``entries[start[t]:start[t + 1]]``), and the number of n-grams of each text, repeats
+        included.
     """
-    threads = min(threads, len(chunks))
-    if threads <= 1:
-        return [fn(c) for c in chunks]
-    with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
-        return list(pool.map(fn, chunks))
-
-
-@dataclass
-class _GramTable:
-    """The n-gram multisets of the texts of one chunk (see the module docstring, step 3)."""
-
-    entries: np.ndarray  # sorted distinct text * base + key
-    counts: np.ndarray  # multiplicity of each entry
-    start: np.ndarray  # entries of text t: entries[start[t]:start[t + 1]]
-    total: np.ndarray  # number of n-grams of each text, repeats included
-    base: int
-
-
-def _gram_table(texts: list[str], n: int) -> _GramTable:
     tok = token_ids(texts)
     ids = tok.ids
     n_texts = len(texts)
@@ -112,15 +93,15 @@ def _gram_table(texts: list[str], n: int) -> _GramTable:
     entries, counts = np.unique(owner * bound + keys, return_counts=True)
     start = np.searchsorted(entries, np.arange(n_texts + 1, dtype=np.int64) * bound)
     total = np.bincount(owner, minlength=n_texts)
-    return _GramTable(entries, counts, start, total, bound)
+    return entries, counts, start, total, bound
 
 
-def _plain(text: str, n: int) -> tuple[int, Counter[tuple[str, ...]]]:
-    """(number of n-grams, Counter of n-grams) of one text, by the plain path."""
-    grams: Counter[tuple[str, ...]] = Counter()
-    for s in token_stretches(text):
-        grams.update(zip(*(s[i:] for i in range(n))))
-    return sum(grams.values()), grams
+def _local(texts: Sequence[str], a: np.ndarray,
+           b: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The texts the pairs (texts[a[p]], texts[b[p]]) use, and the pairs renumbered into them."""
+    used, local = np.unique(np.concatenate([a, b]), return_inverse=True)
+    local = local.reshape(-1)
+    return [texts[i] for i in used.tolist()], local[:len(a)], local[len(a):]
 
 
 @dataclass
@@ -195,74 +176,70 @@ class NgramMatcher(BaseMatcher):
         ids (the batch scorer): no string pair is built and no text is looked up again.
         """
         def chunk(start: int) -> np.ndarray:
-            ca, cb = a[start:start + CHUNK_PAIRS], b[start:start + CHUNK_PAIRS]
-            used, local = np.unique(np.concatenate([ca, cb]), return_inverse=True)
-            local = local.reshape(-1)
-            chunk_texts = [texts[i] for i in used.tolist()]
-            return self._chunk_ids(chunk_texts, local[:len(ca)], local[len(ca):], compiled)
+            chunk_texts, ca, cb = _local(texts, a[start:start + CHUNK_PAIRS],
+                                         b[start:start + CHUNK_PAIRS])
+            if compiled:
+                stream, order = token_stream(chunk_texts)
+                position = np.argsort(order)  # the stream position of each text
+                done = ngram_numba.similarities(stream, position, ca, cb, self.n)
+                if done is not None:  # else keys beyond int64: the numpy path
+                    sims, total = done
+                    _short_pairs(chunk_texts, ca, cb, total, sims, self.n)
+                    return sims
+            return _overlap(chunk_texts, ca, cb, self.n)
 
         auto = self.kernel == "auto"  # the compiled kernel for this call?
         compiled = ngram_numba.worth_it(len(a)) if auto else self.kernel == "numba"
         starts = range(0, len(a), CHUNK_PAIRS)
+        threads = min(resolve_threads(self.threads), len(starts))
         with gc_paused():
-            parts = _map_chunks(chunk, starts, resolve_threads(self.threads))
+            if threads <= 1:
+                parts = [chunk(start) for start in starts]
+            else:  # numpy releases the GIL in a chunk's big array calls: chunks run in parallel
+                with ThreadPoolExecutor(threads, thread_name_prefix="ragcite-ngram") as pool:
+                    parts = list(pool.map(chunk, starts))
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
-    def _chunk_ids(self, texts: list[str], a: np.ndarray, b: np.ndarray,
-                   compiled: bool = False) -> np.ndarray:
-        """Similarities of the pairs (texts[a[p]], texts[b[p]]) of one chunk."""
-        n = self.n
-        if compiled:
-            stream, order = token_stream(texts)
-            position = np.argsort(order)  # the stream position of each text
-            done = ngram_numba.similarities(stream, position, a, b, n)
-            if done is not None:  # else keys beyond int64: the numpy path below
-                sims, total = done
-                _short_pairs(texts, a, b, total, sims, n)
-                return sims
-        table = _gram_table(texts, n)
-        total = table.total
-        sims = np.zeros(len(a))
-        # Pairs where both sides have an n-gram: step 4 of the module docstring.
-        ok = np.flatnonzero((total[a] > 0) & (total[b] > 0))
-        if len(ok):
-            a_ok, b_ok = a[ok], b[ok]
-            n_distinct = np.diff(table.start)
-            swap = n_distinct[a_ok] > n_distinct[b_ok]
-            src = np.where(swap, b_ok, a_ok)  # look up the n-grams of the side with fewer
-            dst = np.where(swap, a_ok, b_ok)
-            # Pairs in order of the looked-up side: the queries then come nearly sorted, which
-            # numpy's binary search turns into short, cache-friendly searches.
-            by_dst = np.argsort(dst, kind="stable")
-            ok, src, dst = ok[by_dst], src[by_dst], dst[by_dst]
-            a_ok, b_ok = a[ok], b[ok]
-            lens = n_distinct[src]
-            pair_of = np.repeat(np.arange(len(ok), dtype=np.int64), lens)
-            first = np.cumsum(lens) - lens
-            at = table.start[src][pair_of] + (np.arange(len(pair_of)) - first[pair_of])
-            entries, base = table.entries, table.base
-            query = entries[at] + (dst - src)[pair_of] * base
-            pos = np.minimum(np.searchsorted(entries, query), len(entries) - 1)
-            shared = np.where(entries[pos] == query,
-                              np.minimum(table.counts[at], table.counts[pos]), 0)
-            inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
-            sims[ok] = inter / np.minimum(total[a_ok], total[b_ok])
-        _short_pairs(texts, a, b, total, sims, n)
-        return sims
+
+def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """Similarities of the pairs (texts[a[p]], texts[b[p]]) by steps 1-4 (the numpy path)."""
+    entries, counts, start, total, base = _gram_table(texts, n)
+    sims = np.zeros(len(a))
+    # Pairs where both sides have an n-gram: step 4 of the module docstring.
+    ok = np.flatnonzero((total[a] > 0) & (total[b] > 0))
+    if len(ok):
+        a_ok, b_ok = a[ok], b[ok]
+        n_distinct = np.diff(start)
+        swap = n_distinct[a_ok] > n_distinct[b_ok]
+        src = np.where(swap, b_ok, a_ok)  # look up the n-grams of the side with fewer
+        dst = np.where(swap, a_ok, b_ok)
+        # Pairs in order of the looked-up side: the queries then come nearly sorted, which
+        # numpy's binary search turns into short, cache-friendly searches.
+        by_dst = np.argsort(dst, kind="stable")
+        ok, src, dst = ok[by_dst], src[by_dst], dst[by_dst]
+        lens = n_distinct[src]
+        pair_of = np.repeat(np.arange(len(ok), dtype=np.int64), lens)
+        first = np.cumsum(lens) - lens
+        at = start[src][pair_of] + (np.arange(len(pair_of)) - first[pair_of])
+        query = entries[at] + (dst - src)[pair_of] * base
+        pos = np.minimum(np.searchsorted(entries, query), len(entries) - 1)
+        shared = np.where(entries[pos] == query,
+                          np.minimum(counts[at], counts[pos]), 0)
+        inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
+        sims[ok] = inter / np.minimum(total[src], total[dst])
+    _short_pairs(texts, a, b, total, sims, n)
+    return sims
 
 
 def _short_pairs(texts: list[str], a: np.ndarray, b: np.ndarray, total: np.ndarray,
                  sims: np.ndarray, n: int) -> None:
-    """Fill in `sims` for the pairs with a side without n-grams (``total`` 0): the plain path.
+    """Fill in `sims` for the pairs with a side without n-grams (``total`` 0): the short-side
+    rule, by scoring them again with n - 1.
 
-    Such a side is shorter than `n` tokens in every stretch (or has no token), so the
-    short-side rule applies: both sides use the shorter length. A side without tokens keeps
-    the similarity 0 that `sims` holds.
+    Such a side is shorter than `n` tokens in every stretch (or has no token); where both sides
+    have (n - 1)-grams, n - 1 is the shorter side's longest stretch, else n - 2 is tried, and
+    so on. A side without tokens keeps the similarity 0 that `sims` holds.
     """
-    longest = functools.cache(lambda t: max(map(len, token_stretches(t)), default=0))
-    plain = functools.cache(_plain)
-    for i in np.flatnonzero((total[a] == 0) | (total[b] == 0)).tolist():
-        ref, cit = texts[a[i]], texts[b[i]]
-        if k := min(n, longest(ref), longest(cit)):
-            (ta, ga), (tb, gb) = plain(ref, k), plain(cit, k)
-            sims[i] = sum((ga & gb).values()) / min(ta, tb)
+    short = np.flatnonzero((total[a] == 0) | (total[b] == 0))
+    if len(short) and n > 1:
+        sims[short] = _overlap(*_local(texts, a[short], b[short]), n - 1)

@@ -7,8 +7,8 @@ token, not ``ह`` and ``द``). An ellipsis (``…`` or three or more dots) sep
 no n-gram crosses.
 
 The fast paths give exactly the same result as the plain Unicode path: for ASCII text NFKC is
-the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, ``\\s`` matches what
-``str.split()`` splits on, and the only ellipsis marker is a run of three or more dots.
+the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, and the only
+ellipsis marker is a run of three or more dots (whitespace is what ``str.split()`` splits on).
 ``tests/matchers/test_ngram_reference.py`` checks this against a literal implementation.
 """
 
@@ -25,15 +25,6 @@ import numpy as np
 
 # An ellipsis marker: the single character "…" or three or more dots.
 ELLIPSIS = re.compile(r"…|\.{3,}")
-_DOTS = re.compile(r"\.{3,}")
-_SPACE = re.compile(r"\s+")
-
-# One pass of str.translate lower-cases ASCII letters and blanks the other ASCII non-word
-# characters; str.split() then yields the \w+ tokens. A 1:1 ASCII table keeps CPython's fast
-# translate path.
-_ASCII_TOKENS = str.maketrans(
-    {c: (chr(c).lower() if chr(c).isupper() else " ") for c in range(128)
-     if chr(c).isupper() or not (chr(c).isalnum() or chr(c) == "_")})
 
 # Combining marks (Unicode category M) only occur in planes 0, 1 and 14: planes 2-3 hold CJK
 # ideographs, 4-13 are unassigned and 15-16 are private use. Scanning just these three planes
@@ -77,7 +68,7 @@ def fold(text: str) -> str:
     """NFKC-normalise, case-fold and collapse whitespace (the `substring` normalisation)."""
     if text.isascii():
         return " ".join(text.lower().split())
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def split_ellipsis(text: str) -> list[str]:
@@ -86,20 +77,6 @@ def split_ellipsis(text: str) -> list[str]:
         stripped = text.strip()
         return [stripped] if stripped else []
     return [part.strip() for part in ELLIPSIS.split(text) if part.strip()]
-
-
-def token_stretches(text: str) -> list[list[str]]:
-    """Word tokens of each ellipsis-free stretch of `text`, NFKC-normalised and case-folded.
-
-    Empty stretches are dropped, so ``[]`` means the text has no word token at all.
-    """
-    if text.isascii():
-        parts = _DOTS.split(text) if "..." in text else (text,)
-        return [toks for part in parts if (toks := part.translate(_ASCII_TOKENS).split())]
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    parts = ELLIPSIS.split(norm) if "..." in norm or "…" in norm else (norm,)
-    return [toks for part in parts
-            if (toks := _blank_nonword(part).translate(_ASCII_TOKENS).split())]
 
 
 # --- Many texts at once, as integer token ids (the `ngram` matcher's hot path) ---------------
@@ -167,7 +144,8 @@ def token_stream(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
 
 
 def token_ids(texts: Sequence[str]) -> TokenIds:
-    """Tokenise many texts at once (the batch form of :func:`token_stretches`).
+    """Tokenise many texts at once into the word tokens (``\\w`` plus combining
+    marks) of each ellipsis-free stretch.
 
     All texts go into one UTF-8 byte buffer (:func:`token_stream`). Numpy then finds the
     tokens (runs of word bytes) and the stretch breaks (runs of three or more dots: NFKC turns

@@ -23,10 +23,9 @@ from runner.data.models import Case, Reference
 from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
 from runner.matchers.cached import CachedMatcher
-from runner.matchers.embeddings import EmbeddingsMatcher
+from runner.matchers.embeddings import EmbeddingsMatcher, cosine_pairs, encode_vector
 from runner.matchers.llm import NAMESPACE as LLM_NAMESPACE
 from runner.matchers.llm import LlmMatcher
-from runner.matchers.vectors import cosine_pairs, encode_vector
 from tests.apis.conftest import CASES, KB, KEY
 from tests.openai_server import FakeOpenAI, Scripted, default_vector
 

@@ -11,8 +11,14 @@ import pytest
 import runner
 from runner.errors import RagciteError
 from runner.matchers.base import PairError
-from runner.matchers.embeddings import EmbeddingsMatcher, estimate_tokens, plan_requests
-from runner.matchers.vectors import cosine_pairs, decode_vector, encode_vector
+from runner.matchers.embeddings import (
+    EmbeddingsMatcher,
+    cosine_pairs,
+    decode_vector,
+    encode_vector,
+    estimate_tokens,
+    plan_requests,
+)
 from tests.apis.conftest import KEY
 from tests.helpers import case
 from tests.openai_server import HELD, SHORT_TIMEOUT, FakeOpenAI, Scripted

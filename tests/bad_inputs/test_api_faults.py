@@ -249,7 +249,7 @@ def test_a_nan_vector_is_never_cached_and_a_rerun_after_the_fix_calls_again(
     assert [b["input"] for _, b in server.bodies] == [list(TEXTS)]
 
     from runner.api.cache import DiskCache
-    from runner.matchers.vectors import decode_vector
+    from runner.matchers.embeddings import decode_vector
 
     cache = DiskCache(tmp_path / "cache")
     stored = list(cache._conn.execute("SELECT ns, value FROM kv"))

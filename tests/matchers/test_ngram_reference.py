@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from runner.matchers import NgramMatcher, ngram_numba
 from runner.matchers import text as text_module
-from runner.matchers.text import token_ids, token_stretches
+from runner.matchers.text import token_ids
+from tests.matchers.test_text import token_stretches
 
 _NO_NUMBA = pytest.mark.skipif(not ngram_numba.available(),
                                reason="numba (the `fast` extra) not installed")

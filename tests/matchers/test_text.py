@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from runner.matchers.text import fold, split_ellipsis, token_stretches
+from runner.matchers.text import fold, split_ellipsis, token_ids, token_stream
+
+
+def token_stretches(text: str) -> list[list[str]]:
+    """The word tokens of each ellipsis-free stretch of `text`, as the `ngram` matcher sees them:
+    the runs of word bytes (ASCII ``[0-9A-Za-z_]`` lower-cased, and every byte of a non-ASCII
+    character) of the stream :func:`token_stream` makes, grouped by the stretches of
+    :func:`token_ids` (``[]``: no word token)."""
+    data, _ = token_stream([text])
+    words = [m.group().lower().decode() for m in re.finditer(rb"[0-9A-Za-z_\x80-\xff]+", data)]
+    tok = token_ids([text])
+    assert len(words) == len(tok.ids)
+    runs: list[list[str]] = []
+    for i, word in enumerate(words):
+        if i == 0 or tok.stretch[i] != tok.stretch[i - 1]:
+            runs.append([])
+        runs[-1].append(word)
+    return runs
 
 
 @pytest.mark.parametrize(("text", "expected"), [
