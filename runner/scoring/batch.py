@@ -156,7 +156,7 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
                            options: ScoringOptions,
                            thresholds: Sequence[float]) -> list[BatchResults]:
     """Score a batch at several thresholds: laid out and its similarities computed once
-    (:func:`_prepare`), then decided at each threshold (:func:`_decide`).
+    (:class:`_Prepared`), then decided at each threshold (:func:`_decide`).
 
     Args:
         batch: Cases with their responses (``None`` when the system produced none).
@@ -170,7 +170,7 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     """
     with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
         flat = _Flat.of(batch)
-    prep = (_prepare(flat, matcher, options.normalizer, options.require_same_source)
+    prep = (_Prepared(flat, matcher, options.normalizer, options.require_same_source)
             if flat.rows else None)
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
@@ -186,88 +186,66 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
             for t in thresholds]
 
 
-@dataclass
 class _Prepared:
-    """The part of a batch's scoring that does not depend on the threshold (:func:`_prepare`):
-    its flat layout, text and source ids, slots, the predicate's inputs and the similarities.
-    """
+    """The part of a batch's scoring that does not depend on the threshold: its flat layout,
+    text and source ids, slots, the predicate's inputs and the similarities."""
 
-    flat: _Flat
-    n_cases: int
-    ref_case: np.ndarray
-    cit_case: np.ndarray
-    exp_case: np.ndarray
-    ref_sid: np.ndarray
-    cit_sid: np.ndarray
-    exp_sid: np.ndarray
-    n_src: int
-    n_cits: int
-    per_ref: np.ndarray
-    ref_slot_first: np.ndarray
-    slot_ref: np.ndarray
-    slot_cit: np.ndarray
-    s_ref_blank: np.ndarray
-    s_same: np.ndarray
-    needs_sim: np.ndarray
-    sim: np.ndarray
-    failed_msg: dict[int, str]
-    n_pairs: int  # distinct pairs whose similarity was asked for
+    def __init__(self, f: _Flat, matcher: Matcher, norm: Callable[[str], str],
+                 same_source: bool) -> None:
+        """Lay out a batch and look up its similarities: everything before the threshold."""
+        n_cases = len(f.case_fields)
+        n_ref = np.array(f.n_ref, dtype=np.int64)
+        n_cit = np.array(f.n_cit, dtype=np.int64)
+        n_exp = np.array(f.n_exp, dtype=np.int64)
+        cit_first = np.cumsum(n_cit) - n_cit
+        ref_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_ref)
+        cit_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_cit)
+        exp_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_exp)
 
+        # Texts and normalised sources as ids.
+        text_index: dict[str, int] = {}
+        ref_tid = _ids(f.ref_text, text_index)
+        cit_tid = _ids(f.cit_text, text_index)
+        texts = list(text_index)
+        blank = np.fromiter([not t or t.isspace() for t in texts], dtype=bool, count=len(texts))
+        src_index: dict[str, int] = {}
+        raw_src: dict[str, int] = {}
+        ref_sid = _source_ids(f.ref_src, norm, raw_src, src_index)
+        cit_sid = _source_ids(f.cit_src, norm, raw_src, src_index)
+        exp_sid = _source_ids(f.exp_src, norm, raw_src, src_index)
+        n_src = max(len(src_index), 1)
 
-def _prepare(f: _Flat, matcher: Matcher, norm: Callable[[str], str],
-             same_source: bool) -> _Prepared:
-    """Lay out a batch and look up its similarities: everything before the threshold."""
-    ref_src_raw, ref_text, cit_src_raw, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
-    exp_raw, n_ref_l, n_cit_l, n_exp_l = f.exp_src, f.n_ref, f.n_cit, f.n_exp
-    n_cases = len(f.case_fields)
-    n_ref = np.array(n_ref_l, dtype=np.int64)
-    n_cit = np.array(n_cit_l, dtype=np.int64)
-    n_exp = np.array(n_exp_l, dtype=np.int64)
-    cit_first = np.cumsum(n_cit) - n_cit
-    ref_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_ref)
-    cit_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_cit)
-    exp_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_exp)
-
-    # Texts and normalised sources as ids.
-    text_index: dict[str, int] = {}
-    ref_tid = _ids(ref_text, text_index)
-    cit_tid = _ids(cit_text, text_index)
-    texts = list(text_index)
-    blank = np.fromiter([not t or t.isspace() for t in texts], dtype=bool, count=len(texts))
-    src_index: dict[str, int] = {}
-    raw_src: dict[str, int] = {}
-    ref_sid = _source_ids(ref_src_raw, norm, raw_src, src_index)
-    cit_sid = _source_ids(cit_src_raw, norm, raw_src, src_index)
-    exp_sid = _source_ids(exp_raw, norm, raw_src, src_index)
-    n_src = max(len(src_index), 1)
-
-    # Slots: reference r of case k pairs with each of the case's citations, in order.
-    per_ref = n_cit[ref_case]  # slots of each reference
-    slot_ref = np.repeat(np.arange(len(ref_tid), dtype=np.int64), per_ref)
-    ref_slot_first = np.cumsum(per_ref) - per_ref
-    n_slots = len(slot_ref)
-    slot_cit = (cit_first[ref_case[slot_ref]]
-                + np.arange(n_slots, dtype=np.int64) - ref_slot_first[slot_ref])
-    ref_blank = blank[ref_tid]
-    s_ref_blank = ref_blank[slot_ref]
-    s_same = ref_sid[slot_ref] == cit_sid[slot_cit]
-    # The predicate (runner.scoring.predicate): 1. a blank reference is matched by a citation
-    # of its source, without a similarity; 2. under require_same_source another source never
-    # matches; 3. a blank citation never matches; 4. else the similarity decides.
-    needs_sim = ~s_ref_blank & ~blank[cit_tid[slot_cit]]
-    if same_source:
-        needs_sim &= s_same
-    pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
-    sim, failed_msg, n_pairs = _slot_similarities(matcher, texts, pair_codes, needs_sim)
-    return _Prepared(f, n_cases, ref_case, cit_case, exp_case, ref_sid, cit_sid, exp_sid, n_src,
-                     len(cit_tid), per_ref, ref_slot_first, slot_ref, slot_cit, s_ref_blank,
-                     s_same, needs_sim, sim, failed_msg, n_pairs)
+        # Slots: reference r of case k pairs with each of the case's citations, in order.
+        per_ref = n_cit[ref_case]  # slots of each reference
+        slot_ref = np.repeat(np.arange(len(ref_tid), dtype=np.int64), per_ref)
+        ref_slot_first = np.cumsum(per_ref) - per_ref
+        n_slots = len(slot_ref)
+        slot_cit = (cit_first[ref_case[slot_ref]]
+                    + np.arange(n_slots, dtype=np.int64) - ref_slot_first[slot_ref])
+        ref_blank = blank[ref_tid]
+        s_ref_blank = ref_blank[slot_ref]
+        s_same = ref_sid[slot_ref] == cit_sid[slot_cit]
+        # The predicate (runner.scoring.predicate): 1. a blank reference is matched by a
+        # citation of its source, without a similarity; 2. under require_same_source another
+        # source never matches; 3. a blank citation never matches; 4. else the similarity
+        # decides.
+        needs_sim = ~s_ref_blank & ~blank[cit_tid[slot_cit]]
+        if same_source:
+            needs_sim &= s_same
+        pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
+        self.sim, self.failed_msg = _slot_similarities(matcher, texts, pair_codes, needs_sim)
+        self.flat, self.n_cases, self.n_src, self.n_cits = f, n_cases, n_src, len(cit_tid)
+        self.ref_case, self.cit_case, self.exp_case = ref_case, cit_case, exp_case
+        self.ref_sid, self.cit_sid, self.exp_sid = ref_sid, cit_sid, exp_sid
+        self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
+            per_ref, ref_slot_first, slot_ref, slot_cit)
+        self.s_ref_blank, self.s_same, self.needs_sim = s_ref_blank, s_same, needs_sim
 
 
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,
-                       needs_sim: np.ndarray) -> tuple[np.ndarray, dict[int, str], int]:
+                       needs_sim: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """The similarity of every slot that needs one (NaN elsewhere), each distinct pair asked
-    for once; the failed slots' messages; the number of distinct pairs.
+    for once, and the failed slots' messages.
 
     Args:
         matcher: The matcher.
@@ -279,7 +257,7 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
     failed_msg: dict[int, str] = {}
     need = np.flatnonzero(needs_sim)
     if not len(need):
-        return sim, failed_msg, 0
+        return sim, failed_msg
     n_texts = len(texts)
     distinct, inverse = np.unique(pair_codes[need], return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -291,7 +269,7 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
         hit = bad[inverse]
         for slot, pair in zip(need[hit].tolist(), inverse[hit].tolist()):
             failed_msg[slot] = failed[pair]
-    return sim, failed_msg, len(distinct)
+    return sim, failed_msg
 
 
 def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
