@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
@@ -118,8 +118,8 @@ def _worker_signals() -> None:
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    matcher: Matcher, options: ScoringOptions, thresholds: Sequence[float],
-                   workers: int, aggregator: Aggregator, chunk: int = 2_500,
-                   on_chunk: Callable[[int], None] | None = None) -> Iterator[ChunkResult]:
+                   workers: int, aggregator: Aggregator,
+                   chunk: int = 2_500) -> Iterator[ChunkResult]:
     """Score every case in `workers` forked processes (in this one for 1), in order.
 
     Args:
@@ -131,7 +131,6 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         aggregator: An empty aggregator with the run's settings; each chunk's cases are
             added to copies of it (:meth:`Aggregator.merge` combines them).
         chunk: Cases per task.
-        on_chunk: Called with the number of cases of each finished chunk (a progress bar).
 
     Yields:
         Per chunk, in case order, its :class:`ChunkResult`.
@@ -141,18 +140,12 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
     job = _Job(cases, responses, for_workload(matcher, per_process, workers), options,
                thresholds, aggregator)
     if workers <= 1:
-        for start, end in ranges:
-            yield score_chunk(job, start, end)
-            if on_chunk is not None:
-                on_chunk(end - start)
+        yield from (score_chunk(job, start, end) for start, end in ranges)
         return
     _FORKED[:] = [job]
     try:
         with multiprocessing.get_context("fork").Pool(workers, _worker_signals) as pool:
-            for (start, end), out in zip(ranges, pool.imap(_work, ranges)):
-                yield out
-                if on_chunk is not None:
-                    on_chunk(end - start)
+            yield from pool.imap(_work, ranges)
             pool.close()  # every chunk is back: the workers exit on their own
             pool.join()
     finally:
