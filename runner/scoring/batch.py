@@ -129,38 +129,24 @@ class _Flat:
         return f
 
 
-def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-                options: ScoringOptions) -> BatchResults:
-    """Score many cases with one matcher call for all their distinct pairs.
-
-    The decisions, counts, labels and the run-level sums are computed at once
-    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
-    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
-    dicts of the results files, a third of the scoring time and most of its memory — are built
-    for the whole batch when one of them is read.
-
-    Args:
-        batch: Cases with their responses (``None`` when the system produced none).
-        matcher: Any :class:`Matcher`. One with a ``similarity_array(texts, a, b)`` method
-            (the ``ngram`` matcher) is given text ids instead of string pairs.
-        options: Scoring options (its threshold is used, not the matcher's).
-
-    Returns:
-        One :class:`CaseResult` per input, in order; a case whose response failed, or whose
-        needed pair failed (:class:`PairError`), is an error case.
-    """
-    return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]
-
-
 def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
                            options: ScoringOptions,
                            thresholds: Sequence[float]) -> list[BatchResults]:
     """Score a batch at several thresholds: laid out and its similarities computed once
     (:class:`_Prepared`), then decided at each threshold (:func:`_decide`).
 
+    The decisions, counts, labels and the run-level sums are computed at once
+    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
+    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
+    dicts of the results files, a third of the scoring time and most of its memory — are built
+    for the whole batch when one of them is read. A case whose response failed, or whose needed
+    pair failed (:class:`PairError`), is an error case.
+
     Args:
         batch: Cases with their responses (``None`` when the system produced none).
-        matcher: Any :class:`Matcher`; it sees each distinct pair of the batch once.
+        matcher: Any :class:`Matcher`; it sees each distinct pair of the batch once. One with a
+            ``similarity_array(texts, a, b)`` method (the ``ngram`` matcher) is given text ids
+            instead of string pairs.
         options: Scoring options (their ``threshold`` is not used here).
         thresholds: The thresholds to decide.
 
