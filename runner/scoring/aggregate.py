@@ -172,11 +172,6 @@ class Aggregator:
     n_errors: int = field(default=0, init=False)
     _parts: list[Sequence[CaseResult]] = field(default_factory=list, init=False)  # kept cases
 
-    @property
-    def cases(self) -> CaseList:
-        """The kept cases, in the order they were added."""
-        return CaseList(self._parts)
-
     def add_batch(self, batch: BatchResults) -> None:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
         failed = ({"id": c.id, "error": str(c.error)} for c in batch.error_cases())
@@ -232,5 +227,5 @@ class Aggregator:
             histograms=histograms(values, names),
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
-            cases=self.cases if self.keep_cases else [])
+            cases=CaseList(self._parts) if self.keep_cases else [])
 

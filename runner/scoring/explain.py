@@ -48,9 +48,9 @@ def percent(part: float, whole: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 citation``, ``2 citations`` (`many` for an irregular plural)."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    """``1 citation``, ``2 citations``."""
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def count_of(metrics: Mapping[str, Any], section: str, key: str) -> int | None:
@@ -108,9 +108,7 @@ def _sentence(parts: Sequence[str]) -> str:
 
 
 def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
-                       ref_wrong_cited: Sequence[bool] | None = None) -> str:
-    if ref_wrong_cited is None:
-        ref_wrong_cited = [True] * len(ref_labels)
+                       ref_wrong_cited: Sequence[bool]) -> str:
     missed_passage = [(s, w) for s, lab, w in zip(ref_sources, ref_labels, ref_wrong_cited)
                       if lab == "passage_missed"]
     # The source's citation quotes a passage that matches nothing: "uses a wrong passage".
@@ -143,7 +141,7 @@ def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> 
 
 
 def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
-                    ref_wrong_cited: Sequence[bool] | None) -> str:
+                    ref_wrong_cited: Sequence[bool]) -> str:
     n_ref, k_ref = len(ref_labels), ref_labels.count("cited")
     if n_ref == 0:
         return _by_rule("There are no ground-truth passages", "context recall", value)

@@ -19,12 +19,11 @@ precision; sources are sets of normalised names. Empty denominators follow ``zer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from runner.scoring import explain as ex
 from runner.scoring.explain import Facts, count_of, listing, percent, plural
 
-ZeroDivision = Literal["auto", "nan", "zero", "one"]
 ZERO_DIVISION_POLICIES: tuple[str, ...] = ("auto", "nan", "zero", "one")
 # A case's counts, in this order wherever they are a tuple; the metrics follow from them alone.
 COUNT_KEYS: tuple[str, ...] = (

@@ -24,9 +24,10 @@ from collections.abc import Iterator, Sequence
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.evaluate import count_pairs, score_batches
+from runner.evaluate import count_pairs
 from runner.matchers.base import Local, Matcher, for_workload
 from runner.scoring.aggregate import Aggregator
+from runner.scoring.batch import score_batch_thresholds
 from runner.scoring.case import ScoringOptions
 from runner.scoring.records import BatchResults
 
@@ -88,17 +89,16 @@ def score_chunk(job: _Job, start: int, end: int) -> ChunkResult:
     # A local matcher makes no reference cycles: the collector stays off for the whole chunk
     # (with it on, its collections cost a quarter of the scoring time).
     with gc_paused():
-        for scored in score_batches(zip(job.cases[start:end], job.responses[start:end]),
-                                    job.matcher, job.options, job.thresholds,
-                                    batch_size=max(end - start, 1)):
-            before: tuple[BatchResults, list[bytes]] | None = None
-            for k, (agg, batch) in enumerate(zip(aggs, scored)):
-                agg.add_batch(batch)
-                # A case decided as at the threshold before keeps that threshold's line.
-                shared, decided = batch.lines(passages=k == 0, like=before)
-                passages.extend(shared)
-                lines[k].extend(decided)
-                before = (batch, decided)
+        scored = score_batch_thresholds(list(zip(job.cases[start:end], job.responses[start:end])),
+                                        job.matcher, job.options, job.thresholds)
+        before: tuple[BatchResults, list[bytes]] | None = None
+        for k, (agg, batch) in enumerate(zip(aggs, scored)):
+            agg.add_batch(batch)
+            # A case decided as at the threshold before keeps that threshold's line.
+            shared, decided = batch.lines(passages=k == 0, like=before)
+            passages.extend(shared)
+            lines[k].extend(decided)
+            before = (batch, decided)
     return ChunkResult(passages, lines, aggs)
 
 
