@@ -55,14 +55,6 @@ def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
                   "undefined": int(col.size - defined.size)} for key, col in zip(names, values.T)}
 
 
-def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
-                  names: Sequence[str] = METRIC_KEYS) -> dict[str, float | None]:
-    """The metrics `names` of counts pooled over cases: each declared formula applied to the
-    sums (context recall = Σ matched references / Σ references, ...; F1s from the pooled P and
-    R). Empty pools follow `zero_division`."""
-    return {m.name: m.value(counts, zero_division) for m in declared(names)}
-
-
 def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
                  confidence: float = DEFAULT_CONFIDENCE,
                  seed: int = 0) -> list[list[float] | None]:
@@ -218,8 +210,9 @@ class Aggregator:
             metrics=metrics, ci=dict(zip(names, ci)),
             # With no scored case there is nothing to pool: the micro figures are undefined
             # (the zero-division rule would otherwise report a perfect 1.0 under `auto`).
-            micro=(micro_metrics(self.counts, self.zero_division, names) if self.rows
-                   else dict.fromkeys(names)),
+            # Micro: each declared formula applied to the pooled counts.
+            micro=({m.name: m.value(self.counts, self.zero_division) for m in declared(names)}
+                   if self.rows else dict.fromkeys(names)),
             labels=dict(self.labels), counts=dict(self.counts),
             n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
