@@ -16,11 +16,12 @@ keep their own concurrency, cache and usage counters in the parent process.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
@@ -69,28 +70,19 @@ class ChunkResult:
     aggregators: list[Aggregator]
 
 
-@dataclasses.dataclass
-class _Job:
-    """What every chunk of a run shares (inherited by forked workers, never pickled)."""
-
-    cases: Sequence[Case]
-    responses: Sequence[Response | None]
-    matcher: Matcher
-    options: ScoringOptions
-    thresholds: Sequence[float]
-    aggregator: Aggregator
-
-
-def score_chunk(job: _Job, start: int, end: int) -> ChunkResult:
-    """Score cases ``start:end`` of `job` at every threshold."""
+def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], matcher: Matcher,
+                options: ScoringOptions, thresholds: Sequence[float], aggregator: Aggregator,
+                bounds: tuple[int, int]) -> ChunkResult:
+    """Score the cases of `bounds` (start, end) at every threshold."""
+    start, end = bounds
     passages: list[bytes] = []
-    lines: list[list[bytes]] = [[] for _ in job.thresholds]
-    aggs = [job.aggregator.empty() for _ in job.thresholds]
+    lines: list[list[bytes]] = [[] for _ in thresholds]
+    aggs = [aggregator.empty() for _ in thresholds]
     # A local matcher makes no reference cycles: the collector stays off for the whole chunk
     # (with it on, its collections cost a quarter of the scoring time).
     with gc_paused():
-        scored = score_batch_thresholds(list(zip(job.cases[start:end], job.responses[start:end])),
-                                        job.matcher, job.options, job.thresholds)
+        scored = score_batch_thresholds(list(zip(cases[start:end], responses[start:end])),
+                                        matcher, options, thresholds)
         before: tuple[BatchResults, list[bytes]] | None = None
         for k, (agg, batch) in enumerate(zip(aggs, scored)):
             agg.add_batch(batch)
@@ -102,11 +94,13 @@ def score_chunk(job: _Job, start: int, end: int) -> ChunkResult:
     return ChunkResult(passages, lines, aggs)
 
 
-_FORKED: list[_Job] = []  # the job a forked pool's workers inherit (set only while it runs)
+# The run's score_chunk with everything but the bounds, which a forked pool's workers inherit
+# (set only while it runs; never pickled).
+_FORKED: list[Callable[[tuple[int, int]], ChunkResult]] = []
 
 
 def _work(bounds: tuple[int, int]) -> ChunkResult:
-    return score_chunk(_FORKED[0], *bounds)
+    return _FORKED[0](bounds)
 
 
 def _worker_signals() -> None:
@@ -137,10 +131,11 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
     per_process = count_pairs(cases, responses) // max(workers, 1)
-    job = _Job(cases, responses, for_workload(matcher, per_process, workers), options,
-               thresholds, aggregator)
+    job = functools.partial(score_chunk, cases, responses,
+                            for_workload(matcher, per_process, workers), options, thresholds,
+                            aggregator)
     if workers <= 1:
-        yield from (score_chunk(job, start, end) for start, end in ranges)
+        yield from map(job, ranges)
         return
     _FORKED[:] = [job]
     try:
