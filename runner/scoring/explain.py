@@ -92,11 +92,10 @@ def summary(kind: str, r: float | None, p: float | None) -> str:
     return f"{kind.capitalize()} recall is {_fmt(r)} and {kind} precision is {_fmt(p)}."
 
 
-def _citations_that(sources: Sequence[str], verb: str, ending: str, rest: str) -> str:
-    """``the a and b citations use a wrong passage`` (`verb` + `ending` for one citation)."""
-    many = len(sources) > 1
-    return (f"the {listing(sources)} citation{'s' if many else ''} "
-            f"{verb}{'' if many else ending} {rest}")
+def _part(shown: Sequence[str], n: int, lead: str, one: str, many: str, rest: str) -> str:
+    """`lead`, the `shown` sources, the words for one item or for `n` > 1, and `rest` (``the a
+    and b citations use a wrong passage``)."""
+    return f"{lead}{listing(shown)} {one if n == 1 else many} {rest}"
 
 
 def _sentence(parts: Sequence[str]) -> str:
@@ -116,28 +115,19 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _labelled(ref_sources, ref_labels, "source_missed")
-    parts = [_citations_that(wrong, "use", "s", "a wrong passage")] if wrong else []
-    if others:
-        parts.append(f"the other {listing(_unique(others))} "
-                     f"passage{'s are' if len(others) > 1 else ' is'} not cited")
-    if missed:
-        parts.append(f"{listing(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
-    return _sentence(parts)
+    return _sentence([_part(shown, n, *words) for shown, n, *words in (
+        (wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
+        (_unique(others), len(others), "the other ", "passage is", "passages are", "not cited"),
+        (missed, len(missed), "", "is", "are", "not cited at all")) if n])
 
 
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
-    wrong = _labelled(cit_sources, cit_labels, "wrong_passage")
-    unexpected = _labelled(cit_sources, cit_labels, "unexpected_source")
-    other = _labelled(cit_sources, cit_labels, "other_source")
-    parts = [_citations_that(other, "match", "es", "only a passage of another document")
-             ] if other else []
-    if wrong:
-        parts.append(_citations_that(wrong, "use", "s", "a wrong passage"))
-    if unexpected:
-        parts.append(f"{listing(unexpected)} "
-                     f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
-                     "reference")
-    return _sentence(parts)
+    return _sentence([_part(shown, len(shown), *words) for label, *words in (
+        ("other_source", "the ", "citation matches", "citations match",
+         "only a passage of another document"),
+        ("wrong_passage", "the ", "citation uses", "citations use", "a wrong passage"),
+        ("unexpected_source", "", "has", "have", "no matching ground-truth reference"))
+        if (shown := _labelled(cit_sources, cit_labels, label))])
 
 
 def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
