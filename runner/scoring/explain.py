@@ -142,9 +142,8 @@ def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: 
                 "by response citations — all expected evidence passages are cited.")
     matched = _labelled(ref_sources, ref_labels, "cited")
     if k_ref:
-        lead = (f"Only the {listing(matched)} passage{'s' if k_ref > 1 else ''} "
-                f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
-                f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
+        lead = _part(matched, k_ref, "Only the ", "passage matches its ground-truth reference",
+                     "passages match their ground-truth references", f"({k_ref} of {n_ref}).")
     elif n_ref == 1:
         lead = (f"The only ground-truth passage, from {ref_sources[0]}, is not matched by "
                 "any response citation.")
@@ -166,9 +165,8 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
                 "spurious citations.") + _citation_details(cit_sources, cit_labels)
     matched = _labelled(cit_sources, cit_labels, "supported", "other_source")
     if k_cit:
-        lead = (f"Only the {listing(matched)} citation{'s' if k_cit > 1 else ''} "
-                f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
-                f"({k_cit} of {n_cit}).")
+        lead = _part(matched, k_cit, "Only the ", "citation matches", "citations match",
+                     f"a ground-truth reference ({k_cit} of {n_cit}).")
     elif n_cit == 1:
         lead = (f"The only response citation, from {cit_sources[0]}, does not match any "
                 "ground-truth reference.")
@@ -194,8 +192,8 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
                 f"{'is' if n_exp == 1 else 'are'} cited.")
     yes = [s for s, ok in zip(expected, hit) if ok]
     no = [s for s, ok in zip(expected, hit) if not ok]
-    return (f"{listing(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {listing(no)} "
-            f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
+    but = _part(no, len(no), "but ", "is", "are", f"not ({k_exp} of {n_exp} expected sources).")
+    return _part(yes, len(yes), "", "is", "are", "cited, " + but)
 
 
 def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
@@ -211,7 +209,6 @@ def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bo
                 f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
     good = [s for s, ok in zip(cited, hit) if ok]
     bad = [s for s, ok in zip(cited, hit) if not ok]
-    return (f"{listing(good)} {'are' if len(good) > 1 else 'is an'} expected "
-            f"source{'s' if len(good) > 1 else ''}, but {listing(bad)} "
-            f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "
-            "expected).")
+    but = _part(bad, len(bad), "but ", "is", "are",
+                f"not ({k_cs} of {n_cs} cited sources are expected).")
+    return _part(good, len(good), "", "is an expected source,", "are expected sources,", but)
