@@ -21,7 +21,6 @@ loop, from lists converted once per batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -86,47 +85,42 @@ def _similarities(matcher: Matcher, texts: list[str], a: np.ndarray,
     return out, failed
 
 
-@dataclass
 class _Flat:
-    """The scored cases of a batch, their fields read once and laid out flat."""
+    """The scored cases of a batch (those with a response without error), their fields read
+    once and laid out flat (pydantic attribute access is slow: the models' ``__dict__`` is read
+    directly)."""
 
-    rows: list[int] = field(default_factory=list)  # batch positions of the scored cases
-    items: list[tuple[Case, Response]] = field(default_factory=list)
-    case_fields: list[dict[str, Any]] = field(default_factory=list)
-    resp_fields: list[dict[str, Any]] = field(default_factory=list)
-    ref_src: list[str] = field(default_factory=list)  # as written
-    ref_text: list[str] = field(default_factory=list)
-    cit_src: list[str] = field(default_factory=list)
-    cit_text: list[str] = field(default_factory=list)
-    exp_src: list[str] = field(default_factory=list)
-    n_ref: list[int] = field(default_factory=list)
-    n_cit: list[int] = field(default_factory=list)
-    n_exp: list[int] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, batch: Sequence[tuple[Case, Response | None]]) -> _Flat:
-        """Flatten the cases that have a response without error (pydantic attribute access is
-        slow: the models' ``__dict__`` is read directly)."""
-        f = cls()
+    def __init__(self, batch: Sequence[tuple[Case, Response | None]]) -> None:
+        self.rows: list[int] = []  # batch positions of the scored cases
+        self.items: list[tuple[Case, Response]] = []
+        self.case_fields: list[dict[str, Any]] = []
+        self.resp_fields: list[dict[str, Any]] = []
+        self.ref_src: list[str] = []  # as written
+        self.ref_text: list[str] = []
+        self.cit_src: list[str] = []
+        self.cit_text: list[str] = []
+        self.exp_src: list[str] = []
+        self.n_ref: list[int] = []
+        self.n_cit: list[int] = []
+        self.n_exp: list[int] = []
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
             cd, rd = case.__dict__, response.__dict__
             refs = [r.__dict__ for r in cd["references"]]
             cits = [c.__dict__ for c in rd["citations"]]
-            f.rows.append(pos)
-            f.items.append((case, response))
-            f.case_fields.append(cd)
-            f.resp_fields.append(rd)
-            f.ref_src += [d["source"] for d in refs]
-            f.ref_text += [d["content"] for d in refs]
-            f.cit_src += [d["source"] for d in cits]
-            f.cit_text += [d["content"] for d in cits]
-            f.exp_src += cd["expected_sources"]
-            f.n_ref.append(len(refs))
-            f.n_cit.append(len(cits))
-            f.n_exp.append(len(cd["expected_sources"]))
-        return f
+            self.rows.append(pos)
+            self.items.append((case, response))
+            self.case_fields.append(cd)
+            self.resp_fields.append(rd)
+            self.ref_src += [d["source"] for d in refs]
+            self.ref_text += [d["content"] for d in refs]
+            self.cit_src += [d["source"] for d in cits]
+            self.cit_text += [d["content"] for d in cits]
+            self.exp_src += cd["expected_sources"]
+            self.n_ref.append(len(refs))
+            self.n_cit.append(len(cits))
+            self.n_exp.append(len(cd["expected_sources"]))
 
 
 def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
@@ -155,7 +149,7 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
         batch at that threshold alone gives.
     """
     with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-        flat = _Flat.of(batch)
+        flat = _Flat(batch)
     prep = (_Prepared(flat, matcher, options.normalizer, options.require_same_source)
             if flat.rows else None)
     where = [-1] * len(batch)
