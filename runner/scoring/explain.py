@@ -115,19 +115,29 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _labelled(ref_sources, ref_labels, "source_missed")
-    return _sentence([_part(shown, n, *words) for shown, n, *words in (
-        (wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
-        (_unique(others), len(others), "the other ", "passage is", "passages are", "not cited"),
-        (missed, len(missed), "", "is", "are", "not cited at all")) if n])
+    parts = [_part(wrong, len(wrong), "the ", "citation uses", "citations use",
+                   "a wrong passage")] if wrong else []
+    if others:
+        parts.append(_part(_unique(others), len(others), "the other ", "passage is",
+                           "passages are", "not cited"))
+    if missed:
+        parts.append(_part(missed, len(missed), "", "is", "are", "not cited at all"))
+    return _sentence(parts)
+
+
+_CITATION_DETAILS = (
+    ("other_source", "the ", "citation matches", "citations match",
+     "only a passage of another document"),
+    ("wrong_passage", "the ", "citation uses", "citations use", "a wrong passage"),
+    ("unexpected_source", "", "has", "have", "no matching ground-truth reference"))
 
 
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
-    return _sentence([_part(shown, len(shown), *words) for label, *words in (
-        ("other_source", "the ", "citation matches", "citations match",
-         "only a passage of another document"),
-        ("wrong_passage", "the ", "citation uses", "citations use", "a wrong passage"),
-        ("unexpected_source", "", "has", "have", "no matching ground-truth reference"))
-        if (shown := _labelled(cit_sources, cit_labels, label))])
+    parts = []
+    for label, lead, one, many, rest in _CITATION_DETAILS:
+        if shown := _labelled(cit_sources, cit_labels, label):
+            parts.append(f"{lead}{listing(shown)} {one if len(shown) == 1 else many} {rest}")
+    return _sentence(parts)
 
 
 def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
