@@ -125,18 +125,18 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     return _sentence(parts)
 
 
-_CITATION_DETAILS = (
-    ("other_source", "the ", "citation matches", "citations match",
-     "only a passage of another document"),
-    ("wrong_passage", "the ", "citation uses", "citations use", "a wrong passage"),
-    ("unexpected_source", "", "has", "have", "no matching ground-truth reference"))
-
-
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
-    parts = []
-    for label, lead, one, many, rest in _CITATION_DETAILS:
-        if shown := _labelled(cit_sources, cit_labels, label):
-            parts.append(f"{lead}{listing(shown)} {one if len(shown) == 1 else many} {rest}")
+    wrong = _labelled(cit_sources, cit_labels, "wrong_passage")
+    unexpected = _labelled(cit_sources, cit_labels, "unexpected_source")
+    other = _labelled(cit_sources, cit_labels, "other_source")
+    parts = [_part(other, len(other), "the ", "citation matches", "citations match",
+                   "only a passage of another document")] if other else []
+    if wrong:
+        parts.append(_part(wrong, len(wrong), "the ", "citation uses", "citations use",
+                           "a wrong passage"))
+    if unexpected:
+        parts.append(_part(unexpected, len(unexpected), "", "has", "have",
+                           "no matching ground-truth reference"))
     return _sentence(parts)
 
 
@@ -202,8 +202,8 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
                 f"{'is' if n_exp == 1 else 'are'} cited.")
     yes = [s for s, ok in zip(expected, hit) if ok]
     no = [s for s, ok in zip(expected, hit) if not ok]
-    but = _part(no, len(no), "but ", "is", "are", f"not ({k_exp} of {n_exp} expected sources).")
-    return _part(yes, len(yes), "", "is", "are", "cited, " + but)
+    return (f"{listing(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {listing(no)} "
+            f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
 
 
 def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bool]) -> str:
@@ -219,6 +219,7 @@ def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bo
                 f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
     good = [s for s, ok in zip(cited, hit) if ok]
     bad = [s for s, ok in zip(cited, hit) if not ok]
-    but = _part(bad, len(bad), "but ", "is", "are",
-                f"not ({k_cs} of {n_cs} cited sources are expected).")
-    return _part(good, len(good), "", "is an expected source,", "are expected sources,", but)
+    return (f"{listing(good)} {'are' if len(good) > 1 else 'is an'} expected "
+            f"source{'s' if len(good) > 1 else ''}, but {listing(bad)} "
+            f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "
+            "expected).")
