@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from runner.data.models import Case, Response
 from runner.results import CaseResult
@@ -41,20 +40,6 @@ class ScoringOptions:
         self.normalizer: Callable[[str], str] = SourceNormalizer(self.source_normalization)
 
 
-def _response_dict(response: Response) -> dict[str, Any]:
-    # Field values straight from the model's __dict__: pydantic attribute access is slow, and
-    # this runs for every case.
-    rd = response.__dict__
-    return {
-        "answer": rd["answer"],
-        "citations": [{"source": (d := c.__dict__)["source"], "content": d["content"]}
-                      for c in rd["citations"]],
-        "usage": rd["usage"],
-        "latency_s": rd["latency_s"],
-        "error": rd["error"],
-    }
-
-
 def error_case(case: Case, response: Response | None, error: str,
                metrics: Sequence[str] = METRIC_KEYS) -> CaseResult:
     """A case that could not be scored: it carries its error and no metric values."""
@@ -62,7 +47,7 @@ def error_case(case: Case, response: Response | None, error: str,
         id=case.id, query=case.query,
         references=[{"source": r.source, "content": r.content} for r in case.references],
         expected_sources=list(case.expected_sources),
-        response=_response_dict(response) if response is not None else None,
+        response=response.model_dump() if response is not None else None,
         metadata=dict(case.metadata),
         metrics=dict.fromkeys(metrics), bands=dict.fromkeys(metrics),
         error=error,
