@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -16,7 +16,6 @@ from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggr
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
 from runner.scoring.case import ScoringOptions
-from runner.scoring.records import BatchResults
 from runner.scoring.sources import DEFAULT_STEPS
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
@@ -45,32 +44,6 @@ def count_pairs(cases: Sequence[Case], responses: Sequence[Response | None]) -> 
     """(reference, citation) pairs of a run: the matcher's workload (blank ones included)."""
     return sum(len(c.references) * len(r.citations)
                for c, r in zip(cases, responses) if r is not None)
-
-
-def score_batches(
-    items: Iterable[tuple[Case, Response | None]],
-    matcher: Matcher,
-    options: ScoringOptions,
-    thresholds: Sequence[float],
-    batch_size: int = DEFAULT_BATCH_SIZE,
-) -> Iterator[list[BatchResults]]:
-    """Score (case, response) pairs batch by batch at every threshold, each distinct pair's
-    similarity computed once.
-
-    Args:
-        items: Cases with their responses (``None`` when the system produced none).
-        matcher: Any :class:`Matcher`; it receives the distinct pairs of a whole batch at once.
-        options: Scoring options.
-        thresholds: The thresholds to decide.
-        batch_size: Cases per batch; bounds memory on large runs.
-
-    Yields:
-        Per batch, in input order, one :class:`~runner.scoring.batch.BatchResults` per
-        threshold (its run-level sums; records built when first read).
-    """
-    it = iter(items)
-    while batch := list(islice(it, batch_size)):
-        yield score_batch_thresholds(batch, matcher, options, thresholds)
 
 
 def evaluate(
@@ -162,10 +135,11 @@ def _score_inputs(cases: Iterable[inputs.CaseLike],
     # runner._gc): with millions of live objects every full collection walks all of them, which
     # made scoring 100,000 cases several times slower. Reference cycles a matcher may leave
     # behind are collected as usual once the collector resumes.
+    it = iter(pairs)
     with gc_paused():
-        for scored in score_batches(pairs, matcher, options, [t.value for t in decided],
-                                    batch_size):
-            for agg, one in zip(aggs, scored):
+        while batch := list(islice(it, batch_size)):  # one matcher call per batch
+            for agg, one in zip(aggs, score_batch_thresholds(batch, matcher, options,
+                                                             [t.value for t in decided])):
                 agg.add_batch(one)  # the sums now; a case's record is built when it is read
         results = [agg.result() for agg in aggs]
     for t, result in zip(decided, results):

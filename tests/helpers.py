@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.data.models import Case, Citation, Reference, Response
-from runner.matchers.base import BaseMatcher, PairError, Similarity, TextPair
+from runner.matchers.base import BaseMatcher, Matcher, PairError, Similarity, TextPair
+from runner.scoring.batch import score_batch_thresholds
+from runner.scoring.case import ScoringOptions
+from runner.scoring.records import BatchResults
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WAIT_BOUND = 180.0
@@ -118,3 +121,9 @@ def wait_until(check: Callable[[], object], what: str, proc: subprocess.Popen[st
                                  f"its stderr ends: {(err or '')[-3000:]}")
         assert time.monotonic() < deadline, f"{what}: not after {bound:g} s"
         time.sleep(0.05)  # poll the state; the bound above is what limits the wait
+
+
+def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
+                options: ScoringOptions) -> BatchResults:
+    """Score a batch at its options' threshold alone."""
+    return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]

@@ -12,9 +12,8 @@ import pytest
 import runner
 from runner.data.models import Citation, Response
 from runner.errors import RagciteError
-from runner.evaluate import matcher_from_name, score_batches
+from runner.evaluate import matcher_from_name
 from runner.matchers import NgramMatcher, PairError, SubstringMatcher
-from runner.scoring.case import ScoringOptions
 from runner.scoring.metrics import METRIC_KEYS
 from tests.conftest import REPO
 from tests.helpers import (
@@ -336,13 +335,13 @@ def test_batch_size_does_not_change_results() -> None:
     assert whole.cases == single.cases
 
 
-def test_score_batches_batching_and_order() -> None:
-    cases = runner.load_cases(SEED_FILE)
-    options = ScoringOptions()
-    out = [[r.id for r in batch] for (batch,) in score_batches(
-        ((c, c.response) for c in cases), NgramMatcher(), options, [options.threshold],
-        batch_size=2)]
-    assert out == [["seed-1", "seed-2"], ["seed-3"]]  # batches of 2 and 1 cases, in order
+def test_batches_of_batch_size_in_order() -> None:
+    cases = [case([("A", t)], [("A", t)], id=t) for t in ("alpha", "beta", "gamma")]
+    matcher = TableMatcher(default=1.0)
+    result = runner.evaluate(cases, matcher=matcher, batch_size=2)
+    # Batches of 2 and 1 cases, one matcher call each, in order.
+    assert matcher.calls == [[("alpha", "alpha"), ("beta", "beta")], [("gamma", "gamma")]]
+    assert [c.id for c in result.cases] == ["alpha", "beta", "gamma"]
 
 
 def test_accepts_a_generator_of_cases() -> None:

@@ -55,14 +55,6 @@ def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
                   "undefined": int(col.size - defined.size)} for key, col in zip(names, values.T)}
 
 
-def micro_metrics(counts: dict[str, int], zero_division: str = "auto",
-                  names: Sequence[str] = METRIC_KEYS) -> dict[str, float | None]:
-    """The metrics `names` of counts pooled over cases: each declared formula applied to the
-    sums (context recall = Σ matched references / Σ references, ...; F1s from the pooled P and
-    R). Empty pools follow `zero_division`."""
-    return {m.name: m.value(counts, zero_division) for m in declared(names)}
-
-
 def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
                  confidence: float = DEFAULT_CONFIDENCE,
                  seed: int = 0) -> list[list[float] | None]:
@@ -172,11 +164,6 @@ class Aggregator:
     n_errors: int = field(default=0, init=False)
     _parts: list[Sequence[CaseResult]] = field(default_factory=list, init=False)  # kept cases
 
-    @property
-    def cases(self) -> CaseList:
-        """The kept cases, in the order they were added."""
-        return CaseList(self._parts)
-
     def add_batch(self, batch: BatchResults) -> None:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
         failed = ({"id": c.id, "error": str(c.error)} for c in batch.error_cases())
@@ -223,8 +210,9 @@ class Aggregator:
             metrics=metrics, ci=dict(zip(names, ci)),
             # With no scored case there is nothing to pool: the micro figures are undefined
             # (the zero-division rule would otherwise report a perfect 1.0 under `auto`).
-            micro=(micro_metrics(self.counts, self.zero_division, names) if self.rows
-                   else dict.fromkeys(names)),
+            # Micro: each declared formula applied to the pooled counts.
+            micro=({m.name: m.value(self.counts, self.zero_division) for m in declared(names)}
+                   if self.rows else dict.fromkeys(names)),
             labels=dict(self.labels), counts=dict(self.counts),
             n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
@@ -232,5 +220,5 @@ class Aggregator:
             histograms=histograms(values, names),
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
-            cases=self.cases if self.keep_cases else [])
+            cases=CaseList(self._parts) if self.keep_cases else [])
 

@@ -21,7 +21,6 @@ loop, from lists converted once per batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -86,81 +85,62 @@ def _similarities(matcher: Matcher, texts: list[str], a: np.ndarray,
     return out, failed
 
 
-@dataclass
 class _Flat:
-    """The scored cases of a batch, their fields read once and laid out flat."""
+    """The scored cases of a batch (those with a response without error), their fields read
+    once and laid out flat (pydantic attribute access is slow: the models' ``__dict__`` is read
+    directly)."""
 
-    rows: list[int] = field(default_factory=list)  # batch positions of the scored cases
-    items: list[tuple[Case, Response]] = field(default_factory=list)
-    case_fields: list[dict[str, Any]] = field(default_factory=list)
-    resp_fields: list[dict[str, Any]] = field(default_factory=list)
-    ref_src: list[str] = field(default_factory=list)  # as written
-    ref_text: list[str] = field(default_factory=list)
-    cit_src: list[str] = field(default_factory=list)
-    cit_text: list[str] = field(default_factory=list)
-    exp_src: list[str] = field(default_factory=list)
-    n_ref: list[int] = field(default_factory=list)
-    n_cit: list[int] = field(default_factory=list)
-    n_exp: list[int] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, batch: Sequence[tuple[Case, Response | None]]) -> _Flat:
-        """Flatten the cases that have a response without error (pydantic attribute access is
-        slow: the models' ``__dict__`` is read directly)."""
-        f = cls()
+    def __init__(self, batch: Sequence[tuple[Case, Response | None]]) -> None:
+        self.rows: list[int] = []  # batch positions of the scored cases
+        self.items: list[tuple[Case, Response]] = []
+        self.case_fields: list[dict[str, Any]] = []
+        self.resp_fields: list[dict[str, Any]] = []
+        self.ref_src: list[str] = []  # as written
+        self.ref_text: list[str] = []
+        self.cit_src: list[str] = []
+        self.cit_text: list[str] = []
+        self.exp_src: list[str] = []
+        self.n_ref: list[int] = []
+        self.n_cit: list[int] = []
+        self.n_exp: list[int] = []
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
             cd, rd = case.__dict__, response.__dict__
             refs = [r.__dict__ for r in cd["references"]]
             cits = [c.__dict__ for c in rd["citations"]]
-            f.rows.append(pos)
-            f.items.append((case, response))
-            f.case_fields.append(cd)
-            f.resp_fields.append(rd)
-            f.ref_src += [d["source"] for d in refs]
-            f.ref_text += [d["content"] for d in refs]
-            f.cit_src += [d["source"] for d in cits]
-            f.cit_text += [d["content"] for d in cits]
-            f.exp_src += cd["expected_sources"]
-            f.n_ref.append(len(refs))
-            f.n_cit.append(len(cits))
-            f.n_exp.append(len(cd["expected_sources"]))
-        return f
-
-
-def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
-                options: ScoringOptions) -> BatchResults:
-    """Score many cases with one matcher call for all their distinct pairs.
-
-    The decisions, counts, labels and the run-level sums are computed at once
-    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
-    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
-    dicts of the results files, a third of the scoring time and most of its memory — are built
-    for the whole batch when one of them is read.
-
-    Args:
-        batch: Cases with their responses (``None`` when the system produced none).
-        matcher: Any :class:`Matcher`. One with a ``similarity_array(texts, a, b)`` method
-            (the ``ngram`` matcher) is given text ids instead of string pairs.
-        options: Scoring options (its threshold is used, not the matcher's).
-
-    Returns:
-        One :class:`CaseResult` per input, in order; a case whose response failed, or whose
-        needed pair failed (:class:`PairError`), is an error case.
-    """
-    return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]
+            self.rows.append(pos)
+            self.items.append((case, response))
+            self.case_fields.append(cd)
+            self.resp_fields.append(rd)
+            self.ref_src += [d["source"] for d in refs]
+            self.ref_text += [d["content"] for d in refs]
+            self.cit_src += [d["source"] for d in cits]
+            self.cit_text += [d["content"] for d in cits]
+            self.exp_src += cd["expected_sources"]
+            self.n_ref.append(len(refs))
+            self.n_cit.append(len(cits))
+            self.n_exp.append(len(cd["expected_sources"]))
 
 
 def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
                            options: ScoringOptions,
                            thresholds: Sequence[float]) -> list[BatchResults]:
     """Score a batch at several thresholds: laid out and its similarities computed once
-    (:func:`_prepare`), then decided at each threshold (:func:`_decide`).
+    (:class:`_Prepared`), then decided at each threshold (:func:`_decide`).
+
+    The decisions, counts, labels and the run-level sums are computed at once
+    (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
+    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
+    dicts of the results files, a third of the scoring time and most of its memory — are built
+    for the whole batch when one of them is read. A case whose response failed, or whose needed
+    pair failed (:class:`PairError`), is an error case.
 
     Args:
         batch: Cases with their responses (``None`` when the system produced none).
-        matcher: Any :class:`Matcher`; it sees each distinct pair of the batch once.
+        matcher: Any :class:`Matcher`; it sees each distinct pair of the batch once. One with a
+            ``similarity_array(texts, a, b)`` method (the ``ngram`` matcher) is given text ids
+            instead of string pairs.
         options: Scoring options (their ``threshold`` is not used here).
         thresholds: The thresholds to decide.
 
@@ -169,8 +149,8 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
         batch at that threshold alone gives.
     """
     with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-        flat = _Flat.of(batch)
-    prep = (_prepare(flat, matcher, options.normalizer, options.require_same_source)
+        flat = _Flat(batch)
+    prep = (_Prepared(flat, matcher, options.normalizer, options.require_same_source)
             if flat.rows else None)
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
@@ -186,88 +166,66 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
             for t in thresholds]
 
 
-@dataclass
 class _Prepared:
-    """The part of a batch's scoring that does not depend on the threshold (:func:`_prepare`):
-    its flat layout, text and source ids, slots, the predicate's inputs and the similarities.
-    """
+    """The part of a batch's scoring that does not depend on the threshold: its flat layout,
+    text and source ids, slots, the predicate's inputs and the similarities."""
 
-    flat: _Flat
-    n_cases: int
-    ref_case: np.ndarray
-    cit_case: np.ndarray
-    exp_case: np.ndarray
-    ref_sid: np.ndarray
-    cit_sid: np.ndarray
-    exp_sid: np.ndarray
-    n_src: int
-    n_cits: int
-    per_ref: np.ndarray
-    ref_slot_first: np.ndarray
-    slot_ref: np.ndarray
-    slot_cit: np.ndarray
-    s_ref_blank: np.ndarray
-    s_same: np.ndarray
-    needs_sim: np.ndarray
-    sim: np.ndarray
-    failed_msg: dict[int, str]
-    n_pairs: int  # distinct pairs whose similarity was asked for
+    def __init__(self, f: _Flat, matcher: Matcher, norm: Callable[[str], str],
+                 same_source: bool) -> None:
+        """Lay out a batch and look up its similarities: everything before the threshold."""
+        n_cases = len(f.case_fields)
+        n_ref = np.array(f.n_ref, dtype=np.int64)
+        n_cit = np.array(f.n_cit, dtype=np.int64)
+        n_exp = np.array(f.n_exp, dtype=np.int64)
+        cit_first = np.cumsum(n_cit) - n_cit
+        ref_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_ref)
+        cit_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_cit)
+        exp_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_exp)
 
+        # Texts and normalised sources as ids.
+        text_index: dict[str, int] = {}
+        ref_tid = _ids(f.ref_text, text_index)
+        cit_tid = _ids(f.cit_text, text_index)
+        texts = list(text_index)
+        blank = np.fromiter([not t or t.isspace() for t in texts], dtype=bool, count=len(texts))
+        src_index: dict[str, int] = {}
+        raw_src: dict[str, int] = {}
+        ref_sid = _source_ids(f.ref_src, norm, raw_src, src_index)
+        cit_sid = _source_ids(f.cit_src, norm, raw_src, src_index)
+        exp_sid = _source_ids(f.exp_src, norm, raw_src, src_index)
+        n_src = max(len(src_index), 1)
 
-def _prepare(f: _Flat, matcher: Matcher, norm: Callable[[str], str],
-             same_source: bool) -> _Prepared:
-    """Lay out a batch and look up its similarities: everything before the threshold."""
-    ref_src_raw, ref_text, cit_src_raw, cit_text = f.ref_src, f.ref_text, f.cit_src, f.cit_text
-    exp_raw, n_ref_l, n_cit_l, n_exp_l = f.exp_src, f.n_ref, f.n_cit, f.n_exp
-    n_cases = len(f.case_fields)
-    n_ref = np.array(n_ref_l, dtype=np.int64)
-    n_cit = np.array(n_cit_l, dtype=np.int64)
-    n_exp = np.array(n_exp_l, dtype=np.int64)
-    cit_first = np.cumsum(n_cit) - n_cit
-    ref_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_ref)
-    cit_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_cit)
-    exp_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_exp)
-
-    # Texts and normalised sources as ids.
-    text_index: dict[str, int] = {}
-    ref_tid = _ids(ref_text, text_index)
-    cit_tid = _ids(cit_text, text_index)
-    texts = list(text_index)
-    blank = np.fromiter([not t or t.isspace() for t in texts], dtype=bool, count=len(texts))
-    src_index: dict[str, int] = {}
-    raw_src: dict[str, int] = {}
-    ref_sid = _source_ids(ref_src_raw, norm, raw_src, src_index)
-    cit_sid = _source_ids(cit_src_raw, norm, raw_src, src_index)
-    exp_sid = _source_ids(exp_raw, norm, raw_src, src_index)
-    n_src = max(len(src_index), 1)
-
-    # Slots: reference r of case k pairs with each of the case's citations, in order.
-    per_ref = n_cit[ref_case]  # slots of each reference
-    slot_ref = np.repeat(np.arange(len(ref_tid), dtype=np.int64), per_ref)
-    ref_slot_first = np.cumsum(per_ref) - per_ref
-    n_slots = len(slot_ref)
-    slot_cit = (cit_first[ref_case[slot_ref]]
-                + np.arange(n_slots, dtype=np.int64) - ref_slot_first[slot_ref])
-    ref_blank = blank[ref_tid]
-    s_ref_blank = ref_blank[slot_ref]
-    s_same = ref_sid[slot_ref] == cit_sid[slot_cit]
-    # The predicate (runner.scoring.predicate): 1. a blank reference is matched by a citation
-    # of its source, without a similarity; 2. under require_same_source another source never
-    # matches; 3. a blank citation never matches; 4. else the similarity decides.
-    needs_sim = ~s_ref_blank & ~blank[cit_tid[slot_cit]]
-    if same_source:
-        needs_sim &= s_same
-    pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
-    sim, failed_msg, n_pairs = _slot_similarities(matcher, texts, pair_codes, needs_sim)
-    return _Prepared(f, n_cases, ref_case, cit_case, exp_case, ref_sid, cit_sid, exp_sid, n_src,
-                     len(cit_tid), per_ref, ref_slot_first, slot_ref, slot_cit, s_ref_blank,
-                     s_same, needs_sim, sim, failed_msg, n_pairs)
+        # Slots: reference r of case k pairs with each of the case's citations, in order.
+        per_ref = n_cit[ref_case]  # slots of each reference
+        slot_ref = np.repeat(np.arange(len(ref_tid), dtype=np.int64), per_ref)
+        ref_slot_first = np.cumsum(per_ref) - per_ref
+        n_slots = len(slot_ref)
+        slot_cit = (cit_first[ref_case[slot_ref]]
+                    + np.arange(n_slots, dtype=np.int64) - ref_slot_first[slot_ref])
+        ref_blank = blank[ref_tid]
+        s_ref_blank = ref_blank[slot_ref]
+        s_same = ref_sid[slot_ref] == cit_sid[slot_cit]
+        # The predicate (runner.scoring.predicate): 1. a blank reference is matched by a
+        # citation of its source, without a similarity; 2. under require_same_source another
+        # source never matches; 3. a blank citation never matches; 4. else the similarity
+        # decides.
+        needs_sim = ~s_ref_blank & ~blank[cit_tid[slot_cit]]
+        if same_source:
+            needs_sim &= s_same
+        pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
+        self.sim, self.failed_msg = _slot_similarities(matcher, texts, pair_codes, needs_sim)
+        self.flat, self.n_cases, self.n_src, self.n_cits = f, n_cases, n_src, len(cit_tid)
+        self.ref_case, self.cit_case, self.exp_case = ref_case, cit_case, exp_case
+        self.ref_sid, self.cit_sid, self.exp_sid = ref_sid, cit_sid, exp_sid
+        self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
+            per_ref, ref_slot_first, slot_ref, slot_cit)
+        self.s_ref_blank, self.s_same, self.needs_sim = s_ref_blank, s_same, needs_sim
 
 
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,
-                       needs_sim: np.ndarray) -> tuple[np.ndarray, dict[int, str], int]:
+                       needs_sim: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """The similarity of every slot that needs one (NaN elsewhere), each distinct pair asked
-    for once; the failed slots' messages; the number of distinct pairs.
+    for once, and the failed slots' messages.
 
     Args:
         matcher: The matcher.
@@ -279,7 +237,7 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
     failed_msg: dict[int, str] = {}
     need = np.flatnonzero(needs_sim)
     if not len(need):
-        return sim, failed_msg, 0
+        return sim, failed_msg
     n_texts = len(texts)
     distinct, inverse = np.unique(pair_codes[need], return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -291,7 +249,7 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
         hit = bad[inverse]
         for slot, pair in zip(need[hit].tolist(), inverse[hit].tolist()):
             failed_msg[slot] = failed[pair]
-    return sim, failed_msg, len(distinct)
+    return sim, failed_msg
 
 
 def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:

@@ -48,9 +48,9 @@ def percent(part: float, whole: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 citation``, ``2 citations`` (`many` for an irregular plural)."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    """``1 citation``, ``2 citations``."""
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 def count_of(metrics: Mapping[str, Any], section: str, key: str) -> int | None:
@@ -92,11 +92,10 @@ def summary(kind: str, r: float | None, p: float | None) -> str:
     return f"{kind.capitalize()} recall is {_fmt(r)} and {kind} precision is {_fmt(p)}."
 
 
-def _citations_that(sources: Sequence[str], verb: str, ending: str, rest: str) -> str:
-    """``the a and b citations use a wrong passage`` (`verb` + `ending` for one citation)."""
-    many = len(sources) > 1
-    return (f"the {listing(sources)} citation{'s' if many else ''} "
-            f"{verb}{'' if many else ending} {rest}")
+def _part(shown: Sequence[str], n: int, lead: str, one: str, many: str, rest: str) -> str:
+    """`lead`, the `shown` sources, the words for one item or for `n` > 1, and `rest` (``the a
+    and b citations use a wrong passage``)."""
+    return f"{lead}{listing(shown)} {one if n == 1 else many} {rest}"
 
 
 def _sentence(parts: Sequence[str]) -> str:
@@ -108,9 +107,7 @@ def _sentence(parts: Sequence[str]) -> str:
 
 
 def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
-                       ref_wrong_cited: Sequence[bool] | None = None) -> str:
-    if ref_wrong_cited is None:
-        ref_wrong_cited = [True] * len(ref_labels)
+                       ref_wrong_cited: Sequence[bool]) -> str:
     missed_passage = [(s, w) for s, lab, w in zip(ref_sources, ref_labels, ref_wrong_cited)
                       if lab == "passage_missed"]
     # The source's citation quotes a passage that matches nothing: "uses a wrong passage".
@@ -118,12 +115,13 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _labelled(ref_sources, ref_labels, "source_missed")
-    parts = [_citations_that(wrong, "use", "s", "a wrong passage")] if wrong else []
+    parts = [_part(wrong, len(wrong), "the ", "citation uses", "citations use",
+                   "a wrong passage")] if wrong else []
     if others:
-        parts.append(f"the other {listing(_unique(others))} "
-                     f"passage{'s are' if len(others) > 1 else ' is'} not cited")
+        parts.append(_part(_unique(others), len(others), "the other ", "passage is",
+                           "passages are", "not cited"))
     if missed:
-        parts.append(f"{listing(missed)} {'are' if len(missed) > 1 else 'is'} not cited at all")
+        parts.append(_part(missed, len(missed), "", "is", "are", "not cited at all"))
     return _sentence(parts)
 
 
@@ -131,19 +129,19 @@ def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> 
     wrong = _labelled(cit_sources, cit_labels, "wrong_passage")
     unexpected = _labelled(cit_sources, cit_labels, "unexpected_source")
     other = _labelled(cit_sources, cit_labels, "other_source")
-    parts = [_citations_that(other, "match", "es", "only a passage of another document")
-             ] if other else []
+    parts = [_part(other, len(other), "the ", "citation matches", "citations match",
+                   "only a passage of another document")] if other else []
     if wrong:
-        parts.append(_citations_that(wrong, "use", "s", "a wrong passage"))
+        parts.append(_part(wrong, len(wrong), "the ", "citation uses", "citations use",
+                           "a wrong passage"))
     if unexpected:
-        parts.append(f"{listing(unexpected)} "
-                     f"{'have' if len(unexpected) > 1 else 'has'} no matching ground-truth "
-                     "reference")
+        parts.append(_part(unexpected, len(unexpected), "", "has", "have",
+                           "no matching ground-truth reference"))
     return _sentence(parts)
 
 
 def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
-                    ref_wrong_cited: Sequence[bool] | None) -> str:
+                    ref_wrong_cited: Sequence[bool]) -> str:
     n_ref, k_ref = len(ref_labels), ref_labels.count("cited")
     if n_ref == 0:
         return _by_rule("There are no ground-truth passages", "context recall", value)
@@ -154,9 +152,8 @@ def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: 
                 "by response citations — all expected evidence passages are cited.")
     matched = _labelled(ref_sources, ref_labels, "cited")
     if k_ref:
-        lead = (f"Only the {listing(matched)} passage{'s' if k_ref > 1 else ''} "
-                f"match{'' if k_ref > 1 else 'es'} {'their' if k_ref > 1 else 'its'} "
-                f"ground-truth reference{'s' if k_ref > 1 else ''} ({k_ref} of {n_ref}).")
+        lead = _part(matched, k_ref, "Only the ", "passage matches its ground-truth reference",
+                     "passages match their ground-truth references", f"({k_ref} of {n_ref}).")
     elif n_ref == 1:
         lead = (f"The only ground-truth passage, from {ref_sources[0]}, is not matched by "
                 "any response citation.")
@@ -178,9 +175,8 @@ def context_precision(value: float | None, cit_sources: Sequence[str],
                 "spurious citations.") + _citation_details(cit_sources, cit_labels)
     matched = _labelled(cit_sources, cit_labels, "supported", "other_source")
     if k_cit:
-        lead = (f"Only the {listing(matched)} citation{'s' if k_cit > 1 else ''} "
-                f"match{'' if k_cit > 1 else 'es'} a ground-truth reference "
-                f"({k_cit} of {n_cit}).")
+        lead = _part(matched, k_cit, "Only the ", "citation matches", "citations match",
+                     f"a ground-truth reference ({k_cit} of {n_cit}).")
     elif n_cit == 1:
         lead = (f"The only response citation, from {cit_sources[0]}, does not match any "
                 "ground-truth reference.")

@@ -19,12 +19,11 @@ precision; sources are sets of normalised names. Empty denominators follow ``zer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from runner.scoring import explain as ex
 from runner.scoring.explain import Facts, count_of, listing, percent, plural
 
-ZeroDivision = Literal["auto", "nan", "zero", "one"]
 ZERO_DIVISION_POLICIES: tuple[str, ...] = ("auto", "nan", "zero", "one")
 # A case's counts, in this order wherever they are a tuple; the metrics follow from them alone.
 COUNT_KEYS: tuple[str, ...] = (
@@ -55,6 +54,26 @@ def f1(p: float | None, r: float | None) -> float | None:
     if p is None or r is None:
         return None
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+def _pooled(m: Mapping[str, Any], keys: tuple[str, str], noun: str, empty: str,
+            verbs: tuple[str, str], said: str, rest: tuple[tuple[str, str, str], ...],
+            none: str) -> str | None:
+    """The pooled sentence of a context metric: `hit` of `whole` (the ``counts`` of `keys`)
+    `noun`s and what is `said` of them, then each label of `rest` (its key, its phrase for one
+    and for several) that counts the others, or "none is `none`"."""
+    whole, hit = (count_of(m, "counts", key) for key in keys)
+    if whole is None or hit is None:
+        return None
+    if whole == 0:
+        return f"No scored case {empty}: " + _RULE
+    text = (f"{hit} of {plural(whole, noun)} ({percent(hit, whole)}) "
+            f"{verbs[0] if hit == 1 else verbs[1]}{said}")
+    if hit == whole:
+        return f"{text}; none is {none}."
+    parts = [f"{n} {one if n == 1 else many}" for key, one, many in rest
+             if (n := count_of(m, "labels", key) or 0)]
+    return text + ("; " + listing(parts) if parts else "") + "."
+
 
 
 class Metric:
@@ -132,26 +151,12 @@ class ContextRecall(Metric):
         return recall(c["references_matched"], c["references"], zero_division)
 
     def sentence(self, m: Mapping[str, Any]) -> str | None:
-        refs, hit = count_of(m, "counts", "references"), count_of(m, "counts",
-                                                                   "references_matched")
-        if refs is None or hit is None:
-            return None
-        if refs == 0:
-            return "No scored case has a ground-truth passage: " + _RULE
-        text = (f"{hit} of {plural(refs, 'ground-truth passage')} ({percent(hit, refs)}) "
-                f"{'is' if hit == 1 else 'are'} matched by a citation")
-        passage = count_of(m, "labels", "reference_passage_missed") or 0
-        source = count_of(m, "labels", "reference_source_missed") or 0
-        missed = []
-        if passage:
-            missed.append(f"{passage} {'is' if passage == 1 else 'are'} missed although "
-                          f"{'its document is' if passage == 1 else 'their document is'} cited")
-        if source:
-            missed.append(f"{source} {'belongs' if source == 1 else 'belong'} to "
-                          f"{'a document' if source == 1 else 'documents'} not cited")
-        if hit == refs:
-            return text + "; none is missed."
-        return text + ("; " + listing(missed) if missed else "") + "."
+        return _pooled(m, ("references", "references_matched"), "ground-truth passage",
+                       "has a ground-truth passage", ("is", "are"), " matched by a citation",
+                       (("reference_passage_missed", "is missed although its document is cited",
+                         "are missed although their document is cited"),
+                        ("reference_source_missed", "belongs to a document not cited",
+                         "belong to documents not cited")), "missed")
 
     def explain(self, facts: Facts) -> str:
         return ex.context_recall(facts.metrics[self.name], facts.ref_sources,
@@ -183,28 +188,16 @@ class ContextPrecision(Metric):
         return precision(c["citations_matched"], c["citations"], c["references"], zero_division)
 
     def sentence(self, m: Mapping[str, Any]) -> str | None:
-        cits, hit = count_of(m, "counts", "citations"), count_of(m, "counts",
-                                                                  "citations_matched")
-        if cits is None or hit is None:
-            return None
-        if cits == 0:
-            return "No scored case cites anything: " + _RULE
-        text = (f"{hit} of {plural(cits, 'citation')} ({percent(hit, cits)}) "
-                f"{'matches' if hit == 1 else 'match'} a ground-truth passage")
-        if other := count_of(m, "labels", "citation_other_source") or 0:
-            text += f" ({other} of them only a passage of another document)"
-        wrong = count_of(m, "labels", "citation_wrong_passage") or 0
-        unexpected = count_of(m, "labels", "citation_unexpected_source") or 0
-        rest = []
-        if wrong:
-            rest.append(f"{wrong} {'cites' if wrong == 1 else 'cite'} an expected document but "
-                        "a passage that matches none")
-        if unexpected:
-            rest.append(f"{unexpected} {'cites' if unexpected == 1 else 'cite'} a document that "
-                        "is not expected")
-        if hit == cits:
-            return text + "; none is spurious."
-        return text + ("; " + listing(rest) if rest else "") + "."
+        other = count_of(m, "labels", "citation_other_source") or 0
+        return _pooled(m, ("citations", "citations_matched"), "citation", "cites anything",
+                       ("matches", "match"), " a ground-truth passage" + (
+                           f" ({other} of them only a passage of another document)" if other
+                           else ""),
+                       (("citation_wrong_passage", "cites an expected document but a passage "
+                         "that matches none", "cite an expected document but a passage that "
+                         "matches none"),
+                        ("citation_unexpected_source", "cites a document that is not expected",
+                         "cite a document that is not expected")), "spurious")
 
     def explain(self, facts: Facts) -> str:
         return ex.context_precision(facts.metrics[self.name], facts.cit_sources,

@@ -16,6 +16,7 @@ keep their own concurrency, cache and usage counters in the parent process.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import multiprocessing
 import os
 import signal
@@ -24,9 +25,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.evaluate import count_pairs, score_batches
+from runner.evaluate import count_pairs
 from runner.matchers.base import Local, Matcher, for_workload
 from runner.scoring.aggregate import Aggregator
+from runner.scoring.batch import score_batch_thresholds
 from runner.scoring.case import ScoringOptions
 from runner.scoring.records import BatchResults
 
@@ -68,45 +70,37 @@ class ChunkResult:
     aggregators: list[Aggregator]
 
 
-@dataclasses.dataclass
-class _Job:
-    """What every chunk of a run shares (inherited by forked workers, never pickled)."""
-
-    cases: Sequence[Case]
-    responses: Sequence[Response | None]
-    matcher: Matcher
-    options: ScoringOptions
-    thresholds: Sequence[float]
-    aggregator: Aggregator
-
-
-def score_chunk(job: _Job, start: int, end: int) -> ChunkResult:
-    """Score cases ``start:end`` of `job` at every threshold."""
+def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], matcher: Matcher,
+                options: ScoringOptions, thresholds: Sequence[float], aggregator: Aggregator,
+                bounds: tuple[int, int]) -> ChunkResult:
+    """Score the cases of `bounds` (start, end) at every threshold."""
+    start, end = bounds
     passages: list[bytes] = []
-    lines: list[list[bytes]] = [[] for _ in job.thresholds]
-    aggs = [job.aggregator.empty() for _ in job.thresholds]
+    lines: list[list[bytes]] = [[] for _ in thresholds]
+    aggs = [aggregator.empty() for _ in thresholds]
     # A local matcher makes no reference cycles: the collector stays off for the whole chunk
     # (with it on, its collections cost a quarter of the scoring time).
     with gc_paused():
-        for scored in score_batches(zip(job.cases[start:end], job.responses[start:end]),
-                                    job.matcher, job.options, job.thresholds,
-                                    batch_size=max(end - start, 1)):
-            before: tuple[BatchResults, list[bytes]] | None = None
-            for k, (agg, batch) in enumerate(zip(aggs, scored)):
-                agg.add_batch(batch)
-                # A case decided as at the threshold before keeps that threshold's line.
-                shared, decided = batch.lines(passages=k == 0, like=before)
-                passages.extend(shared)
-                lines[k].extend(decided)
-                before = (batch, decided)
+        scored = score_batch_thresholds(list(zip(cases[start:end], responses[start:end])),
+                                        matcher, options, thresholds)
+        before: tuple[BatchResults, list[bytes]] | None = None
+        for k, (agg, batch) in enumerate(zip(aggs, scored)):
+            agg.add_batch(batch)
+            # A case decided as at the threshold before keeps that threshold's line.
+            shared, decided = batch.lines(passages=k == 0, like=before)
+            passages.extend(shared)
+            lines[k].extend(decided)
+            before = (batch, decided)
     return ChunkResult(passages, lines, aggs)
 
 
-_FORKED: list[_Job] = []  # the job a forked pool's workers inherit (set only while it runs)
+# The run's score_chunk with everything but the bounds, which a forked pool's workers inherit
+# (set only while it runs; never pickled).
+_FORKED: list[Callable[[tuple[int, int]], ChunkResult]] = []
 
 
 def _work(bounds: tuple[int, int]) -> ChunkResult:
-    return score_chunk(_FORKED[0], *bounds)
+    return _FORKED[0](bounds)
 
 
 def _worker_signals() -> None:
@@ -118,8 +112,8 @@ def _worker_signals() -> None:
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
                    matcher: Matcher, options: ScoringOptions, thresholds: Sequence[float],
-                   workers: int, aggregator: Aggregator, chunk: int = 2_500,
-                   on_chunk: Callable[[int], None] | None = None) -> Iterator[ChunkResult]:
+                   workers: int, aggregator: Aggregator,
+                   chunk: int = 2_500) -> Iterator[ChunkResult]:
     """Score every case in `workers` forked processes (in this one for 1), in order.
 
     Args:
@@ -131,28 +125,22 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         aggregator: An empty aggregator with the run's settings; each chunk's cases are
             added to copies of it (:meth:`Aggregator.merge` combines them).
         chunk: Cases per task.
-        on_chunk: Called with the number of cases of each finished chunk (a progress bar).
 
     Yields:
         Per chunk, in case order, its :class:`ChunkResult`.
     """
     ranges = [(i, min(i + chunk, len(cases))) for i in range(0, len(cases), chunk)]
     per_process = count_pairs(cases, responses) // max(workers, 1)
-    job = _Job(cases, responses, for_workload(matcher, per_process, workers), options,
-               thresholds, aggregator)
+    job = functools.partial(score_chunk, cases, responses,
+                            for_workload(matcher, per_process, workers), options, thresholds,
+                            aggregator)
     if workers <= 1:
-        for start, end in ranges:
-            yield score_chunk(job, start, end)
-            if on_chunk is not None:
-                on_chunk(end - start)
+        yield from map(job, ranges)
         return
     _FORKED[:] = [job]
     try:
         with multiprocessing.get_context("fork").Pool(workers, _worker_signals) as pool:
-            for (start, end), out in zip(ranges, pool.imap(_work, ranges)):
-                yield out
-                if on_chunk is not None:
-                    on_chunk(end - start)
+            yield from pool.imap(_work, ranges)
             pool.close()  # every chunk is back: the workers exit on their own
             pool.join()
     finally:

@@ -1,9 +1,12 @@
 """The per-case records of a decided batch (:class:`Scored`, :class:`BatchResults`): the only
-per-case Python loop of scoring, run for the whole batch when a record is first read."""
+per-case Python loop of scoring, run for the whole batch when a record is first read; a case's
+figures (memoised per count pattern) and its explanations (written on first read)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import functools
+import math
+from collections.abc import Callable, Collection, Iterator
 from itertools import accumulate
 from typing import Any, cast
 
@@ -13,9 +16,88 @@ from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.results import CaseResult, CaseSequence
 from runner.results.jsonio import json_line
-from runner.scoring.case import ExplainedLater, ScoringOptions, error_case, figures_of
+from runner.scoring.bands import band
+from runner.scoring.case import ScoringOptions, error_case
+from runner.scoring.explain import Facts
 from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
-from runner.scoring.metrics import COUNT_KEYS
+from runner.scoring.metrics import COUNT_KEYS, declared
+
+# (metrics, bands, the metric values as a row with NaN for undefined) of one count pattern.
+Figures = tuple[dict[str, float | None], dict[str, str | None], tuple[float, ...]]
+
+
+@functools.lru_cache(maxsize=65_536)
+def _figures(counts: tuple[int, ...], zero_division: str, bands: tuple[tuple[str, float], ...],
+             names: tuple[str, ...]) -> Figures:
+    """The metrics, bands and metric row of a case with these counts (SPEC 5).
+
+    The metrics depend only on a case's counts (in :data:`~runner.scoring.metrics.COUNT_KEYS`
+    order), and few count patterns occur, so each pattern is computed once (a pure function's
+    memo) by the declared formulas. Callers copy the dicts into each case's own.
+    """
+    c = dict(zip(COUNT_KEYS, counts))
+    metrics = {m.name: m.value(c, zero_division) for m in declared(names)}
+    return (metrics, {k: band(v, dict(bands)) for k, v in metrics.items()},
+            tuple(math.nan if v is None else v for v in metrics.values()))
+
+
+class ExplainedLater(CaseResult):
+    """A scored case whose plain-language explanations are written on first use.
+
+    The sentences (about half the cost of scoring a case) follow from the case's own fields, so
+    they are built when ``explanations`` is first read (``to_dict`` when ``cases.jsonl`` is
+    written, a report, the caller) and kept; a caller that only wants the figures never pays
+    for them. Reads, equality, ``repr`` and ``to_dict`` see the same values as eager scoring.
+    """
+
+    normalizer: Callable[[str], str]
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any],
+                    normalizer: Callable[[str], str]) -> ExplainedLater:
+        """A scored case from a dict holding every field but ``explanations``, without the
+        dataclass ``__init__`` (the batch scorer's hot path: one dict per case, no copies)."""
+        case = cls.__new__(cls)
+        fields["_explanations"] = None
+        fields["normalizer"] = normalizer
+        case.__dict__ = fields
+        return case
+
+    @property
+    def explanations(self) -> dict[str, str]:
+        """The six explanations (built on first read)."""
+        state = self.__dict__
+        out: dict[str, str] | None = state.get("_explanations")
+        if out is None:
+            out = state["_explanations"] = self._explain()
+        return out
+
+    @explanations.setter
+    def explanations(self, value: dict[str, str]) -> None:
+        # The dataclass __init__ passes the field's default ({}): that means "not built yet".
+        self.__dict__["_explanations"] = value or None
+
+    def _explain(self) -> dict[str, str]:
+        norm = self.normalizer
+        ref_sources = [r["source"] for r in self.references]
+        response = self.response or {}
+        cit_sources = [c["source"] for c in response.get("citations", ())]
+        ref_src = [norm(s) for s in ref_sources]
+        cit_src = [norm(s) for s in cit_sources]
+        expected_display: dict[str, str] = {}
+        for s in self.expected_sources:
+            expected_display.setdefault(norm(s), s)
+        cited_display: dict[str, str] = {}
+        for s, shown in zip(cit_src, cit_sources):
+            cited_display.setdefault(s, shown)
+        c_labels = self.citation_labels
+        wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
+        facts = Facts(
+            self.metrics, ref_sources, self.reference_labels, cit_sources, c_labels,
+            list(expected_display.values()), [k in cited_display for k in expected_display],
+            list(cited_display.values()), [k in expected_display for k in cited_display],
+            [s in wrong_sources for s in ref_src])
+        return {m.explains: m.explain(facts) for m in declared(self.metrics) if m.explains}
 
 
 class Scored:
@@ -47,9 +129,9 @@ class Scored:
         self.cit_label = cit_label.astype(np.int8)
         self.ref_label = ref_label.astype(np.int8)
         self.norm = options.normalizer
-        self.figures = [figures_of(c, options.zero_division, options.bands, options.metrics)
-                        if k not in failed else None
-                        for k, c in enumerate(counts_rows)]
+        bands, names = tuple(options.bands.items()), tuple(options.metrics)
+        self.figures = [_figures(c, options.zero_division, bands, names) if k not in failed
+                        else None for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
         ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.rows = [f[2] for f in self.figures if f is not None]

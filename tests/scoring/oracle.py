@@ -19,8 +19,9 @@ from runner.matchers.base import PairError, Similarity, TextPair
 from runner.results import CaseResult, RunResult
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS, band
-from runner.scoring.case import ExplainedLater, ScoringOptions, error_case
+from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.metrics import COUNT_KEYS
+from runner.scoring.records import ExplainedLater
 
 
 class Rule(Enum):

@@ -9,9 +9,9 @@ import pytest
 
 from runner.matchers import NgramMatcher
 from runner.results import CaseResult
-from runner.scoring.aggregate import Aggregator, bootstrap_ci, micro_metrics
+from runner.scoring.aggregate import Aggregator, bootstrap_ci
 from runner.scoring.case import ScoringOptions, error_case
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import METRIC_KEYS, declared
 from tests.helpers import VPN, case, seed_example_1, seed_example_2, seed_example_3
 from tests.scoring.oracle import add_case, add_cases, aggregate, case_pairs, macro_mean, score_case
 
@@ -50,6 +50,11 @@ def test_micro_versus_macro_on_two_cases() -> None:
     assert result.counts == {"references": 4, "references_matched": 2, "citations": 4,
                              "citations_matched": 2, "expected_sources": 4, "cited_sources": 4,
                              "sources_hit": 3}
+
+
+def micro_metrics(counts: dict[str, int], policy: str = "auto") -> dict[str, float | None]:
+    """The declared formulas applied to pooled counts, as the aggregator's micro figures are."""
+    return {m.name: m.value(counts, policy) for m in declared(METRIC_KEYS)}
 
 
 def test_micro_f1_comes_from_pooled_precision_and_recall() -> None:

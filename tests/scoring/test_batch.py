@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 
 from runner.data.models import Case
 from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
-from runner.scoring.batch import score_batch
 from runner.scoring.case import ScoringOptions
-from tests.helpers import TableMatcher, case, failing
+from tests.helpers import TableMatcher, case, failing, score_batch
 from tests.scoring.oracle import add_cases, case_pairs, score_case
 
 # Few distinct texts and sources, so that cases share pairs, repeat citations, leave passages

@@ -13,8 +13,8 @@ import pytest
 
 import runner
 from runner.matchers import NgramMatcher
-from runner.scoring.batch import score_batch
 from runner.scoring.case import ScoringOptions
+from tests.helpers import score_batch
 from tests.scoring.oracle import case_pairs, score_case
 
 BOILER = "is a census-designated place located in the Koolauloa District on the island of Oahu"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from runner.errors import RagciteError
-from runner.scoring import Metric
 from runner.scoring.gates import run_metrics
+from runner.scoring.metrics import Metric
 from tests.conftest import REPO, only_run_dir, read_json, run_cli
 from tests.reports.conftest import parse
 
