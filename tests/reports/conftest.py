@@ -287,14 +287,15 @@ BROWSER_BOUND_MS = 120_000
 suite must pass on a loaded 2-core machine; a step that is done returns at once."""
 
 _SHARED_BROWSER: list[Any] = []
-"""The one Chromium of this test process: other folders' conftests import :func:`browser`
-(tests/calibration/), which makes another session fixture, and Playwright's sync API starts
-once per thread."""
+"""The Chromium of the test module being run: other folders' conftests import :func:`browser`
+(tests/calibration/, tests/tracking/), and Playwright's sync API starts once per thread."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium (Debian's package) driven by Playwright, shared by every folder."""
+    """Headless Chromium (Debian's package) driven by Playwright, one per test module: while it
+    runs, Playwright's sync API keeps an asyncio loop running in this thread, so a later test
+    module that calls ``asyncio.run`` in process (tests/apis/) must not find it still open."""
     if _SHARED_BROWSER:  # started by the same fixture imported into another folder's conftest
         yield _SHARED_BROWSER[0]
         return

@@ -19,7 +19,7 @@ from runner.tracking.base import make_tracker
 from runner.tracking.mlflow import MlflowTracker
 from tests.conftest import REPO
 from tests.helpers import wait_until
-from tests.reports.conftest import browser  # noqa: F401  (the session's one Chromium, shared)
+from tests.reports.conftest import browser  # noqa: F401  (Chromium, as the reports)
 
 # MLflow's usage telemetry stays off in the tests (no network beyond 127.0.0.1).
 ENV = {"PYTHONPATH": str(REPO), "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
