@@ -102,10 +102,6 @@ class HttpModel(Caller, Transport, BaseAdapter):
     backoff: float = field(default=0.5, metadata=allows(Range(0, MAX_BACKOFF, unit="seconds"),
                                                         identity=False))
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls()
-
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
     def check(self) -> None:

@@ -113,10 +113,6 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     where: ClassVar[str] = "model"
     what: ClassVar[str] = "model=openai"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls(self.model)
-
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
     def check(self) -> None:

@@ -262,15 +262,20 @@ async def send_all(items: Sequence[T], send: Callable[[T], Awaitable[Any]],
 class Caller:
     """What a component that calls a server keeps between batches, and how it sends a batch.
 
-    ``__post_init__`` calls :meth:`_calls`; a subclass gives :meth:`_client`.
+    Its state is made on first use; a subclass gives :meth:`_client`.
     """
 
     concurrency: int
+    _key_accepted = False  # until a reply: the first request goes alone
 
-    def _calls(self, model: str | None = None) -> None:
-        self._usage = Usage(model=model)
-        self._memory: dict[tuple[str, str], Any] = {}  # the results when no cache folder is set
-        self._key_accepted = False  # until a reply: the first request goes alone
+    @functools.cached_property
+    def _usage(self) -> Usage:
+        return Usage(model=getattr(self, "model", None))  # the priced model, if it has one
+
+    @functools.cached_property
+    def _memory(self) -> dict[tuple[str, str], Any]:
+        """The results when no cache folder is set."""
+        return {}
 
     def usage(self) -> dict[str, Any]:
         """Requests, tokens and cache hits of this run."""

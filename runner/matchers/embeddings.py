@@ -137,10 +137,6 @@ class EmbeddingVectors(BaseMatcher, CacheFolder, Caller):
     Subclasses implement :meth:`vector_identity` and :meth:`embed`.
     """
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls(getattr(self, "model", None))
-
     def vector_identity(self) -> dict[str, Any]:
         """What determines a text's vector (the cache namespace)."""
         raise NotImplementedError

@@ -123,10 +123,6 @@ class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
     where: ClassVar[str] = "matcher"
     what: ClassVar[str] = "matcher=llm"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls(self.model)
-
     # --- the optional hooks the pipeline calls ---------------------------------------------
 
     def check(self) -> None:
