@@ -30,9 +30,8 @@ from runner.adapters.base import BaseAdapter
 from runner.api.cache import ResultStore, request_key
 from runner.api.client import (
     MAX_BACKOFF,
-    MAX_RETRY_AFTER,
-    RETRY_AFTER,
     Caller,
+    Transport,
     http_client,
     httpx_module,
     refuse_key,
@@ -40,7 +39,7 @@ from runner.api.client import (
     waits_too_long,
 )
 from runner.api.usage import token_count
-from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
+from runner.config.constraints import Range, allows
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
 from runner.errors import RagciteError
@@ -72,8 +71,11 @@ def header_value(spec: str, name: str) -> str:
 
 
 @dataclass
-class HttpModel(Caller, BaseAdapter):
+class HttpModel(Caller, Transport, BaseAdapter):
     """POST each case to your RAG service and read its answer and citations from the reply.
+
+    Its transport settings (``concurrency``, ``timeout``, ``max_retries``,
+    ``max_retry_after``) are those of :class:`Transport`.
 
     Args:
         url: The endpoint.
@@ -87,12 +89,7 @@ class HttpModel(Caller, BaseAdapter):
         answer: JMESPath of the answer text (null: none).
         tokens: JMESPath of a token-usage object in the reply (``{prompt_tokens,
             completion_tokens}`` or ``{input_tokens, output_tokens}``), null for none.
-        timeout: Seconds per request attempt, the whole reply included (a deadline).
-        max_retries: Retries of a failed request (408/409/429/5xx, timeouts, connection errors).
         backoff: First retry delay in seconds (doubles per attempt, at most 8 s).
-        concurrency: Requests in flight at once.
-        max_retry_after: The longest ``Retry-After`` (seconds, 0 to 120) waited out; a
-            retryable reply asking for longer fails the case at once, saying so.
     """
 
     url: str = "???"
@@ -102,17 +99,8 @@ class HttpModel(Caller, BaseAdapter):
     citations: str = "citations"
     answer: str | None = "answer"
     tokens: str | None = None
-    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
-    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
     backoff: float = field(default=0.5, metadata=allows(Range(0, MAX_BACKOFF, unit="seconds"),
                                                         identity=False))
-    concurrency: int = field(default=8, metadata=allows(POSITIVE, identity=False))
-    max_retry_after: float = field(default=MAX_RETRY_AFTER,
-                                   metadata=allows(RETRY_AFTER, identity=False))
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls()
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 

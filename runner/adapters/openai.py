@@ -22,16 +22,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
 from runner.api.cache import ResultStore, request_key
-from runner.api.client import (
-    MAX_RETRY_AFTER,
-    RETRY_AFTER,
-    OpenaiCaller,
-    describe_error,
-    effective_base_url,
-)
+from runner.api.client import OpenaiCaller, describe_error, effective_base_url, shared
 from runner.api.prompts import load_prompt
 from runner.api.usage import token_count
-from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
+from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
 from runner.errors import RagciteError
 from runner.redact import known_secrets, scrub_data
@@ -88,10 +82,9 @@ def parse_answer(content: Any) -> tuple[str, list[Citation]]:
 class OpenaiModel(OpenaiCaller, BaseAdapter):
     """Retrieve with BM25, answer with an OpenAI-compatible chat model, cite verbatim quotes.
 
+    The chat ``model``, its server and transport are the settings of :class:`OpenaiCaller`.
+
     Args:
-        model: The chat model.
-        base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
-            the ``OPENAI_BASE_URL`` environment variable).
         prompt: A packaged prompt (``templates/prompts/``) or the path of your own Jinja file
             with ``{% block system %}`` and ``{% block user %}``; variables ``query`` and
             ``passages`` (a list of {source, content}).
@@ -101,17 +94,8 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         structured_output: ``json_schema`` (strict schema) or ``json_object`` (JSON mode).
         temperature: Sampling temperature.
         max_tokens: Completion tokens allowed per answer.
-        openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part of
-            any output.
-        concurrency: Requests in flight at once.
-        timeout: Seconds per request attempt, the whole reply included (a deadline).
-        max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
-        max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
-            longer one fails the case at once, saying so.
     """
 
-    model: str = "gpt-4o-mini"
-    base_url: str | None = None
     prompt: str = "rag_answer.j2"
     top_k: int = field(default=5, metadata=allows(POSITIVE))
     chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
@@ -122,20 +106,12 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         OneOf(("json_schema", "json_object"), "mode")))
     temperature: float = field(default=0.0, metadata=allows(Range(0, 2)))
     max_tokens: int = field(default=1024, metadata=allows(POSITIVE))
-    openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
-    concurrency: int = field(default=16, metadata=allows(POSITIVE, identity=False))
-    timeout: float = field(default=120.0, metadata=allows(SECONDS, identity=False))
-    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
-    max_retry_after: float = field(default=MAX_RETRY_AFTER,
-                                   metadata=allows(RETRY_AFTER, identity=False))
+    concurrency: int = shared("concurrency", 16)
+    timeout: float = shared("timeout", 120.0)
     config_problem = ExtractiveModel.config_problem  # its passages, as the extractive model's
 
     where: ClassVar[str] = "model"
     what: ClassVar[str] = "model=openai"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls(self.model)
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 

@@ -11,6 +11,8 @@
   request goes alone until the server has accepted the key, so a bad key costs one request).
 - :class:`Caller`, :class:`OpenaiCaller`: what every API component shares (usage, one gated
   client per batch, the retried POST); results persist in a :class:`~runner.api.cache.ResultStore`.
+- :class:`Transport`, :class:`OpenaiCaller`: the settings they share, declared once with their
+  ranges (:func:`shared` gives one of them another default in a component).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import tenacity
 
 from runner.api.usage import Usage
-from runner.config.constraints import Range
+from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
 from runner.errors import RagciteError
 
 T = TypeVar("T")
@@ -259,15 +262,20 @@ async def send_all(items: Sequence[T], send: Callable[[T], Awaitable[Any]],
 class Caller:
     """What a component that calls a server keeps between batches, and how it sends a batch.
 
-    ``__post_init__`` calls :meth:`_calls`; a subclass gives :meth:`_client`.
+    Its state is made on first use; a subclass gives :meth:`_client`.
     """
 
     concurrency: int
+    _key_accepted = False  # until a reply: the first request goes alone
 
-    def _calls(self, model: str | None = None) -> None:
-        self._usage = Usage(model=model)
-        self._memory: dict[tuple[str, str], Any] = {}  # the results when no cache folder is set
-        self._key_accepted = False  # until a reply: the first request goes alone
+    @functools.cached_property
+    def _usage(self) -> Usage:
+        return Usage(model=getattr(self, "model", None))  # the priced model, if it has one
+
+    @functools.cached_property
+    def _memory(self) -> dict[tuple[str, str], Any]:
+        """The results when no cache folder is set."""
+        return {}
 
     def usage(self) -> dict[str, Any]:
         """Requests, tokens and cache hits of this run."""
@@ -293,17 +301,44 @@ class Caller:
                 await send_all(items[start:start + wave], one, alone_first=not self._key_accepted)
 
 
-class OpenaiCaller(Caller):
+@dataclass
+class Transport:
+    """The settings of how a component reaches its server; none of them changes a result, so
+    none is part of its identity.
+
+    Args:
+        concurrency: Requests in flight at once.
+        timeout: Seconds per request attempt, the whole reply included (a deadline).
+        max_retries: Retries of a failed request (408/409/429/5xx, timeouts, connection errors).
+        max_retry_after: The longest ``Retry-After`` (seconds, 0 to 120) waited out; a
+            retryable reply asking for longer fails the call at once, saying so.
+    """
+
+    concurrency: int = field(default=8, metadata=allows(POSITIVE, identity=False))
+    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
+    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
+    max_retry_after: float = field(default=MAX_RETRY_AFTER,
+                                   metadata=allows(RETRY_AFTER, identity=False))
+
+
+@dataclass
+class OpenaiCaller(Caller, Transport):
     """A :class:`Caller` on an OpenAI-compatible API (``where``: ``matcher`` or ``model``;
-    ``what``: the component as chosen, ``matcher=llm``)."""
+    ``what``: the component as chosen, ``matcher=llm``), with the settings of :class:`Transport`.
+
+    Args:
+        model: The model the server runs.
+        base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
+            the ``OPENAI_BASE_URL`` environment variable).
+        openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part of
+            any output.
+    """
 
     where: ClassVar[str]
     what: ClassVar[str]
-    openai_api_key: str | None
-    base_url: str | None
-    timeout: float
-    max_retries: int
-    max_retry_after: float
+    model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
 
     def check(self) -> None:
         """A missing key fails before any work (:func:`require_key`)."""
@@ -334,6 +369,13 @@ class OpenaiCaller(Caller):
                        f"OPENAI_API_KEY or {self.where}.openai_api_key")
             self._usage.add(errors=1)
             return exc
+
+
+def shared(name: str, default: Any) -> Any:
+    """The field of the shared setting `name` (:class:`OpenaiCaller`) with another default, for
+    a component that declares ``concurrency: int = shared("concurrency", 32)``."""
+    declared = OpenaiCaller.__dataclass_fields__[name]
+    return field(default=default, repr=declared.repr, metadata=declared.metadata)
 
 
 def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -22,8 +22,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from runner.api.cache import ResultStore, digest, text_key
 from runner.api.client import (
-    MAX_RETRY_AFTER,
-    RETRY_AFTER,
     Caller,
     Gate,
     OpenaiCaller,
@@ -32,9 +30,10 @@ from runner.api.client import (
     gather_all,
     run_sync,
     send_all,
+    shared,
     waits_too_long,
 )
-from runner.config.constraints import COUNT, POSITIVE, SECONDS, OneOf, Range, allows
+from runner.config.constraints import POSITIVE, OneOf, Range, allows
 from runner.matchers.base import BaseMatcher, CacheFolder, Checked, PairError, Similarity, TextPair
 
 Vector = np.ndarray
@@ -138,10 +137,6 @@ class EmbeddingVectors(BaseMatcher, CacheFolder, Caller):
     Subclasses implement :meth:`vector_identity` and :meth:`embed`.
     """
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls(getattr(self, "model", None))
-
     def vector_identity(self) -> dict[str, Any]:
         """What determines a text's vector (the cache namespace)."""
         raise NotImplementedError
@@ -188,22 +183,14 @@ class EmbeddingVectors(BaseMatcher, CacheFolder, Caller):
 class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     """Cosine similarity of vectors from an OpenAI-compatible embeddings API.
 
+    The embedding ``model``, its server and transport are the settings of :class:`OpenaiCaller`.
+
     Args:
-        model: The embedding model.
         dimensions: Ask for shorter vectors (models that support it); null = the model's own.
-        base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
-            the ``OPENAI_BASE_URL`` environment variable).
-        openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part of
-            any output.
         max_inputs: Texts per request (the API allows 2048).
         max_request_tokens: Estimated tokens per request (the API allows 300,000).
         chars_per_token: ASCII characters per token in that estimate (3 leans safe).
         encoding_format: ``base64`` (compact) or ``float`` (for servers without base64).
-        concurrency: Requests in flight at once.
-        timeout: Seconds per request attempt, the whole reply included (a deadline).
-        max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
-        max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
-            longer one fails the request's texts at once, saying so.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.8, "lenient": 0.7}
@@ -212,18 +199,12 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
     what: ClassVar[str] = "matcher=embeddings"
     model: str = "text-embedding-3-small"
     dimensions: int | None = field(default=None, metadata=allows(POSITIVE))
-    base_url: str | None = None
-    openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
     max_inputs: int = field(default=2048, metadata=allows(POSITIVE, identity=False))
     max_request_tokens: int = field(default=300_000, metadata=allows(POSITIVE, identity=False))
     chars_per_token: float = field(default=3.0, metadata=allows(Range(low=0.1), identity=False))
     encoding_format: str = field(default="base64", metadata=allows(
         OneOf(("base64", "float"), "encoding"), identity=False))
-    concurrency: int = field(default=4, metadata=allows(POSITIVE, identity=False))
-    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
-    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
-    max_retry_after: float = field(default=MAX_RETRY_AFTER,
-                                   metadata=allows(RETRY_AFTER, identity=False))
+    concurrency: int = shared("concurrency", 4)
 
     def vector_identity(self) -> dict[str, Any]:
         """Server, model and dimensions: a text's vector depends on nothing else."""
@@ -231,8 +212,10 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
                 "model": self.model, "dimensions": self.dimensions}
 
     def identity(self) -> dict[str, Any]:
-        """The fields without secrets and transport settings; the server as really used."""
-        return {**super().identity(), "base_url": effective_base_url(self.base_url)}
+        """The fields without secrets and transport settings; the server as really used (last,
+        after the model's settings)."""
+        fields = {k: v for k, v in super().identity().items() if k != "base_url"}
+        return {**fields, "base_url": effective_base_url(self.base_url)}
 
     async def embed(self, texts: list[str], keep: Keep) -> None:
         """Embed through the API: request batches concurrently, vectors stored as they come.

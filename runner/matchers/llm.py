@@ -18,16 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from runner.api.cache import ResultStore, request_key
-from runner.api.client import (
-    MAX_RETRY_AFTER,
-    RETRY_AFTER,
-    OpenaiCaller,
-    describe_error,
-    effective_base_url,
-    run_sync,
-)
+from runner.api.client import OpenaiCaller, describe_error, effective_base_url, run_sync, shared
 from runner.api.prompts import load_prompt
-from runner.config.constraints import COUNT, POSITIVE, SECONDS, Range, allows
+from runner.config.constraints import POSITIVE, Range, allows
 from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, CacheFolder, PairError, Similarity, TextPair
 
@@ -108,10 +101,9 @@ def answer_similarity(text: str | None) -> float | None:
 class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
     """Similarity = an LLM judge's probability that both passages are the same part of a source.
 
+    The chat ``model``, its server and transport are the settings of :class:`OpenaiCaller`.
+
     Args:
-        model: The chat model.
-        base_url: An OpenAI-compatible server (vLLM, Ollama, LiteLLM, ...); null = OpenAI (or
-            the ``OPENAI_BASE_URL`` environment variable).
         prompt: A packaged prompt (``templates/prompts/``) or the path of your own Jinja file
             with ``{% block system %}`` and ``{% block user %}``; variables ``reference`` and
             ``citation``, to be wrapped in the ``data`` filter.
@@ -119,35 +111,17 @@ class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
             similarity is then 1.0/0.0 from the answer).
         top_logprobs: Alternatives returned per token (1-20).
         max_tokens: Completion tokens allowed (the answer is one word).
-        openai_api_key: The key; ``${oc.env:OPENAI_API_KEY,null}`` in the config. Never part
-            of any output.
-        concurrency: Requests in flight at once.
-        timeout: Seconds per request attempt, the whole reply included (a deadline).
-        max_retries: Retries of a failed request (429, 5xx, timeouts, connection errors).
-        max_retry_after: The longest ``Retry-After`` (seconds, at most 120) waited out; a
-            longer one fails the pair at once, saying so.
     """
 
     levels: ClassVar[Mapping[str, float]] = {"strict": 0.9, "default": 0.5, "lenient": 0.2}
-    model: str = "gpt-4o-mini"
-    base_url: str | None = None
     prompt: str = "llm_judge.j2"
     logprobs: bool = True
     top_logprobs: int = field(default=5, metadata=allows(Range(1, 20, integer=True)))
     max_tokens: int = field(default=3, metadata=allows(POSITIVE))
-    openai_api_key: str | None = field(default=None, repr=False, metadata={"identity": False})
-    concurrency: int = field(default=32, metadata=allows(POSITIVE, identity=False))
-    timeout: float = field(default=60.0, metadata=allows(SECONDS, identity=False))
-    max_retries: int = field(default=4, metadata=allows(COUNT, identity=False))
-    max_retry_after: float = field(default=MAX_RETRY_AFTER,
-                                   metadata=allows(RETRY_AFTER, identity=False))
+    concurrency: int = shared("concurrency", 32)
 
     where: ClassVar[str] = "matcher"
     what: ClassVar[str] = "matcher=llm"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._calls(self.model)
 
     # --- the optional hooks the pipeline calls ---------------------------------------------
 

@@ -1,7 +1,7 @@
 """Which reports a run or sweep writes: an object chosen by ``report._target_``.
 
 ``conf/report/html.yaml`` names :class:`runner.reports.html.HtmlReports`, ``conf/report/none.yaml``
-:class:`NoReports`. The pipeline and the sweep call only the members of :class:`Reports`:
+:class:`NoReports`. The pipeline and the sweep call only the members of :class:`Reporter`:
 
 * ``render_run(result_dir, link)`` after a job that decides one threshold;
 * ``render_runs(result_dirs, links)`` after a job that decides several (their result folders
@@ -19,7 +19,7 @@ from runner.errors import RagciteError
 
 
 @runtime_checkable
-class Reports(Protocol):
+class Reporter(Protocol):
     """What renders the reports of results folders."""
 
     def render_run(self, result_dir: Path, link: str | None) -> None:
@@ -41,13 +41,13 @@ class NoReports:
     render_run = render_runs = render_sweep = _nothing
 
 
-def make_reports(cfg: Mapping[str, Any]) -> Reports:
-    """The :class:`Reports` of a composed config: ``cfg["report"]`` instantiated by its
+def make_reports(cfg: Mapping[str, Any]) -> Reporter:
+    """The :class:`Reporter` of a composed config: ``cfg["report"]`` instantiated by its
     ``_target_`` (no ``report`` section: :class:`NoReports`).
 
     Raises:
         RagciteError: The section has no ``_target_``, its target fails (a bad option), or it
-            does not make a :class:`Reports`.
+            does not make a :class:`Reporter` (:func:`runner.config.plugins.build`).
     """
     section = cfg.get("report")
     if not section:
@@ -57,7 +57,4 @@ def make_reports(cfg: Mapping[str, Any]) -> Reports:
                          "runner.reports.html.HtmlReports); use report=none for no reports")
     from runner.config.plugins import build
 
-    if not isinstance(reports := build(section, "report"), Reports):
-        raise RagciteError(f"report._target_ {section['_target_']!r} does not render reports "
-                         "(render_run, render_runs, render_sweep)")
-    return reports
+    return build(section, "report", protocol=Reporter)

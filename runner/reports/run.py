@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from runner._gc import gc_paused
-from runner.config.constraints import COUNT, POSITIVE, Range, allows
+from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows, check_fields
+from runner.errors import RagciteError
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
 from runner.reports.common import embed_json, embed_packed, render, write_html
 from runner.reports.diagnosis import stacked_bars
@@ -56,17 +57,17 @@ class HtmlOptions:
     page_size: int = field(default=50, metadata=allows(POSITIVE))
     max_cases: int | None = field(default=20_000, metadata=allows(COUNT))
     max_text_chars: int = field(default=10_000, metadata=allows(POSITIVE))
-    embed: str = "auto"
+    embed: str = field(default="auto", metadata=allows(OneOf(EMBED_CHOICES, "mode")))
     gzip_above_mb: float = field(default=2.0, metadata=allows(Range(low=0)))
     max_failed_listed: int = field(default=500, metadata=allows(COUNT))
 
     def __post_init__(self) -> None:
-        if self.page_size < 1:
-            raise ValueError("report.page_size must be at least 1")
-        if self.embed not in EMBED_CHOICES:
-            raise ValueError(f"report.embed must be auto, json or gzip, not {self.embed!r}")
-        if self.max_cases is not None and self.max_cases < 0:
-            raise ValueError("report.max_cases must not be negative")
+        """The fields' declared ranges, as a plug-in's (runner/config/constraints.py).
+
+        Raises:
+            RagciteError: A field out of range (``report.page_size: must be ...``).
+        """
+        check_fields(self, "report")
 
     @classmethod
     def from_config(cls, data: Mapping[str, Any] | None) -> HtmlOptions:
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         require_complete(args.result_dir)  # a job's own reports come before its job.json
         path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
                                  output=args.out)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RagciteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(path)

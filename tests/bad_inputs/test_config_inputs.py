@@ -146,6 +146,8 @@ ROWS = [
         f"{E}model: chunk_overlap (2) must be < chunk_size (2)"),
     Row("report page size 0", ["report=html", "report.page_size=0"], 2,
         f"{E}report.page_size: must be an integer >= 1, got 0"),
+    Row("unknown report embedding", ["report=html", "report.embed=zip"], 2,
+        f"{E}report.embed: unknown mode 'zip'; choose from: auto, json, gzip"),
     Row("unknown source-normalisation step", ["scoring.source_normalization=[nfc,lower]"], 2,
         f"{E}scoring.source_normalization: unknown step 'lower'; choose from: {STEPS}"),
     Row("gate above 1", ["gate.context_recall=1.5"], 2,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import RagciteError
-from runner.reports.base import NoReports, Reports, make_reports
+from runner.reports.base import NoReports, Reporter, make_reports
 from runner.reports.html import HtmlReports
 from runner.results import result_dirs
 from tests.reports.conftest import build_job, build_run, fuzzy_cases, parse, plain_cases
@@ -21,17 +21,22 @@ def _files(folder: Path) -> set[str]:
 def test_make_reports_instantiates_the_target() -> None:
     html = make_reports({"report": {"_target_": "runner.reports.html.HtmlReports",
                                     "max_cases": 3, "page_size": 9}})
-    assert isinstance(html, HtmlReports) and isinstance(html, Reports)
+    assert isinstance(html, HtmlReports) and isinstance(html, Reporter)
     assert (html.max_cases, html.page_size, html.embed) == (3, 9, "auto")
     none = make_reports({"report": {"_target_": "runner.reports.base.NoReports"}})
-    assert isinstance(none, NoReports) and isinstance(none, Reports)
+    assert isinstance(none, NoReports) and isinstance(none, Reporter)
     assert isinstance(make_reports({}), NoReports)
     with pytest.raises(RagciteError, match="_target_"):
         make_reports({"report": {"format": "html"}})
-    with pytest.raises(RagciteError, match="does not render reports"):
+    with pytest.raises(RagciteError) as exc:
         make_reports({"report": {"_target_": "runner.reports.run.HtmlOptions"}})
-    with pytest.raises(RagciteError, match="embed"):
+    assert str(exc.value) == (
+        "report._target_: runner.reports.run.HtmlOptions is not a reporter: it lacks "
+        "render_run, render_runs, render_sweep (runner.reports.base.Reporter)")
+    with pytest.raises(RagciteError) as exc:
         make_reports({"report": {"_target_": "runner.reports.html.HtmlReports", "embed": "x"}})
+    assert str(exc.value) == ("report: cannot build runner.reports.html.HtmlReports: report.embed: "
+                              "unknown mode 'x'; choose from: auto, json, gzip")
 
 
 def test_html_reports_render_runs_and_write_only_the_report(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from runner.errors import RagciteError
 from runner.reports.common import EXPLANATION_KEYS, embed_json, fmt, safe_href
 from runner.reports.run import HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sentences import card_sentence
@@ -150,15 +151,20 @@ def test_options_come_from_the_run_config(tmp_path: Path) -> None:
 
 
 def test_bad_options_are_rejected() -> None:
-    with pytest.raises(ValueError, match="embed"):
+    with pytest.raises(RagciteError) as exc:
         HtmlOptions.from_config({"embed": "zip"})
-    with pytest.raises(ValueError, match="page_size"):
+    assert str(exc.value) == "report.embed: unknown mode 'zip'; choose from: auto, json, gzip"
+    with pytest.raises(RagciteError) as exc:
         HtmlOptions.from_config({"page_size": 0})
+    assert str(exc.value) == "report.page_size: must be an integer >= 1, got 0"
     assert HtmlOptions.from_config({"max_cases": None,
                                     "_target_": "runner.reports.html.HtmlReports"}
                                    ).max_cases is None
-    with pytest.raises(ValueError, match="page_size"):
+    with pytest.raises(RagciteError, match=r"^report\.page_size: must be an integer >= 1, got 0$"):
         HtmlOptions(page_size=0)
+    with pytest.raises(RagciteError) as exc:
+        HtmlOptions(max_cases=-1)
+    assert str(exc.value) == "report.max_cases: must be an integer >= 0, got -1"
 
 
 def test_minimal_metrics_json_renders(tmp_path: Path) -> None:
