@@ -78,12 +78,12 @@ def test_the_ready_line_is_a_threshold_ragcite_accepts(compose_cfg: Any) -> None
     (["calibrate.labels=l.jsonl"], {"l.jsonl": '{"reference": "a", "citation": "b", '
                                                '"label": true}\n'
                                      '{"reference": "a", "citation": "b", "label": "yes"}\n'},
-     "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, "
-     "got \"yes\""),
+     "ragcite: error: l.jsonl, line 2, field 'label': Input should be a valid boolean "
+     "(got 'yes')"),
     (["calibrate.labels=missing.jsonl"], {}, "ragcite: error: missing.jsonl: file not found"),
     (["calibrate.labels=l.csv"], {"l.csv": "reference,citation,label\na,b,maybe\n"},
-     "ragcite: error: l.csv, line 2, field 'label': must be true or false, "
-     "got \"maybe\""),
+     "ragcite: error: l.csv, line 2, field 'label': Input should be a valid boolean "
+     "(got 'maybe')"),
     ([f"calibrate.labels={FIXTURE}", "scoring.threshold=[0.3,0.5]"], {},
      "ragcite: error: scoring.threshold: a calibration takes one threshold, got 2; "
      "the best one is found for you (best_threshold)"),
