@@ -5,6 +5,6 @@ judgments of pairs.
 is :mod:`~runner.calibration.schema`); :mod:`~runner.calibration.job` scores them with the run's
 matcher stage and cache and writes ``calibration.json``; :mod:`~runner.calibration.figures` holds
 the statistics (scikit-learn's, with the project's bootstrap); :mod:`~runner.calibration.html`
-the pages, :mod:`~runner.calibration.tracking` the MLflow run, and
-:mod:`~runner.calibration.app` the ``ragcite-calibrate`` alias.
+the pages, and :mod:`~runner.calibration.app` the ``ragcite-calibrate`` alias; the run's tracker
+logs a calibration as it logs a run (:func:`~runner.calibration.job.tracked`).
 """

@@ -1,6 +1,7 @@
 """A job of ``ragcite mode=calibrate``, top to bottom: the labels, the matcher's similarities
 (the run's matcher stage and cache), the figures, ``calibration.json``, the page, the tracked
-run and ``job.json``. Knows nothing of Hydra (plain config data and a folder)."""
+run (through the run's tracker) and ``job.json``. Knows nothing of Hydra (plain config data
+and a folder; :func:`tracked` reads the folder's ``.hydra/config.yaml``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from runner.api.cache import CacheStats
 from runner.calibration.pairs import PAIR_KEYS, LabelledPair, annotators, load_pairs
@@ -33,6 +35,7 @@ from runner.redact import env_secrets, redact, redact_override, scrub_files, sec
 from runner.reports.base import make_reports
 from runner.results import write_job
 from runner.scoring.thresholds import Threshold, resolve_thresholds
+from runner.tracking.base import make_tracker
 
 log = logging.getLogger("ragcite")
 JSON_FILE = "calibration.json"
@@ -207,23 +210,48 @@ def calibrate_job(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence
     Raises:
         RagciteError: Bad config or labels, or an unusable tracking store (before any call).
     """
-    from runner.calibration.tracking import calibration_tracker  # with scikit-learn
-
-    tracker = calibration_tracker(cfg)
+    tracker = make_tracker(cfg)
     try:
-        data = run_calibration(cfg, out, name, overrides,
-                               before_calls=tracker.check if tracker else None)
+        data = run_calibration(cfg, out, name, overrides, before_calls=tracker.check)
     except NothingScored as exc:
         log.error("ragcite: error: %s", exc)
         return EXIT_NOTHING_SCORED
-    make_reports(cfg).render_run(out, None)
-    scrub_files(out, secret_values(cfg) | env_secrets())
-    run_name = str(cfg.get("run_name") or f"calibrate_{name}")
-    if tracker is not None:
-        tracker.log_calibration(cfg, data, [out / JSON_FILE, out / HTML_FILE], run_name)
+    try:
+        make_reports(cfg).render_run(out, tracker.open(out))
+        scrub_files(out, secret_values(cfg) | env_secrets())
+        tracker.log(out)
+        tracker.close("FINISHED", out)
+    except BaseException:
+        tracker.close("FAILED")
+        raise
     write_job(out, ["."])
     _summary(name, data["matchers"][name], out)
     return 0
+
+
+def tracked(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None:
+    """A finished calibration as its tracked run has it (runner/tracking/mlflow.py), or None
+    for a folder that holds no calibration: its figures in the shape of a run's
+    ``metrics.json`` (the run's name, the metrics, the threshold, the matcher), the settings
+    logged as params (``matcher``, ``scoring``, ``calibrate``, ``seed``), and the labels' tags."""
+    if not (folder / JSON_FILE).is_file():
+        return None
+    from runner.calibration.figures import FIGURE_KEYS  # sklearn: loaded by a calibration
+
+    data = json.loads((folder / JSON_FILE).read_text(encoding="utf-8"))
+    cfg: dict[str, Any] = OmegaConf.to_container(  # type: ignore[assignment]
+        OmegaConf.load(folder / ".hydra" / "config.yaml"), resolve=True)
+    (name, m), = data["matchers"].items()
+    metrics = {**{k: m[k] for k in FIGURE_KEYS},
+               **{f"count_{k}": v for k, v in m["counts"].items()},
+               "annotator_kappa": (data.get("agreement") or {}).get("kappa")}
+    figures = {"complete": True, "run": {"name": cfg.get("run_name") or f"calibrate_{name}"},
+               "metrics": metrics, "matcher": {"name": name},
+               "threshold": {"value": m["threshold"], "level": m.get("threshold_level")}}
+    tags = {"ragcite.labels": str(data["labels"]["path"]),
+            "ragcite.labels_digest": str(data["labels"]["digest"])}
+    params = {k: cfg[k] for k in ("matcher", "scoring", "calibrate", "seed") if k in cfg}
+    return figures, params, tags
 
 
 def sweep_entry(folder: Path) -> dict[str, Any] | None:

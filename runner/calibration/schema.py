@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from runner.config.constraints import Range, allows
+from runner.data.mapping import mapping_conf
 
-TEXT_KEYS = ("reference", "citation")
 OPTIONAL_KEYS = ("reference_source", "citation_source", "case_id", "annotator", "note")
-PAIR_KEYS = (*TEXT_KEYS, "label", *OPTIONAL_KEYS)
+PAIR_KEYS = ("reference", "citation", "label", *OPTIONAL_KEYS)
 """Every key of a labelled pair (runner/calibration/pairs.py), in the order it is written."""
 
-PairMappingConf = make_dataclass("PairMappingConf", [(k, Optional[str], None) for k in PAIR_KEYS])
+PairMappingConf = mapping_conf("PairMappingConf", PAIR_KEYS, __name__)
 """JMESPath expression per key of a labelled pair (docs/calibration.md); null = not mapped."""
 
 

@@ -30,6 +30,7 @@ from omegaconf._utils import is_valid_value_annotation
 from runner.calibration.schema import CalibrateConf
 from runner.config.constraints import COUNT, EACH, CrossCheck, OneOf, Range, allows
 from runner.config.plugins import locate
+from runner.data.mapping import CASE_KEYS, KB_KEYS, mapping_conf
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
@@ -101,25 +102,11 @@ def _plain(hint: Any) -> tuple[Any, tuple[Any, ...]]:
 # --- dataset -----------------------------------------------------------------------------------
 
 
-@dataclass
-class CaseMappingConf:
-    """JMESPath expression per canonical case field (SPEC 2); ``null`` = not mapped."""
+CaseMappingConf = mapping_conf("CaseMappingConf", CASE_KEYS, __name__)
+"""JMESPath expression per canonical case field (SPEC 2); ``null`` = not mapped."""
 
-    id: Optional[str] = None
-    query: Optional[str] = None
-    references: Optional[str] = None
-    expected_sources: Optional[str] = None
-    citations: Optional[str] = None
-    answer: Optional[str] = None
-    metadata: Optional[str] = None
-
-
-@dataclass
-class DocumentMappingConf:
-    """JMESPath expression per knowledge-base field."""
-
-    source: Optional[str] = None
-    text: Optional[str] = None
+DocumentMappingConf = mapping_conf("DocumentMappingConf", KB_KEYS, __name__)
+"""JMESPath expression per knowledge-base field."""
 
 
 @dataclass
@@ -128,7 +115,7 @@ class KnowledgeBaseConf:
 
     path: Optional[str] = None
     format: Optional[str] = None
-    mapping: DocumentMappingConf = field(default_factory=DocumentMappingConf)
+    mapping: DocumentMappingConf = field(default_factory=DocumentMappingConf)  # type: ignore[valid-type]
     transform: Any = None
 
 
@@ -138,7 +125,7 @@ class ResponsesConf:
 
     path: str = MISSING
     format: Optional[str] = None
-    mapping: CaseMappingConf = field(default_factory=CaseMappingConf)
+    mapping: CaseMappingConf = field(default_factory=CaseMappingConf)  # type: ignore[valid-type]
     transform: Any = None
 
 
@@ -149,7 +136,7 @@ class DatasetConf:
     name: str = MISSING
     path: str = MISSING
     format: Optional[str] = None
-    mapping: CaseMappingConf = field(default_factory=CaseMappingConf)
+    mapping: CaseMappingConf = field(default_factory=CaseMappingConf)  # type: ignore[valid-type]
     transform: Any = None
     limit: Optional[int] = field(default=None, metadata=allows(Range(low=1, integer=True)))
     knowledge_base: Optional[KnowledgeBaseConf] = None

@@ -31,6 +31,9 @@ from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_re
 from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
 
 log = logging.getLogger("ragcite")
+# The files of a result folder logged as artifacts (a run's, a calibration's).
+ARTIFACTS = (METRICS_FILE, CASES_FILE, CONFIG_FILE, sweeps.REPORT, "calibration.json",
+             "calibration.html")
 
 
 def _yaml(path: Path) -> Any:
@@ -55,6 +58,16 @@ def overrides_tag(job_dir: Path) -> dict[str, str]:
         return {}
     return {"ragcite.overrides": json.dumps(redact([str(x) for x in data]), ensure_ascii=False)
             } if isinstance(data, list) else {}
+
+
+def read_folder(result_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """What a result folder gives its run: its figures (``metrics.json``), config and own tags;
+    a calibration's (``mode=calibrate``) in the same shape; nothing from another folder."""
+    from runner.calibration.job import tracked
+
+    if (result_dir / METRICS_FILE).is_file():
+        return read_result(result_dir), read_config(result_dir / CONFIG_FILE), {}
+    return tracked(result_dir) or ({}, {}, {})
 
 
 def log_dataset(mlflow: Any, run_id: str, dataset: dict[str, Any]) -> None:
@@ -209,8 +222,8 @@ class MlflowTracker:
                 self.experiment_id = str(parent.get("experiment_id") or self.experiment_id)
                 tags["mlflow.parentRunId"] = self.parent_run_id
                 tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
-            data = read_result(result_dir) if (result_dir / METRICS_FILE).is_file() else {}
-            job_dir = passages_path(result_dir, data).parent if data else result_dir
+            data = read_folder(result_dir)[0]
+            job_dir = passages_path(result_dir, data).parent
             tags.update({"ragcite.job_dir": str(job_dir.resolve()), **overrides_tag(job_dir)})
             name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
             run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
@@ -235,9 +248,12 @@ class MlflowTracker:
         if self.disabled or run_id is None:
             return
         with self._failing("cannot log the results to"):
-            result_dir, data = Path(result_dir), read_result(result_dir)
-            config = read_config(result_dir / CONFIG_FILE)
+            result_dir = Path(result_dir)
+            data, config, tags = read_folder(result_dir)
             secrets = self.secrets | all_secrets(config)
+            if not (result_dir / METRICS_FILE).is_file():  # a calibration's: no cases
+                self._log_batch(run_id, result_dir, data, config, tags, secrets)
+                return
             passages = passages_path(result_dir, data).resolve()
             shared = passages.parent != result_dir.resolve()  # by the K results of a job
             if not shared or passages not in self._passages:  # logged with the job's first run
@@ -246,17 +262,24 @@ class MlflowTracker:
                     if shared and self.log_table else None
                 self._passages = {passages: (run_id, parts)}
             holder, parts = self._passages[passages]
-            tags = {**result_tags(data), "ragcite.passages_run_id": holder}
-            store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
-                            params=flatten_params(config, secrets),
-                            tags={k: scrub_text(v, secrets) for k, v in tags.items()})
-            for name in (METRICS_FILE, CASES_FILE, CONFIG_FILE, sweeps.REPORT):
-                if (result_dir / name).is_file():
-                    store.log_artifact(self.client, run_id, result_dir / name, secrets)
+            self._log_batch(run_id, result_dir, data, config,
+                            {"ragcite.passages_run_id": holder}, secrets)
             if self.log_table:
                 log_case_table(self.client, run_id, result_dir, parts, self.table_rows)
             if data.get("dataset"):
                 log_dataset(self.client, run_id, data["dataset"])
+
+    def _log_batch(self, run_id: str, result_dir: Path, data: dict[str, Any],
+                   config: dict[str, Any], tags: dict[str, str], secrets: set[str]) -> None:
+        """Log a result's figures as metrics and tags, its config as params, `tags`, and the
+        files of :data:`ARTIFACTS` it holds, `secrets` scrubbed."""
+        tags = {**result_tags(data), **tags}
+        store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
+                        params=flatten_params(config, secrets),
+                        tags={k: scrub_text(v, secrets) for k, v in tags.items()})
+        for name in ARTIFACTS:
+            if (result_dir / name).is_file():
+                store.log_artifact(self.client, run_id, result_dir / name, secrets)
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``

@@ -62,8 +62,13 @@ ROWS = [
     Row("a key added that is already set", ["+matcher.n=2"], 2,
         "ragcite: error: matcher.n: already set; override it without '+' (matcher.n=...)"),
     Row("a bad label in the labels file", ["calibrate.labels=l.jsonl"], 2,
-        "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, got \"yes\"",
-        files={"l.jsonl": LABELS}),
+        "ragcite: error: l.jsonl, line 2, field 'label': Input should be a valid boolean "
+        "(got 'yes')", files={"l.jsonl": LABELS}),
+    Row("a mapping expression that fails on a record",
+        ["calibrate.labels=l.jsonl", 'calibrate.mapping.label="abs(reference)"'], 2,
+        "ragcite: error: l.jsonl, line 1, field 'mapping.label': expression 'abs(reference)' "
+        "failed: In function abs(), invalid type for value: a b c, expected one of: "
+        "['number'], received: \"string\"", files={"l.jsonl": LABELS}),
     Row("a secret in an override that does not parse",
         ["matcher=embeddings", f"matcher.api_key=[{SECRET}"], 2,
         f"ragcite: error: matcher.api_key=***: not a valid override; {GRAMMAR}"),

@@ -78,12 +78,12 @@ def test_the_ready_line_is_a_threshold_ragcite_accepts(compose_cfg: Any) -> None
     (["calibrate.labels=l.jsonl"], {"l.jsonl": '{"reference": "a", "citation": "b", '
                                                '"label": true}\n'
                                      '{"reference": "a", "citation": "b", "label": "yes"}\n'},
-     "ragcite: error: l.jsonl, line 2, field 'label': must be true or false, "
-     "got \"yes\""),
+     "ragcite: error: l.jsonl, line 2, field 'label': Input should be a valid boolean "
+     "(got 'yes')"),
     (["calibrate.labels=missing.jsonl"], {}, "ragcite: error: missing.jsonl: file not found"),
     (["calibrate.labels=l.csv"], {"l.csv": "reference,citation,label\na,b,maybe\n"},
-     "ragcite: error: l.csv, line 2, field 'label': must be true or false, "
-     "got \"maybe\""),
+     "ragcite: error: l.csv, line 2, field 'label': Input should be a valid boolean "
+     "(got 'maybe')"),
     ([f"calibrate.labels={FIXTURE}", "scoring.threshold=[0.3,0.5]"], {},
      "ragcite: error: scoring.threshold: a calibration takes one threshold, got 2; "
      "the best one is found for you (best_threshold)"),
@@ -115,6 +115,55 @@ def test_a_tracked_calibration_is_an_mlflow_run_with_the_figures_and_both_files(
     names = {a.path for a in client.list_artifacts(runs[0].info.run_id)}
     assert {"calibration.json", "calibration.html"} <= names
     assert only(root).is_dir()
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_a_store_that_refuses_the_calibration_is_one_line_and_its_files_stay(
+        tmp_path: Path, required: bool) -> None:
+    # The store opens, but its artifact location is under a file: logging fails as for a run,
+    # the run ends FAILED and the calibration's files stay (job.json only when it goes on).
+    (tmp_path / "afile").write_text("x\n", encoding="utf-8")
+    root, proc = calibrate(tmp_path, f"calibrate.labels={FIXTURE}", "matcher.n=1",
+                           "progress=false", f"tracking.artifact_location={tmp_path}/afile/art",
+                           f"tracking.required={str(required).lower()}",
+                           expect=2 if required else 0)
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("ragcite-calibration")
+    assert [r.info.status for r in client.search_runs([exp.experiment_id])] == ["FAILED"]
+    problem = (f"tracking: cannot log the results to {uri}: NotADirectoryError: [Errno 20] Not a "
+               f"directory: '{tmp_path}/afile/art'")
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("ragcite:")]
+    assert lines == ([f"ragcite: error: {problem}"] if required else [
+        f"ragcite: warning: {problem}; continuing without MLflow tracking (results stay in the "
+        "run folder)"])
+    files = {p.name for p in only(root).iterdir()}
+    assert {"calibration.json", "calibration.html"} <= files
+    assert ("job.json" in files) is not required
+
+
+def test_a_tracked_calibration_leaves_no_secret_in_its_run_nor_any_file(tmp_path: Path) -> None:
+    # An env key read into the run's name, a key among the tracker's tags: both reach the
+    # MLflow run only as ***, and no file under the folder (the store, the artifacts) holds them.
+    from mlflow import MlflowClient
+
+    from tests.test_secrets import KEY, TOKEN, search_tree
+
+    proc = run_cli([f"calibrate.labels={FIXTURE}", "matcher.n=1", "run_name=cal-${oc.env:"
+                    "OPENAI_API_KEY}", f"+tracking.tags.token={TOKEN}",
+                    f"output_root={tmp_path / 'out'}"], cwd=tmp_path, module=MODULE,
+                   env={"OPENAI_API_KEY": KEY})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name(
+        "ragcite-calibration").experiment_id])
+    assert (run.info.run_name, run.data.tags["token"]) == ("cal-***", "***")
+    for secret in (KEY, TOKEN):
+        assert secret not in proc.stdout + proc.stderr
+        files, _ = search_tree(tmp_path, secret)
+    assert {"mlflow.db", "calibration.json", "calibration.html"} <= {p.name for p in files}
 
 
 def test_matchers_compared_on_the_same_labels(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ ROWS = [{"reference": "r one", "citation": "c one", "label": True, "annotator": 
 
 
 def _expected(where: list[str]) -> list[LabelledPair]:
-    return [LabelledPair("r one", "c one", True, annotator="ana", where=where[0]),
-            LabelledPair("r one", "c one", False, annotator="bo", where=where[1])]
+    return [LabelledPair(reference="r one", citation="c one", label=True, annotator="ana",
+                         where=where[0]),
+            LabelledPair(reference="r one", citation="c one", label=False, annotator="bo",
+                         where=where[1])]
 
 
 def test_jsonl_json_yaml_and_csv_give_the_same_pairs_kept_per_annotator(tmp_path: Path) -> None:
@@ -41,22 +43,23 @@ def test_a_jmespath_mapping_reads_another_shape(tmp_path: Path) -> None:
                                 "verdict": {"same": True}, "who": "ana", "extra": 1}) + "\n")
     pairs = load_pairs(path, {"reference": "gold.text", "citation": "pred.text",
                               "label": "verdict.same", "annotator": "who"})
-    assert pairs == [LabelledPair("r one", "c one", True, annotator="ana", where="line 1")]
+    assert pairs == [LabelledPair(reference="r one", citation="c one", label=True,
+                                  annotator="ana", where="line 1")]
 
 
 @pytest.mark.parametrize(("line", "problem"), [
     ('{"reference": "r", "citation": "c", "label": "yes"}',
-     "line 1, field 'label': must be true or false, got \"yes\""),
+     "line 1, field 'label': Input should be a valid boolean (got 'yes')"),
     ('{"reference": "r", "citation": "c", "label": 1}',
-     "line 1, field 'label': must be true or false, got 1"),
+     "line 1, field 'label': Input should be a valid boolean (got 1)"),
     ('{"reference": "r", "citation": "c"}',
-     "line 1, field 'label': required field is missing (true or false)"),
+     "line 1, field 'label': required field is missing"),
     ('{"reference": "  ", "citation": "c", "label": true}',
-     "line 1, field 'reference': must be a non-blank string, got \"  \""),
+     "line 1, field 'reference': Value error, must not be blank (got '  ')"),
     ('{"citation": "c", "label": true}',
-     "line 1, field 'reference': required field is missing (a passage's text)"),
+     "line 1, field 'reference': required field is missing"),
     ('{"reference": "r", "citation": "c", "label": true, "annotator": 7}',
-     "line 1, field 'annotator': must be a string, got 7"),
+     "line 1, field 'annotator': Input should be a valid string (got 7)"),
     ('["r", "c", true]', "line 1: expected an object, got list"),
     ('{"reference": "r" "citation": "c"}',
      "line 1: malformed JSON (Expecting ',' delimiter at column 19)"),
