@@ -266,11 +266,12 @@ class Caller:
     """
 
     concurrency: int
+    model: str | None = None  # the priced model (OpenaiCaller's field); None for a plain HTTP API
     _key_accepted = False  # until a reply: the first request goes alone
 
     @functools.cached_property
     def _usage(self) -> Usage:
-        return Usage(model=getattr(self, "model", None))  # the priced model, if it has one
+        return Usage(model=self.model)
 
     @functools.cached_property
     def _memory(self) -> dict[tuple[str, str], Any]:
