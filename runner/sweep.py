@@ -129,6 +129,18 @@ def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return best
 
 
+def scored_cases(jobs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Whether the complete results scored the same cases, from their ``metrics.json`` (the
+    digest of their scored cases' ids, ``scored_digest``; never their cases): how many sets of
+    cases they form, and the fewest and most cases a result scored. None with fewer than two
+    complete results that have a digest (files written before it)."""
+    done = [j["metrics"] for j in jobs if j["complete"] and j["metrics"].get("scored_digest")]
+    sizes = [int(m.get("n_scored") or 0) for m in done]
+    sets = len({m["scored_digest"] for m in done})
+    return {"same": sets == 1, "sets": sets, "n_results": len(done), "fewest": min(sizes),
+            "most": max(sizes)} if len(done) > 1 else None
+
+
 def summarize(sweep_dir: Path, failed: bool,
               planned: Sequence[Sequence[str]] = ()) -> dict[str, Any]:
     """The content of ``sweep.json``; `planned`: each launched job's overrides, by job number
@@ -147,7 +159,7 @@ def summarize(sweep_dir: Path, failed: bool,
             "n_jobs": len({j["job"] for j in jobs}) + len(not_run),
             "n_results": sum(1 for j in jobs if j["complete"]),
             "incomplete_jobs": incomplete, "not_run": not_run, "gates_failed": gates,
-            "jobs": jobs, "best": best_results(jobs)}
+            "jobs": jobs, "best": best_results(jobs), "scored_cases": scored_cases(jobs)}
 
 
 def start_tracking(config: Any, sweep_dir: Path) -> Tracker:

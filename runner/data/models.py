@@ -174,6 +174,9 @@ class Figures(BaseModel):
     metrics: dict[str, Unit | None] = {}
     ci: dict[str, tuple[Unit, Unit] | None] = {}
     labels: dict[str, Count] = {}
+    label_shares: dict[str, Unit | None] = {}
+    diagnosis: StrictStr | None = None
+    scored_digest: StrictStr | None = None
     bands: dict[str, StrictStr | None] = {}
     files: dict[str, StrictStr] = {}
     threshold: _Threshold | None = None

@@ -61,9 +61,9 @@ def signed(value: Any, digits: int = 3) -> str:
     return text[1:] if float(text) == 0.0 else text  # no sign on a difference that shows as 0
 
 
-def pct(part: float, whole: float) -> str:
-    """``part`` as a percentage of ``whole`` (``—`` when whole is 0)."""
-    return "—" if not whole else f"{100.0 * part / whole:.0f}%"
+def pct(share: float | None, digits: int = 0) -> str:
+    """A share (``metrics.json`` → ``label_shares``) as a percentage (``—`` when undefined)."""
+    return "—" if share is None else f"{100.0 * share:.{digits}f}%"
 
 
 def clip(text: Any, limit: int) -> str:

@@ -23,15 +23,15 @@ def share_text(count: int, total: int, noun: str = "") -> str:
     return f"{whole} ({100.0 * count / total:.1f}%)" if total else whole
 
 
-def stacked_bars(labels: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """The citation and the reference label counts of one result, each label in order with its
-    count, and their total (the templates draw each kind as a stacked bar)."""
-    out = []
-    for kind, prefix, names in KINDS:
-        counts = {name: int((labels or {}).get(prefix + name) or 0) for name in names}
-        out.append({"kind": kind, "total": sum(counts.values()), "segments": [
-            {"label": name, "key": prefix + name, "count": n} for name, n in counts.items()]})
-    return out
+def stacked_bars(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The citation and the reference labels of one result (``metrics.json``), each label in
+    order with its count (``labels``) and share (``label_shares``), and their total
+    (``counts``): the templates draw each kind as a stacked bar."""
+    labels, shares = metrics.get("labels") or {}, metrics.get("label_shares") or {}
+    return [{"kind": kind, "total": int((metrics.get("counts") or {}).get(kind) or 0),
+             "segments": [{"label": name, "key": prefix + name, "share": shares.get(prefix + name),
+                           "count": int(labels.get(prefix + name) or 0)} for name in names]}
+            for kind, prefix, names in KINDS]
 
 
 def _pair_items(items_a: Sequence[dict[str, Any]], items_b: Sequence[dict[str, Any]],

@@ -114,7 +114,6 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     run = {"name": sec["run"].get("name") or result_dir.name,
            "started_at": sec["run"].get("started_at"), "threshold": sec["threshold"].get("value"),
            "threshold_level": sec["threshold"].get("level")}
-    labels = metrics.get("labels") or {}
     metric_list = declared(metrics.get("metrics") or {})
     meta = {
         "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
@@ -129,7 +128,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "declared": metric_list, "sentences": {m.name: card_sentence(m.name, metrics)
                                                for m in metric_list},
         "bands": dict((metrics.get("scoring") or {}).get("bands") or DEFAULT_BANDS),
-        "label_bars": stacked_bars(labels), "diagnosis": diagnosis(labels),
+        "label_bars": stacked_bars(metrics), "diagnosis": diagnosis(metrics),
         **_blocks(embedded, opts), "meta": meta, "meta_json": embed_json(meta),
     }
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner.scoring.explain import listing, percent, plural
-from runner.scoring.labels import CITATION, REFERENCE
+from runner.scoring.explain import count_of, listing, percent, plural
+from runner.scoring.labels import CITATION, REFERENCE, Label
 from runner.scoring.metrics import F1, METRICS
 
 UNDEFINED_TEXT = "Undefined: no scored case defines this metric."
@@ -30,64 +30,65 @@ def card_sentence(key: str, metrics: Mapping[str, Any]) -> str:
     value = (metrics.get("metrics") or {}).get(key)
     if not isinstance(value, (int, float)):
         return UNDEFINED_TEXT
-    m, n = METRICS[key], metrics.get("n_scored")
+    m = METRICS[key]
     # The cases the mean is over: the scored ones that define the metric.
-    undefined = ((metrics.get("histograms") or {}).get(key) or {}).get("undefined") or 0
-    over = f" over {plural(n - int(undefined), 'case')}" if isinstance(n, int) else ""
+    defined = ((metrics.get("histograms") or {}).get(key) or {}).get("defined")
+    over = f" over {plural(defined, 'case')}" if isinstance(defined, int) else ""
     counts, mean = m.sentence(metrics), f"{float(value):.3f} is the mean of the {m.mean_of}{over}."
     if isinstance(m, F1):
         return mean + (" " + counts if counts else "")
     return (counts + " " if counts else "") + mean
 
 
-def diagnosis(labels: Mapping[str, Any]) -> tuple[str, str]:
-    """The run report's diagnosis: a headline naming the main problem, and the counts.
+def diagnosis(metrics: Mapping[str, Any]) -> tuple[str, str]:
+    """The run report's diagnosis: a headline stating scoring's finding (``metrics.json`` →
+    ``diagnosis``), and the counts.
 
-    Every clause states a count of ``metrics.json`` → ``labels``; a clause whose count is 0 is
-    left out, so nothing is claimed that did not happen.
+    Every clause states a count of ``metrics.json`` → ``labels`` (of ``counts`` →
+    ``citations`` or ``references``) and its share (``label_shares``); a clause whose count is
+    0 is left out, so nothing is claimed that did not happen.
     """
-    sup, wrong, unexp, other, cited, p_missed, s_missed = (  # the declared labels, in order
-        int(labels.get(lab.key) or 0) for lab in (*CITATION, *REFERENCE))
-    total, refs = sup + other + wrong + unexp, cited + p_missed + s_missed
-    if not total and not refs:
-        return "Nothing to diagnose", "No citation or reference was scored."
-    detail = _diagnosis_detail(sup, other, wrong, unexp, total) + " " + _references_detail(
-        cited, p_missed, s_missed, refs)
-    if not total:
+    labels, shares = metrics.get("labels") or {}, metrics.get("label_shares") or {}
+    wrong, unexp, cited, s_missed = (int(labels.get(key) or 0) for key in (
+        "citation_wrong_passage", "citation_unexpected_source", "reference_cited",
+        "reference_source_missed"))
+    total, refs = (count_of(metrics, "counts", k) or 0 for k in ("citations", "references"))
+    finding = metrics.get("diagnosis")
+    if finding in (None, "nothing"):
+        return (("Nothing to diagnose", "No citation or reference was scored.") if finding else
+                ("Not diagnosed", "These results were written without a diagnosis."))
+    detail = _detail(CITATION, labels, shares, total, "citation") + " " + _detail(
+        REFERENCE, labels, shares, refs, "ground-truth passage")
+    if finding == "no_citations":
         return "No citations: the responses cite nothing.", detail
-    if sup >= 0.75 * total and (not refs or cited >= 0.75 * refs):
+    if finding == "mostly_right":
         head = "Mostly right: most citations quote a ground-truth passage of their own document"
         return head + ("." if not refs else ", and most ground-truth passages are cited."), detail
-    if unexp >= wrong and unexp > 0 and (unexp >= sup or s_missed >= p_missed):
+    if finding == "wrong_documents":
         return (f"Main problem: wrong documents. {unexp} of {plural(total, 'citation')} "
                 f"cite{'s' if unexp == 1 else ''} a document that is not expected" + (
                     f", and {s_missed} of {plural(refs, 'ground-truth passage')} "
                     f"belong{'s' if s_missed == 1 else ''} to documents not cited"
                     if s_missed else "") + " (usually a retrieval problem).", detail)
-    if wrong > 0 and (wrong >= sup or p_missed >= s_missed):
+    if finding == "wrong_passages":
         return (f"Main problem: wrong passages. {wrong} of {plural(total, 'citation')} "
                 f"cite{'s' if wrong == 1 else ''} an expected document but a passage that "
                 "matches no ground-truth passage.", detail)
-    if sup >= 0.75 * total:
+    if finding == "incomplete":
         return ("Main problem: incomplete citations. Most citations are right, but only "
                 f"{cited} of {plural(refs, 'ground-truth passage')} are cited.", detail)
     return ("Mixed: no single failure dominates.", detail)
 
 
-def _diagnosis_detail(sup: int, other: int, wrong: int, unexp: int, total: int) -> str:
+def _detail(kind: tuple[Label, ...], labels: Mapping[str, Any], shares: Mapping[str, Any],
+            total: int, noun: str) -> str:
+    """``Of 6 citations, 3 (50%) quote ...``: each label's count and share (a citation label
+    other than ``other_source`` shown even at 0)."""
     if not total:
-        return "No citation was scored."
-    lab = {c.name: c.sentence for c in CITATION}
-    counts = (("supported", sup), ("other_source", other), ("wrong_passage", wrong),
-              ("unexpected_source", unexp))
-    return f"Of {plural(total, 'citation')}, " + "; ".join(
-        f"{n} ({percent(n, total)}) {lab[name]}" for name, n in counts
-        if n or name != "other_source") + "."
-
-
-def _references_detail(cited: int, p_missed: int, s_missed: int, refs: int) -> str:
-    if not refs:
-        return "No scored case has a ground-truth passage."
-    return f"Of {plural(refs, 'ground-truth passage')}, " + listing([
-        f"{n} ({percent(n, refs)}) {lab.sentence}"
-        for lab, n in zip(REFERENCE, (cited, p_missed, s_missed))]) + "."
+        return ("No citation was scored." if kind is CITATION
+                else "No scored case has a ground-truth passage.")
+    shown = (*kind[:1], *kind[3:], *kind[1:3]) if kind is CITATION else kind  # other_source 2nd
+    parts = [f"{n} ({percent(shares.get(lab.key))}) {lab.sentence}" for lab in shown
+             if (n := int(labels.get(lab.key) or 0)) or lab.name != "other_source"]
+    return f"Of {plural(total, noun)}, " + ("; ".join(parts) if kind is CITATION
+                                            else listing(parts)) + "."

@@ -13,7 +13,6 @@ Re-render by hand with ``python -m runner.reports.sweep SWEEP_DIR``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,6 @@ from runner.config.naming import model_text
 from runner.reports import common
 from runner.reports.common import METRIC_KEYS
 from runner.reports.diagnosis import stacked_bars
-from runner.results import iter_decisions
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"
@@ -78,7 +76,7 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
         "config": [f"{k}={overrides[k]}" for k in varying if k in overrides],
         "vals": {k: (m.get("metrics") or {}).get(k) for k in METRIC_KEYS},
         "ci": {k: (m.get("ci") or {}).get(k) for k in METRIC_KEYS},
-        "diagnosis": stacked_bars(m.get("labels")) if m else []}
+        "diagnosis": stacked_bars(m) if m else []}
 
 
 # --- charts: each metric versus the threshold, per matcher, one line per other variation ---
@@ -118,22 +116,6 @@ def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [_matcher_charts(matcher, members) for matcher, members in groups.items()]
 
 
-def common_cases(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> dict[str, Any] | None:
-    """Whether the complete results scored the same cases (their ``cases.jsonl``, read with
-    :func:`runner.results.iter_decisions`): the number common to all of them, and the fewest
-    and most each scored. None when fewer than two results can be read."""
-    sets = []
-    for row in (r for r in rows if r["complete"]):
-        with contextlib.suppress(OSError, ValueError):
-            sets.append({str(d["id"]) for d in iter_decisions(sweep_dir / row["dir"])
-                         if d.get("error") is None})
-    if len(sets) < 2:
-        return None
-    sizes = [len(s) for s in sets]
-    return {"same": all(s == sets[0] for s in sets), "n_common": len(set.intersection(*sets)),
-            "n_results": len(sets), "fewest": min(sizes), "most": max(sizes)}
-
-
 def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]:
     """Everything the sweep template shows, from ``sweep.json``."""
     entries = list(summary.get("jobs") or [])
@@ -150,7 +132,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
                                        *(f"job {j.get('num')}: not run"
                                          for j in summary.get("not_run") or [])])],
         "varying": varying, "common": common, "rows": rows,
-        "matcher_charts": _charts(rows), "cases": common_cases(rows, sweep_dir)}
+        "matcher_charts": _charts(rows), "cases": summary.get("scored_cases")}
 
 
 def render_sweep_report(sweep_dir: str | Path, output: str | Path | None = None) -> Path:

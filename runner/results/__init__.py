@@ -39,7 +39,8 @@ PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "me
 DECISION_KEYS = ("id", "matched", "labels", "metrics", "counts", "bands", "explanations",
                  "error")
 _FIGURES = ("n_cases", "n_scored", "n_errors", "error_rate", "metrics", "ci", "micro", "labels",
-            "counts", "bootstrap", "bands", "histograms")  # metrics.json, in order
+            "counts", "bootstrap", "bands", "histograms", "label_shares", "diagnosis",
+            "scored_digest")  # metrics.json, in order
 
 
 @dataclass(eq=False)
@@ -153,6 +154,9 @@ class RunResult:
         bands: The band of each macro mean under the run's bands (None when undefined).
         failed: ``{"count": n, "listed": [{"id", "error"}, ...]}``: the failed cases, the
             first few of them listed in case order.
+        label_shares: Each label's count over its kind's items (None when there is none).
+        diagnosis: The main finding of the label counts (``runner.scoring.labels.diagnose``).
+        scored_digest: A digest of the scored cases' ids (equal ids, equal digest).
         extra: Anything else the runner records (config summary, timings, usage, gates).
         cases: The per-case results (not part of ``metrics.json``).
     """
@@ -170,6 +174,9 @@ class RunResult:
     histograms: dict[str, dict[str, Any]] = field(default_factory=dict)
     bands: dict[str, str | None] = field(default_factory=dict)
     failed: dict[str, Any] = field(default_factory=dict)
+    label_shares: dict[str, float | None] = field(default_factory=dict)
+    diagnosis: str | None = None
+    scored_digest: str | None = None
     cases: Sequence[CaseResult] = field(default_factory=list, repr=False)
 
     @property

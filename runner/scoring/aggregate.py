@@ -5,6 +5,7 @@ Cases that carry an error are counted in ``n_errors`` and excluded from every fi
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -16,7 +17,7 @@ import numpy as np
 from runner.results import CaseResult, CaseSequence, RunResult
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.bootstrap import interval, resample_counts
-from runner.scoring.labels import CITATION, REFERENCE
+from runner.scoring.labels import CITATION, REFERENCE, diagnose, shares
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, declared
 
 DEFAULT_RESAMPLES = 1000
@@ -46,13 +47,23 @@ def histogram(values: Sequence[float] | np.ndarray, bins: int = HIST_BINS) -> li
     return counts
 
 
-def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS,
-               bins: int = HIST_BINS) -> dict[str, dict[str, Any]]:
+def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS, bins: int = HIST_BINS,
+               bands: Mapping[str, float] = DEFAULT_BANDS) -> dict[str, dict[str, Any]]:
     """Per metric (`names`, the columns of `values`, NaN = undefined): its defined values
-    binned over [0, 1] (:func:`histogram`) and how many are undefined."""
+    binned over [0, 1] (:func:`histogram`), how many are defined and undefined, and the band of
+    each bin's lower edge (`bands`)."""
+    edges = [band(i * (1.0 / bins), bands) for i in range(bins)]
     return {key: {"low": 0.0, "high": 1.0, "bins": bins,
                   "counts": histogram(defined := col[~np.isnan(col)], bins),
-                  "undefined": int(col.size - defined.size)} for key, col in zip(names, values.T)}
+                  "undefined": int(col.size - defined.size), "defined": int(defined.size),
+                  "bands": edges} for key, col in zip(names, values.T)}
+
+
+def ids_digest(ids: Iterable[str]) -> int:
+    """The sum modulo 2**64 of a 64-bit hash of each id: the same for the same ids in any
+    order and batches (``metrics.json`` → ``scored_digest``)."""
+    return sum(int.from_bytes(hashlib.blake2b(i.encode("utf-8"), digest_size=8).digest(),
+                              "little") for i in ids) % 2**64
 
 
 def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
@@ -162,13 +173,14 @@ class Aggregator:
         lab.key: 0 for lab in (*CITATION, *REFERENCE)})
     n_cases: int = field(default=0, init=False)
     n_errors: int = field(default=0, init=False)
+    digest: int = field(default=0, init=False)  # ids_digest of the scored cases
     _parts: list[Sequence[CaseResult]] = field(default_factory=list, init=False)  # kept cases
 
     def add_batch(self, batch: BatchResults) -> None:
         """Count a scored batch from its sums (the same as adding its cases one by one)."""
         failed = ({"id": c.id, "error": str(c.error)} for c in batch.error_cases())
         self._add(len(batch), batch.n_errors, failed if batch.n_errors else (), batch.rows,
-                  batch.counts, batch.labels, [batch])
+                  batch.counts, batch.labels, [batch], batch.digest)
 
     def empty(self) -> Aggregator:
         """A new aggregator with the same settings and no cases."""
@@ -181,13 +193,15 @@ class Aggregator:
         separate processes aggregate exactly as in one.
         """
         self._add(other.n_cases, other.n_errors, other.failed_listed, other.rows, other.counts,
-                  other.labels, other._parts)
+                  other.labels, other._parts, other.digest)
 
     def _add(self, n_cases: int, n_errors: int, failed: Iterable[dict[str, str]],
              rows: Sequence[Sequence[float]], counts: Mapping[str, int],
-             labels: Mapping[str, int], parts: Sequence[Sequence[CaseResult]]) -> None:
+             labels: Mapping[str, int], parts: Sequence[Sequence[CaseResult]],
+             digest: int) -> None:
         """Count cases; list failed ones (id and error) until ``max_failed_listed`` are."""
         self.n_cases += n_cases
+        self.digest = (self.digest + digest) % 2**64
         self.n_errors += n_errors
         room = max(self.max_failed_listed - len(self.failed_listed), 0)
         self.failed_listed.extend(islice(failed, room))
@@ -217,7 +231,9 @@ class Aggregator:
             n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
-            histograms=histograms(values, names),
+            histograms=histograms(values, names, bands=self.bands),
+            label_shares=shares(self.labels, self.counts), diagnosis=diagnose(self.labels),
+            scored_digest=f"{self.digest:016x}",
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
             cases=CaseList(self._parts) if self.keep_cases else [])

@@ -29,6 +29,7 @@ from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import FastPath, Matcher, PairError
 from runner.results import CaseResult
+from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.records import BatchResults, Scored
 
@@ -161,8 +162,9 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
             errors[pos] = error_case(case, response, "no response for this case"
                                      if response is None else str(response.error),
                                      options.metrics)
+    digest = prep.digest if prep is not None else 0  # the same cases fail at every threshold
     return [BatchResults(where, errors,
-                         _decide(prep, options, float(t)) if prep is not None else None)
+                         _decide(prep, options, float(t)) if prep is not None else None, digest)
             for t in thresholds]
 
 
@@ -214,6 +216,9 @@ class _Prepared:
             needs_sim &= s_same
         pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
         self.sim, self.failed_msg = _slot_similarities(matcher, texts, pair_codes, needs_sim)
+        self.failed = {int(ref_case[slot_ref[s]]) for s in self.failed_msg}  # their cases
+        self.digest = ids_digest(cd["id"] for k, cd in enumerate(f.case_fields)
+                                 if k not in self.failed)
         self.flat, self.n_cases, self.n_src, self.n_cits = f, n_cases, n_src, len(cit_tid)
         self.ref_case, self.cit_case, self.exp_case = ref_case, cit_case, exp_case
         self.ref_sid, self.cit_sid, self.exp_sid = ref_sid, cit_sid, exp_sid
@@ -277,7 +282,6 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
                       cits_matched.astype(np.int64).tolist(),
                       *(np.bincount(codes // n_src, minlength=n_cases).tolist()
                         for codes in (expected, cited, hits))))
-    failed = {int(p.ref_case[p.slot_ref[s]]) for s in p.failed_msg}
     return Scored(f.items, f.case_fields, f.resp_fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
-                  cit_label, ref_label, p.ref_case, p.cit_case, failed, p.failed_msg, options)
+                  cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options)

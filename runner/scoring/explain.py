@@ -36,9 +36,10 @@ class Facts(NamedTuple):
     ref_wrong_cited: Sequence[bool]
 
 
-def percent(part: float, whole: float) -> str:
-    """``part / whole`` as a whole percentage that never rounds a partial share to 0 or 100."""
-    if not whole:
+def percent(part: float | None, whole: float = 1.0) -> str:
+    """``part / whole`` (a share when `whole` is left out) as a whole percentage that never
+    rounds a partial share to 0 or 100; ``n/a`` when undefined."""
+    if not whole or part is None:
         return "n/a"
     share = part / whole
     if 0 < share < 0.005:

@@ -3,6 +3,7 @@ right. The batch scorer (:mod:`runner.scoring.batch`) decides them in this order
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 
@@ -47,3 +48,29 @@ CITATION_LABELS = tuple(lab.name for lab in CITATION)
 REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
 LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE)}
 """What each label means, by name."""
+
+
+def shares(labels: Mapping[str, int], counts: Mapping[str, int]) -> dict[str, float | None]:
+    """Each label's count over the items of its kind (``counts`` → ``citations`` or
+    ``references``): ``metrics.json`` → ``label_shares``, None when there is none."""
+    return {lab.key: labels.get(lab.key, 0) / whole if (whole := counts.get(lab.kind + "s"))
+            else None for lab in (*CITATION, *REFERENCE)}
+
+
+def diagnose(labels: Mapping[str, int]) -> str:
+    """The diagnosis of a run (``metrics.json`` → ``diagnosis``): the main finding of its label
+    counts, ``wrong_documents`` (a retrieval problem), ``wrong_passages`` (of the right
+    documents), ``incomplete`` (citations), ``mostly_right``, ``mixed``, ``no_citations`` or
+    ``nothing`` (no citation or reference scored). The run report states it with its counts."""
+    sup, wrong, unexp, other, cited, p_missed, s_missed = (  # the declared labels, in order
+        int(labels.get(lab.key) or 0) for lab in (*CITATION, *REFERENCE))
+    total, refs = sup + other + wrong + unexp, cited + p_missed + s_missed
+    if not total:
+        return "no_citations" if refs else "nothing"
+    if sup >= 0.75 * total and (not refs or cited >= 0.75 * refs):
+        return "mostly_right"
+    if unexp >= wrong and unexp > 0 and (unexp >= sup or s_missed >= p_missed):
+        return "wrong_documents"
+    if wrong > 0 and (wrong >= sup or p_missed >= s_missed):
+        return "wrong_passages"
+    return "incomplete" if sup >= 0.75 * total else "mixed"

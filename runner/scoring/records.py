@@ -221,10 +221,11 @@ class BatchResults(CaseSequence):
         counts: The scored cases' counts, summed.
         labels: The scored cases' citation and reference labels, counted
             (``citation_supported``, ...).
+        digest: The scored cases' ids digest (:func:`runner.scoring.aggregate.ids_digest`).
     """
 
     def __init__(self, where: list[int], errors: dict[int, CaseResult],
-                 scored: Scored | None) -> None:
+                 scored: Scored | None, digest: int = 0) -> None:
         self._where = where
         self._errors = errors
         self._scored = scored
@@ -233,6 +234,7 @@ class BatchResults(CaseSequence):
         self.rows = scored.rows if scored is not None else []
         self.counts = scored.counts if scored is not None else dict.fromkeys(COUNT_KEYS, 0)
         self.labels = scored.labels if scored is not None else {}
+        self.digest = digest
 
     def __len__(self) -> int:
         return len(self._where)

@@ -63,7 +63,8 @@ def test_demo_cards_are_true_of_their_counts(demo_run: Any) -> None:
     assert metrics["metrics"]["context_recall"] == pytest.approx(29 / 36, rel=1e-12)
     for key, text in DEMO_CARDS.items():
         assert card_sentence(key, metrics) == text, key
-    assert diagnosis(metrics["labels"]) == (
+    assert metrics["diagnosis"] == "wrong_documents"
+    assert diagnosis(metrics) == (
         "Main problem: wrong documents. 39 of 87 citations cite a document that is not "
         "expected, and 4 of 34 ground-truth passages belong to documents not cited (usually a "
         "retrieval problem).",
@@ -80,7 +81,8 @@ def test_demo_cards_are_true_of_their_counts(demo_run: Any) -> None:
 def test_edge_sentences() -> None:
     assert [percent(1, 3), percent(199, 200), percent(1, 201), percent(0, 5), percent(5, 5),
             percent(1, 0)] == ["33%", ">99%", "<1%", "0%", "100%", "n/a"]
-    base = {"n_scored": 1, "histograms": {}, "micro": {}}
+    base = {"n_scored": 1, "micro": {}, "histograms": {
+        key: {"defined": 1} for key in ("context_precision", "context_recall")}}
     one = {**base, "metrics": {"context_precision": 1.0},
            "counts": {"citations": 1, "citations_matched": 1},
            "labels": {"citation_supported": 0, "citation_other_source": 1}}
@@ -98,7 +100,9 @@ def test_edge_sentences() -> None:
     # Without counts (an older or hand-made metrics.json): the value's meaning alone.
     assert card_sentence("source_recall", {"metrics": {"source_recall": 0.5}}) == (
         "0.500 is the mean of the per-case source recalls.")
-    assert diagnosis({}) == ("Nothing to diagnose", "No citation or reference was scored.")
+    assert diagnosis({"diagnosis": "nothing"}) == (
+        "Nothing to diagnose", "No citation or reference was scored.")
+    assert diagnosis({}) == ("Not diagnosed", "These results were written without a diagnosis.")
 
 
 @pytest.mark.slow

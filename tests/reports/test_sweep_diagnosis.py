@@ -11,7 +11,7 @@ import pytest
 
 from runner.reports.sweep import SWEEP_FILE, render_sweep_report
 from runner.results import read_result, result_dirs, write_metrics
-from runner.sweep import best_results
+from runner.sweep import best_results, scored_cases
 from tests.reports.conftest import (
     IMG,
     SCRIPT,
@@ -37,7 +37,8 @@ def _write_sweep(sweep: Path, jobs: list[tuple[Path, list[str]]]) -> Path:
                             "overrides": overrides, "complete": True, "metrics": metrics})
     summary = {"schema_version": 2, "sweep_dir": str(sweep), "failed": False,
                "n_jobs": len(jobs), "incomplete_jobs": [], "jobs": entries,
-               "best": best_results(entries)}  # as ragcite's own sweep.json has it
+               "best": best_results(entries),  # as ragcite's own sweep.json has it
+               "scored_cases": scored_cases(entries)}
     (sweep / SWEEP_FILE).write_text(json.dumps(summary), encoding="utf-8")
     return sweep
 
@@ -141,7 +142,8 @@ def test_systems_sweep_in_chromium(tmp_path: Path, open_page: Any) -> None:
 
 def test_results_on_different_cases_are_named(tmp_path: Path) -> None:
     """A scores plain_cases (5 scored: seed-1, seed-2, seed-3, empty-ref, no-cits; broken
-    fails), B seed-1, seed-2 and fuzzy-1 (3 scored): 2 cases are common to both."""
+    fails), B seed-1, seed-2 and fuzzy-1 (3 scored): two sets of cases, told apart by the
+    digests of their ids in metrics.json (the report reads no case)."""
     sweep = tmp_path / "sweep"
     build_run(sweep / "0_precomputed", plain_cases(), name="a")
     build_run(sweep / "1_precomputed", plain_cases()[:2] + fuzzy_cases()[:1], name="b")
@@ -151,11 +153,14 @@ def test_results_on_different_cases_are_named(tmp_path: Path) -> None:
         write_metrics(sweep / folder / "metrics.json", metrics)
     _write_sweep(sweep, [(sweep / "0_precomputed", ["model.system=a"]),
                          (sweep / "1_precomputed", ["model.system=b"])])
+    for folder in ("0_precomputed", "1_precomputed"):  # the report reads no case
+        (sweep / folder / "cases.jsonl").unlink()
     page = parse(render_sweep_report(sweep))
     assert page.text(data_field="common-cases") == (
-        "These results were not scored on the same cases: each scored between 3 and 5, and 2 "
-        "cases are common to both. Their figures are each over its own cases; "
-        "ragcite-compare A B gives two of them on the cases both scored.")
+        "These results were not scored on the same cases: each scored between 3 and 5, in 2 "
+        "different sets of cases (the thresholds of one job share theirs). Their figures are "
+        "each over its own cases; ragcite-compare A B gives two of them on the cases both "
+        "scored.")
     assert page.text(data_answered="0_precomputed") == "5 of 8"
     assert page.text(data_answered="1_precomputed") == "3 of 8"
     # The same cases: no note.

@@ -17,7 +17,12 @@ from typing import Any
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers.base import PairError, Similarity, TextPair
 from runner.results import CaseResult, RunResult
-from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
+from runner.scoring.aggregate import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    Aggregator,
+    ids_digest,
+)
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.metrics import COUNT_KEYS
@@ -196,8 +201,9 @@ def add_case(agg: Aggregator, case: CaseResult) -> None:
             agg._parts.append([])
         agg._parts[-1].append(case)  # type: ignore[attr-defined]
     if case.error is not None:
-        agg._add(0, 1, [{"id": case.id, "error": str(case.error)}], (), {}, {}, ())
+        agg._add(0, 1, [{"id": case.id, "error": str(case.error)}], (), {}, {}, (), 0)
         return
+    agg.digest = (agg.digest + ids_digest([case.id])) % 2**64
     agg.rows.append([math.nan if (v := case.metrics[k]) is None else v for k in agg.metrics])
     for k in COUNT_KEYS:
         agg.counts[k] += case.counts[k]

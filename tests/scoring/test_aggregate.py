@@ -9,8 +9,9 @@ import pytest
 
 from runner.matchers import NgramMatcher
 from runner.results import CaseResult
-from runner.scoring.aggregate import Aggregator, bootstrap_ci
+from runner.scoring.aggregate import Aggregator, bootstrap_ci, ids_digest
 from runner.scoring.case import ScoringOptions, error_case
+from runner.scoring.labels import diagnose
 from runner.scoring.metrics import METRIC_KEYS, declared
 from tests.helpers import VPN, case, seed_example_1, seed_example_2, seed_example_3
 from tests.scoring.oracle import add_case, add_cases, aggregate, case_pairs, macro_mean, score_case
@@ -139,6 +140,46 @@ def test_label_counts() -> None:
         "citation_other_source": 0,
         "reference_cited": 1, "reference_passage_missed": 2, "reference_source_missed": 1,
     }
+    # Each over its kind: 4 citations (1 + 3), 4 references (1 + 3).
+    assert result.label_shares == {
+        "citation_supported": 0.25, "citation_wrong_passage": 0.5,
+        "citation_unexpected_source": 0.25, "citation_other_source": 0.0,
+        "reference_cited": 0.25, "reference_passage_missed": 0.5, "reference_source_missed": 0.25}
+    # 2 of 4 citations are wrong passages, more than the 1 supported and the 1 unexpected.
+    assert result.diagnosis == "wrong_passages"
+    assert result.to_dict()["label_shares"] == result.label_shares
+    empty = aggregate([])
+    assert empty.label_shares == dict.fromkeys(result.label_shares)
+    assert empty.diagnosis == "nothing"
+
+
+@pytest.mark.parametrize(("labels", "finding"), [
+    ({}, "nothing"),
+    ({"reference_source_missed": 2}, "no_citations"),
+    ({"citation_supported": 3, "citation_wrong_passage": 1, "reference_cited": 3,
+      "reference_passage_missed": 1}, "mostly_right"),                 # 3/4 and 3/4
+    ({"citation_supported": 1, "citation_unexpected_source": 1}, "wrong_documents"),  # a tie
+    ({"citation_supported": 2, "citation_wrong_passage": 1, "reference_passage_missed": 2,
+      "reference_source_missed": 1}, "wrong_passages"),  # more passages missed than sources
+    ({"citation_supported": 3, "citation_wrong_passage": 1, "reference_cited": 1,
+      "reference_source_missed": 2}, "incomplete"),      # 3/4 right, 1 of 3 references cited
+    ({"citation_supported": 2, "citation_wrong_passage": 1, "reference_cited": 1,
+      "reference_source_missed": 1}, "mixed"),          # 2/3 right, no failure dominates
+])
+def test_diagnosis_by_hand(labels: dict[str, int], finding: str) -> None:
+    assert diagnose(labels) == finding
+
+
+def test_scored_digest_names_the_scored_ids_in_any_order_and_batches() -> None:
+    import runner
+
+    one, two = seed_example_1(), seed_example_2()
+    bad = case([("A", VPN)], [("A", VPN)], id="bad", error="HTTP 500")
+    digests = {runner.evaluate(cases, bootstrap_resamples=0, batch_size=size).scored_digest
+               for cases, size in (([one, two], 2), ([two, bad, one], 1), ([bad, one, two], 3))}
+    # The failed case is not scored: one digest, the sum of the two ids' hashes modulo 2**64.
+    assert digests == {f"{(ids_digest(['seed-1']) + ids_digest(['seed-2'])) % 2**64:016x}"}
+    assert runner.evaluate([one], bootstrap_resamples=0).scored_digest != digests.pop()
 
 
 def test_bootstrap_is_deterministic_for_a_seed_and_contains_the_mean() -> None:
@@ -237,9 +278,11 @@ def test_histograms_by_hand() -> None:
                         error_case(failed_c, failed_c.response, "timeout")], resamples=0)
     hist = result.histograms
     assert set(hist) == set(METRIC_KEYS)
+    # Each bin's band is its lower edge's: 0.0-0.20 red, 0.25-0.70 medium, 0.75-0.95 green.
     assert hist["context_recall"] == {"low": 0.0, "high": 1.0, "bins": 20,
                                       "counts": [1] + [0] * 5 + [1] + [0] * 12 + [1],
-                                      "undefined": 0}
+                                      "undefined": 0, "defined": 3,
+                                      "bands": ["red"] * 5 + ["medium"] * 10 + ["green"] * 5}
     assert hist["source_recall"]["counts"] == [0] * 13 + [1] + [0] * 5 + [2]
     assert result.to_dict()["histograms"] == hist
 
