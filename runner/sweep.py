@@ -119,13 +119,16 @@ def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
 
 def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The best complete result of each metric: the highest value; on a tie, the first in
-    sweep order (job number, then threshold order). Metrics no result defines are left out."""
+    sweep order (job number, then threshold order), and ``ties``: every result of that value.
+    Metrics no result defines are left out."""
     best: dict[str, dict[str, Any]] = {}
     for job in (j for j in jobs if j["complete"]):
         for key in METRIC_KEYS:
             value = ((job["metrics"] or {}).get("metrics") or {}).get(key)
             if value is not None and (key not in best or value > best[key]["value"]):
-                best[key] = {"dir": job["dir"], "value": value}
+                best[key] = {"dir": job["dir"], "value": value, "ties": []}
+            if value is not None and value == best[key]["value"]:
+                best[key]["ties"].append(job["dir"])
     return best
 
 

@@ -55,18 +55,19 @@ def f1(p: float | None, r: float | None) -> float | None:
         return None
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
-def _pooled(m: Mapping[str, Any], keys: tuple[str, str], noun: str, empty: str,
+def _pooled(m: Mapping[str, Any], name: str, keys: tuple[str, str], noun: str, empty: str,
             verbs: tuple[str, str], said: str, rest: tuple[tuple[str, str, str], ...],
             none: str) -> str | None:
-    """The pooled sentence of a context metric: `hit` of `whole` (the ``counts`` of `keys`)
-    `noun`s and what is `said` of them, then each label of `rest` (its key, its phrase for one
-    and for several) that counts the others, or "none is `none`"."""
+    """The pooled sentence of context metric `name`: `hit` of `whole` (the ``counts`` of
+    `keys`; their share is its ``micro`` figure) `noun`s and what is `said` of them, then each
+    label of `rest` (its key, its phrase for one and for several) that counts the others, or
+    "none is `none`"."""
     whole, hit = (count_of(m, "counts", key) for key in keys)
     if whole is None or hit is None:
         return None
     if whole == 0:
         return f"No scored case {empty}: " + _RULE
-    text = (f"{hit} of {plural(whole, noun)} ({percent(hit, whole)}) "
+    text = (f"{hit} of {plural(whole, noun)} ({percent((m.get('micro') or {}).get(name))}) "
             f"{verbs[0] if hit == 1 else verbs[1]}{said}")
     if hit == whole:
         return f"{text}; none is {none}."
@@ -151,7 +152,7 @@ class ContextRecall(Metric):
         return recall(c["references_matched"], c["references"], zero_division)
 
     def sentence(self, m: Mapping[str, Any]) -> str | None:
-        return _pooled(m, ("references", "references_matched"), "ground-truth passage",
+        return _pooled(m, self.name, ("references", "references_matched"), "ground-truth passage",
                        "has a ground-truth passage", ("is", "are"), " matched by a citation",
                        (("reference_passage_missed", "is missed although its document is cited",
                          "are missed although their document is cited"),
@@ -189,8 +190,8 @@ class ContextPrecision(Metric):
 
     def sentence(self, m: Mapping[str, Any]) -> str | None:
         other = count_of(m, "labels", "citation_other_source") or 0
-        return _pooled(m, ("citations", "citations_matched"), "citation", "cites anything",
-                       ("matches", "match"), " a ground-truth passage" + (
+        return _pooled(m, self.name, ("citations", "citations_matched"), "citation",
+                       "cites anything", ("matches", "match"), " a ground-truth passage" + (
                            f" ({other} of them only a passage of another document)" if other
                            else ""),
                        (("citation_wrong_passage", "cites an expected document but a passage "
@@ -264,7 +265,8 @@ class _SourceShare(Metric):
         if whole == 0:
             return (f"No scored case has a{'n' if self.noun[0] == 'e' else ''} {self.noun}: "
                     + _RULE)
-        return (f"{hit} of {plural(whole, self.noun)} ({percent(hit, whole)}), counted per "
+        share = (m.get("micro") or {}).get(self.name)  # hit / whole
+        return (f"{hit} of {plural(whole, self.noun)} ({percent(share)}), counted per "
                 f"case, {'is' if hit == 1 else 'are'} {self.verb}; {whole - hit} "
                 f"{'is' if whole - hit == 1 else 'are'} not.")
 

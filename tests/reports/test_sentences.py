@@ -83,7 +83,7 @@ def test_edge_sentences() -> None:
             percent(1, 0)] == ["33%", ">99%", "<1%", "0%", "100%", "n/a"]
     base = {"n_scored": 1, "micro": {}, "histograms": {
         key: {"defined": 1} for key in ("context_precision", "context_recall")}}
-    one = {**base, "metrics": {"context_precision": 1.0},
+    one = {**base, "metrics": {"context_precision": 1.0}, "micro": {"context_precision": 1.0},
            "counts": {"citations": 1, "citations_matched": 1},
            "labels": {"citation_supported": 0, "citation_other_source": 1}}
     assert card_sentence("context_precision", one) == (

@@ -14,6 +14,7 @@ from runner.reports.run import render_run_reports
 from runner.reports.sweep import SWEEP_FILE, render_sweep_report
 from runner.results import read_result, result_dirs
 from runner.scoring.metrics import METRIC_KEYS
+from runner.sweep import best_results
 from tests.conftest import REPO, run_cli
 from tests.reports.conftest import (
     IMG,
@@ -31,18 +32,6 @@ from tests.reports.conftest import (
 # one (its job folder is its result folder).
 GRID = [("ngram", [0.3, 0.5, 0.9]), ("substring", [0.9])]
 N_RESULTS = 4
-
-
-def _best(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """``best`` as the sweep writes it: per metric, the first result with the highest mean."""
-    best: dict[str, Any] = {}
-    for key in METRIC_KEYS:
-        scored = [(e["metrics"]["metrics"][key], e["dir"]) for e in entries
-                  if e["complete"] and e["metrics"]["metrics"][key] is not None]
-        if scored:
-            top = max(v for v, _ in scored)
-            best[key] = {"dir": next(d for v, d in scored if v == top), "value": top}
-    return best
 
 
 def make_sweep(root: Path, dataset: str = "fixture", broken_job: bool = False) -> Path:
@@ -80,7 +69,7 @@ def make_sweep(root: Path, dataset: str = "fixture", broken_job: bool = False) -
                         "metrics": None})
     summary = {"schema_version": 2, "sweep_dir": str(sweep), "failed": bool(incomplete),
                "n_jobs": len(GRID) + len(incomplete), "incomplete_jobs": incomplete,
-               "jobs": entries, "best": _best(entries)}
+               "jobs": entries, "best": best_results(entries)}
     (sweep / SWEEP_FILE).write_text(json.dumps(summary, indent=2))
     return sweep
 
@@ -244,6 +233,7 @@ def test_equal_results_are_all_listed_as_best(tmp_path: Path) -> None:
     assert len({j["metrics"]["metrics"]["source_f1"] for j in summary["jobs"]
                 if j["complete"]}) == 1
     assert summary["best"]["source_f1"]["dir"] == complete[0]
+    assert summary["best"]["source_f1"]["ties"] == complete
     page = parse(render_sweep_report(sweep))
     assert page.text(data_best_jobs="source_f1") == "4 results tie: " + ", ".join(complete)
     # Every tied cell is outlined as a best of its column.
