@@ -135,13 +135,12 @@ def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def scored_cases(jobs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Whether the complete results scored the same cases, from their ``metrics.json`` (the
     digest of their scored cases' ids, ``scored_digest``; never their cases): how many sets of
-    cases they form, and the fewest and most cases a result scored. None with fewer than two
-    complete results that have a digest (files written before it)."""
+    cases they form (1: the same cases), and the fewest and most cases a result scored. None
+    with fewer than two complete results that have a digest (files written before it)."""
     done = [j["metrics"] for j in jobs if j["complete"] and j["metrics"].get("scored_digest")]
     sizes = [int(m.get("n_scored") or 0) for m in done]
     sets = len({m["scored_digest"] for m in done})
-    return {"same": sets == 1, "sets": sets, "n_results": len(done), "fewest": min(sizes),
-            "most": max(sizes)} if len(done) > 1 else None
+    return {"sets": sets, "fewest": min(sizes), "most": max(sizes)} if len(done) > 1 else None
 
 
 def summarize(sweep_dir: Path, failed: bool,

@@ -49,9 +49,8 @@ def diagnosis(metrics: Mapping[str, Any]) -> tuple[str, str]:
     0 is left out, so nothing is claimed that did not happen.
     """
     labels, shares = metrics.get("labels") or {}, metrics.get("label_shares") or {}
-    wrong, unexp, cited, s_missed = (int(labels.get(key) or 0) for key in (
-        "citation_wrong_passage", "citation_unexpected_source", "reference_cited",
-        "reference_source_missed"))
+    _, wrong, unexp, _, cited, _, s_missed = (  # the declared labels, in order
+        int(labels.get(lab.key) or 0) for lab in (*CITATION, *REFERENCE))
     total, refs = (count_of(metrics, "counts", k) or 0 for k in ("citations", "references"))
     finding = metrics.get("diagnosis")
     if finding in (None, "nothing"):

@@ -196,9 +196,8 @@ class Aggregator:
                   other.labels, other._parts, other.digest)
 
     def _add(self, n_cases: int, n_errors: int, failed: Iterable[dict[str, str]],
-             rows: Sequence[Sequence[float]], counts: Mapping[str, int],
-             labels: Mapping[str, int], parts: Sequence[Sequence[CaseResult]],
-             digest: int) -> None:
+             rows: Sequence[Sequence[float]], counts: Mapping[str, int], labels: Mapping[str, int],
+             parts: Sequence[Sequence[CaseResult]], digest: int) -> None:
         """Count cases; list failed ones (id and error) until ``max_failed_listed`` are."""
         self.n_cases += n_cases
         self.digest = (self.digest + digest) % 2**64

@@ -162,9 +162,9 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
             errors[pos] = error_case(case, response, "no response for this case"
                                      if response is None else str(response.error),
                                      options.metrics)
-    digest = prep.digest if prep is not None else 0  # the same cases fail at every threshold
     return [BatchResults(where, errors,
-                         _decide(prep, options, float(t)) if prep is not None else None, digest)
+                         _decide(prep, options, float(t)) if prep is not None else None,
+                         prep.digest if prep is not None else 0)  # the same at every threshold
             for t in thresholds]
 
 
