@@ -118,6 +118,10 @@ def test_the_best_is_read_not_computed(tmp_path: Path) -> None:
     page = parse(render_sweep_report(sweep))
     assert page.text(data_best_value="context_f1") == "0.123"
     assert "0_precomputed_ngram/t0.9" in page.text(data_best_jobs="context_f1")
+    # A best without its ties (a sweep.json written before them) is not called the only one.
+    assert page.text(data_best_jobs="context_f1").endswith(
+        "(the first result of this value: this sweep.json does not list ties)")
+    assert "does not list ties" not in page.text(data_best_jobs="context_recall")
     assert page.text(data_best_value="source_f1") == "n/a"
     assert page.text(data_best_jobs="source_f1") == "no result defines it"
     summary["schema_version"] = 1
