@@ -157,6 +157,12 @@ ROWS = [
     Row("a threshold as a string", ["A", "B"], 2,
         "ragcite: error: B/metrics.json, field 'threshold.value': Input should be a valid "
         "number (got 'high')", b_with(threshold={"value": "high", "level": None})),
+    Row("a label share above 1", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'label_shares.citation_supported': Input should "
+        "be less than or equal to 1 (got 1.5)", b_with(label_shares={"citation_supported": 1.5})),
+    Row("a scored cases digest as a number", ["A", "B"], 2,
+        "ragcite: error: B/metrics.json, field 'scored_digest': Input should be a valid string "
+        "(got 7)", b_with(scored_digest=7)),
     Row("a section that is not an object", ["A", "B"], 2,
         "ragcite: error: B/metrics.json, field 'run': Input should be a valid dictionary (got "
         "'x')", b_with(run="x")),
