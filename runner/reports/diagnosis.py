@@ -1,8 +1,9 @@
 """The diagnosis across runs: label shares side by side (sweep) and label moves (compare).
 
-Shares come from each result's ``metrics.json`` ``labels`` (``citation_<label>``,
-``reference_<label>``); moves between labels from the ``labels`` of each case in
-``cases.jsonl``, both read with :mod:`runner.results`.
+A result's bars come from its ``metrics.json`` as scoring wrote it: ``labels``
+(``citation_<label>``, ``reference_<label>``), ``label_shares`` and the totals in ``counts``.
+The comparison's shifts and moves are still computed here from both runs' label counts and the
+``labels`` of each case in ``cases.jsonl``, read with :mod:`runner.results`.
 """
 
 from __future__ import annotations
