@@ -19,6 +19,9 @@ from runner.scoring.case import ScoringOptions
 from runner.scoring.sources import DEFAULT_STEPS
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
+DEFAULT_MATCHER = "ngram"
+"""The matcher of ``evaluate`` and of the config (``matcher: ngram`` in conf/config.yaml)."""
+
 
 def matcher_from_name(name: str, **kwargs: Any) -> Matcher:
     """Build a matcher by its config name: ``"ngram"`` → ``runner.matchers.ngram.NgramMatcher``.
@@ -48,7 +51,7 @@ def count_pairs(cases: Sequence[Case], responses: Sequence[Response | None]) -> 
 
 def evaluate(
     cases: Iterable[inputs.CaseLike],
-    matcher: str | Matcher = "ngram",
+    matcher: str | Matcher = DEFAULT_MATCHER,
     threshold: float | str | None = None,
     *,
     thresholds: Sequence[float | str] | None = None,

@@ -25,7 +25,7 @@ from runner.adapters.responses import get_responses
 from runner.api.cache import CacheStats, DiskCache
 from runner.api.usage import usage_section
 from runner.config.folders import check_folder
-from runner.config.naming import system_label, system_name
+from runner.config.naming import system_name
 from runner.config.plugins import build
 from runner.data.dataset import Dataset
 from runner.data.models import Case
@@ -256,15 +256,16 @@ def describe(run: _Run, threshold: Threshold, folder: Path) -> dict[str, Any]:
 
     cfg, names, given = run.cfg, run.names, run.cfg["run_name"]
     system = system_name(cfg["model"], cfg["dataset"], names.get("model", "?"))
-    # The run name: ``run_name``, else dataset, model and its system, matcher
-    # (``demo_precomputed-wrong_passages_ngram``); then the threshold (``_t0.5``) unless a given
-    # name is one threshold's alone.
-    model = system_label(names.get("model", "?"), system)
-    base = given or "_".join((names.get("dataset", "?"), model, names.get("matcher", "?")))
+    # The run name leads with what differs between the runs of an experiment, as MLflow's runs
+    # list cuts names at about 18 characters: threshold, matcher, system, dataset, then the
+    # threshold's level (``t0.5_ngram_wrong_passages_demo_default``). A given ``run_name``
+    # takes the place of the middle, and is the whole name when the job decides one threshold.
+    middle = [str(given)] if given else [names.get("matcher", "?"), system,
+                                         names.get("dataset", "?")]
     return {
         "threshold": threshold.to_dict(),
-        "run": {"name": str(given) if given and len(run.thresholds) == 1
-                else f"{base}_{threshold.folder}",
+        "run": {"name": str(given) if given and len(run.thresholds) == 1 else "_".join(
+                    [f"t{threshold.value:g}", *middle, *filter(None, [threshold.level])]),
                 "ragcite_version": __version__, "started_at": run.started.isoformat(),
                 "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                 "output_dir": str(folder.resolve()), "job_dir": str(run.out.resolve())},

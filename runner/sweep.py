@@ -200,7 +200,7 @@ def finish_sweep(failed: bool = False, status: str | None = None) -> None:
         return
     sweep_dir, config, tracker = SWEEPS.open
     SWEEPS.open = None
-    summary = summarize(sweep_dir, failed, SWEEPS.planned)
+    summary = {"name": sweep_name(config), **summarize(sweep_dir, failed, SWEEPS.planned)}
     from runner.reports.common import write_html
 
     # Whole or not at all: a full disk leaves no half-written sweep.json that reads as complete.

@@ -102,13 +102,14 @@ def test_two_systems_have_distinct_names_folders_tags_and_comparisons(tmp_path: 
     for folder, system in zip(folders, systems):
         assert re.fullmatch(f"{STAMP}_demo_precomputed-{system}_ngram", folder.name)
         metrics = read_json(folder / "metrics.json")
-        assert metrics["run"]["name"] == f"demo_precomputed-{system}_ngram_default_t0.5"
+        assert metrics["run"]["name"] == f"t0.5_ngram_{system}_demo_default"
         assert metrics["model"]["system"] == system
     uri = f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}"
     runs = {r.data.tags["ragcite.system"]: r for r in all_runs(uri)}
     assert sorted(runs) == list(systems)
     assert {r.info.run_name for r in runs.values()} == {
-        f"demo_precomputed-{s}_ngram_default_t0.5" for s in systems}
+        f"t0.5_ngram_{s}_demo_default" for s in systems}
+    assert len({r.info.run_name[:18] for r in runs.values()}) == 2  # all the runs list shows
     # Two comparisons of the same pair (folders, then MLflow run ids): two folders, neither
     # overwritten, A and B named by what differs.
     compare = [

@@ -40,16 +40,29 @@ def test_a_job_of_three_thresholds_writes_and_tracks_one_result_each(compose_cfg
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["ragcite"], output_format="list")
     by_name = {r.info.run_name: r for r in runs}
-    # The system replayed is the demo's default_system (mostly_right).
-    assert sorted(by_name) == ["demo_precomputed-mostly_right_ngram_default_t0.5",
-                               "demo_precomputed-mostly_right_ngram_strict_t0.75",
-                               "demo_precomputed-mostly_right_ngram_t0.05"]
+    # The system replayed is the demo's default_system (mostly_right). Each name leads with
+    # what differs, so the first 18 characters (all MLflow's runs list shows) tell them apart.
+    assert sorted(by_name) == ["t0.05_ngram_mostly_right_demo",
+                               "t0.5_ngram_mostly_right_demo_default",
+                               "t0.75_ngram_mostly_right_demo_strict"]
+    assert len({name[:18] for name in by_name}) == 3
     for outcome in outcomes:
         logged = by_name[read_json(outcome.folder / "metrics.json")["run"]["name"]]
         assert logged.info.status == "FINISHED"
         assert float(logged.data.params["scoring.threshold"]) == outcome.threshold.value
         assert logged.data.metrics["context_recall"] == pytest.approx(
             outcome.result.metrics["context_recall"], rel=1e-12)
+
+
+@pytest.mark.parametrize(("thresholds", "names"), [
+    ("0.3", ["my run"]), ("[0.3,strict]", ["t0.3_my run", "t0.75_my run_strict"])])
+def test_a_given_run_name_is_the_name_of_one_threshold_and_follows_each_of_several(
+        compose_cfg, tmp_path: Path, thresholds: str, names: list[str]) -> None:
+    cfg = _cfg(compose_cfg, tmp_path, f"scoring.threshold={thresholds}", "run_name=my run",
+               "tracking=none", "report=none")
+    outcomes = run(cfg, tmp_path / "job", {"dataset": "demo", "model": "precomputed",
+                                           "matcher": "ngram"})
+    assert [read_json(o.folder / "metrics.json")["run"]["name"] for o in outcomes] == names
 
 
 def test_each_threshold_of_a_job_equals_a_job_of_its_own(compose_cfg, tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ def test_a_threshold_grid_runs_a_job_per_matcher_and_equals_single_runs(tmp_path
         assert not (job / "t0.05" / "passages.jsonl").exists()  # once per job
     summary = read_json(_sweep(tmp_path) / "sweep.json")
     assert (summary["n_jobs"], summary["n_results"], summary["failed"]) == (2, 6, False)
+    assert summary["name"] == "demo · extractive · sweep matcher×threshold"
     assert [j["dir"] for j in summary["jobs"]] == [
         f"{job.name}/t{t}" for job in jobs for t in ("0.03", "0.05", "0.065")]
     overrides = summary["jobs"][4]["overrides"]  # as a run of that one threshold has them

@@ -124,7 +124,7 @@ def build_context(summary: Mapping[str, Any], sweep_dir: Path) -> dict[str, Any]
     started = min(filter(None, (str(((e.get("metrics") or {}).get("run") or {}).get("started_at")
                                     or "") for e in entries)), default=None)
     return {
-        "summary": summary, "name": sweep_dir.name,
+        "summary": summary, "name": summary.get("name") or sweep_dir.name,  # what was swept
         "started_at": started, "failed": bool(summary.get("failed")),
         "n_jobs": int(summary.get("n_jobs") or len({r["job"] for r in rows})),
         "incomplete": [*dict.fromkeys([*map(str, summary.get("incomplete_jobs") or []),

@@ -103,8 +103,8 @@ def _sentence(parts: Sequence[str]) -> str:
     """The parts as one sentence after a space ("" for none)."""
     if not parts:
         return ""
-    text = ", and ".join(parts)
-    return " " + text[0].upper() + text[1:] + "."
+    text = ", and ".join(parts)  # a source name starts it as written (``b.md``), never capitalised
+    return " " + (text[0].upper() + text[1:] if text.startswith("the ") else text) + "."
 
 
 def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],

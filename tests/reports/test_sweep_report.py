@@ -130,6 +130,20 @@ def test_the_best_is_read_not_computed(tmp_path: Path) -> None:
         render_sweep_report(sweep)
 
 
+def test_the_title_names_what_was_swept(tmp_path: Path) -> None:
+    sweep = make_sweep(tmp_path)
+    summary = load_json(sweep / SWEEP_FILE)
+    summary["name"] = "demo · precomputed · sweep matcher×threshold <i>"
+    (sweep / SWEEP_FILE).write_text(json.dumps(summary))
+    html = render_sweep_report(sweep).read_text(encoding="utf-8")
+    shown = "demo · precomputed · sweep matcher×threshold &lt;i&gt;"
+    assert f"<title>ragcite sweep report — {shown}</title>" in html
+    assert f"<h1>{shown}</h1>" in html
+    del summary["name"]  # a sweep.json written before sweeps had a name: its folder's
+    (sweep / SWEEP_FILE).write_text(json.dumps(summary))
+    assert "<h1>sweep</h1>" in render_sweep_report(sweep).read_text(encoding="utf-8")
+
+
 def _links(page: Any) -> list[tuple[str, str]]:
     return [(a["data-report-link"], a["href"]) for tag, a, _ in page.parser.elements
             if tag == "a" and a.get("data-report-link") is not None]

@@ -400,6 +400,13 @@ def test_explanations_several_none_matched() -> None:
     assert r.explanations["source"] == "Source recall and precision are equal at 0.50."
 
 
+def test_explanations_keep_a_source_name_as_written_at_a_sentence_start() -> None:
+    r = score(case([("a.pdf", VPN), ("b.pdf", REMOTE_REQUEST)], [("a.pdf", VPN)]))
+    assert r.explanations["context_recall"] == (
+        "Only the a.pdf passage matches its ground-truth reference (1 of 2). b.pdf is not cited "
+        "at all.")
+
+
 def test_explanations_plural_matches() -> None:
     # 3 references (A, B, C), citations match A and B: 2 of 3; C's source is not cited.
     r = score(case([("A.pdf", VPN), ("B.pdf", REMOTE_REQUEST), ("C.pdf", "gamma delta eps")],

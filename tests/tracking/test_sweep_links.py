@@ -89,7 +89,7 @@ def _in_chromium(browser: Any, uri: str, experiment_id: str, parent_id: str, hre
         assert shown == href
         page.screenshot(path=str(tmp_path / "sweep_in_mlflow.png"))
         page.goto(href)
-        text = _frame_text(page, "demo_precomputed-loose_quotes_ngram")
+        text = _frame_text(page, "t0.5_ngram_loose_quotes_demo_default")
         assert "Context recall" in text or "Context Recall" in text
         page.screenshot(path=str(tmp_path / "job_report_in_mlflow.png"))
         # The job's run page lists the six headline metrics first, its execution last.
