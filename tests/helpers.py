@@ -12,6 +12,7 @@ from typing import Any
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers.base import BaseMatcher, Matcher, PairError, Similarity, TextPair
+from runner.results import PASSAGES_FILE, iter_decisions, read_lines
 from runner.scoring.batch import score_batch_thresholds
 from runner.scoring.case import ScoringOptions
 from runner.scoring.records import BatchResults
@@ -127,3 +128,15 @@ def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
                 options: ScoringOptions) -> BatchResults:
     """Score a batch at its options' threshold alone."""
     return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]
+
+
+def read_decisions(folder: Path) -> list[dict[str, Any]]:
+    """A result folder's per-case decisions (with the case ids), as
+    :func:`runner.results.iter_decisions` reads them."""
+    return list(iter_decisions(folder))
+
+
+def read_passages(folder: Path) -> list[dict[str, Any]]:
+    """A job folder's passages (one record per case), as :mod:`runner.results` reads them."""
+    return list(read_lines(folder / PASSAGES_FILE))
+

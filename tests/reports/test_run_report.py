@@ -16,6 +16,7 @@ from runner.errors import RagciteError
 from runner.reports.common import EXPLANATION_KEYS, embed_json, fmt, safe_href
 from runner.reports.run import HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sentences import card_sentence
+from runner.results import PASSAGES_FILE
 from runner.scoring.metrics import METRIC_KEYS, METRICS
 from tests.conftest import REPO, only_run_dir, run_cli
 from tests.reports.conftest import (
@@ -422,8 +423,8 @@ def test_a_job_of_three_thresholds_renders_three_reports(tmp_path: Path) -> None
         texts = _decode(json.loads(page.script("ragcite-texts")))
         assert [t["R"][0][1] for t in texts] == [c.references[0]["content"]
                                                  for c in cases.values()]
-    assert (tmp_path / "job" / "passages.jsonl").is_file()
-    assert not (dirs[0] / "passages.jsonl").exists()
+    assert (tmp_path / "job" / PASSAGES_FILE).is_file()
+    assert not (dirs[0] / PASSAGES_FILE).exists()
     # Similarities 0.375 and 0.0667: both match at 0.05, one at 0.3, none at 0.5.
     assert shown == [(1.0, "1.000"), (0.5, "0.500"), (0.0, "0.000")]
     assert "MLflow run" in parse(paths[1]).html and "MLflow run" not in parse(paths[0]).html
