@@ -2,7 +2,7 @@
 
 Shares come from each result's ``metrics.json`` ``labels`` (``citation_<label>``,
 ``reference_<label>``); moves between labels from the ``labels`` of each case in
-``cases.jsonl``, both read with :mod:`runner.results`.
+``cases.parquet``, both read with :mod:`runner.results`.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def _charts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def common_cases(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> dict[str, Any] | None:
-    """Whether the complete results scored the same cases (their ``cases.jsonl``, read with
+    """Whether the complete results scored the same cases (their ``cases.parquet``, read with
     :func:`runner.results.iter_decisions`): the number common to all of them, and the fewest
     and most each scored. None when fewer than two results can be read."""
     sets = []
