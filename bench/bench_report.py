@@ -84,8 +84,8 @@ def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
     return {
         "generate_load_s": round(t1 - t0, 3), "evaluate_s": round(t2 - t1, 3),
         "write_s": round(t3 - t2, 3), "render_s": round(t4 - t3, 3),
-        "cases_jsonl_mb": round(((folder / "cases.jsonl").stat().st_size
-                                 + (folder / "passages.jsonl").stat().st_size) / 1e6, 2),
+        "cases_tables_mb": round(((folder / "cases.parquet").stat().st_size
+                                  + (folder / "passages.parquet").stat().st_size) / 1e6, 2),
         "report_mb": round(path.stat().st_size / 1e6, 2), "report": path,
     }
 
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     out = HERE / "results" / f"report-n{args.n}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"cases: {args.n:,}   cases.jsonl: {built['cases_jsonl_mb']} MB   "
+    print(f"cases: {args.n:,}   cases and passages tables: {built['cases_tables_mb']} MB   "
           f"report.html: {built['report_mb']} MB (target < {TARGET_MB:g} MB: "
           f"{'ok' if ok_size else 'MISSED'})")
     print(f"render (Python): {built['render_s']} s   evaluate: {built['evaluate_s']} s")

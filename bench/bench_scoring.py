@@ -121,9 +121,10 @@ def run_child(stage: str, matcher: str, path: str) -> dict[str, Any]:
     if stage == "evaluate_5t":
         results = runner.evaluate(cases, matcher=m, thresholds=list(THRESHOLDS_5))
         seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "n": results[0].n_cases, "rss_before_mb": before,
-                "peak_rss_mb": _peak_rss_mb(), "thresholds": list(THRESHOLDS_5),
-                "context_f1": [r.metrics["context_f1"] for r in results]}
+        return {"seconds": seconds, "n": results[THRESHOLDS_5[0]].n_cases,
+                "rss_before_mb": before, "peak_rss_mb": _peak_rss_mb(),
+                "thresholds": list(THRESHOLDS_5),
+                "context_f1": [r.metrics["context_f1"] for r in results.values()]}
     result = runner.evaluate(cases, matcher=m)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "n": result.n_cases, "rss_before_mb": before,

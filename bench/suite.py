@@ -18,7 +18,7 @@ part the ``small`` profile (1 reference and 1 citation of ~8 words). Parts (``--
   and its peak RSS (``ru_maxrss`` of that child from ``os.wait4``: the largest of it and the
   scoring workers it forked and reaped). Below each run, where its time went: ``load``,
   ``model`` and ``score`` as ragcite records them (``metrics.json`` → ``execution.timings``;
-  ``score`` includes writing ``passages.jsonl`` and ``cases.jsonl``), the rest from the run
+  ``score`` includes writing ``passages.parquet`` and ``cases.parquet``), the rest from the run
   folder's file times (marked ``*``) and what remains of the wall time (``other``).
 * ``matchers``: ``bench_scoring.py``'s ``similarity`` stage for ``substring`` and ``ngram``
   (pairs/s and cases/s of the matcher alone), its ``evaluate`` stage for ``ngram`` (all of

@@ -11,7 +11,7 @@ from runner._gc import gc_paused
 from runner.data import inputs
 from runner.data.models import Case, Response
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
-from runner.results import RunResult
+from runner.results import RunResult, ThresholdResults
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
@@ -74,7 +74,7 @@ def evaluate(
             configured instance such as ``NgramMatcher(n=2)``.
         threshold: A number or a level (``"strict"``, ``"default"``, ``"lenient"``: the
             matcher's own value); None is the matcher's ``default`` level.
-        thresholds: Several thresholds, decided from one pass: a list of results is returned.
+        thresholds: Several thresholds, decided from one pass (a mapping is returned).
         responses: Responses (or dicts) by case id, or records ``{"id", "answer", ...}``.
         zero_division: ``auto``, ``nan``, ``zero`` or ``one`` (SPEC 5).
         require_same_source: Only same-source citations can match a reference.
@@ -84,8 +84,8 @@ def evaluate(
         batch_size: Cases scored per matcher call.
 
     Returns:
-        A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.cases[0].metrics``);
-        with `thresholds`, a list of them, one per threshold, in order.
+        A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
+        `thresholds`, a :class:`~runner.results.ThresholdResults` (``results[0.5]``).
 
     Raises:
         RagciteError: A threshold the matcher cannot take; an invalid case or response
@@ -108,7 +108,7 @@ def evaluate(
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
     results = _score_inputs(cases, responses, m, options, decided, empty, batch_size)
-    return results if thresholds is not None else results[0]
+    return ThresholdResults(results) if thresholds is not None else results[0]
 
 
 def _score_inputs(cases: Iterable[inputs.CaseLike],

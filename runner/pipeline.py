@@ -46,7 +46,7 @@ from runner.results.writer import ResultWriter, write_config
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 from runner.scoring.gates import check_gates, run_metrics
-from runner.scoring.metrics import summary_figures
+from runner.scoring.metrics import COUNT_KEYS, summary_figures
 from runner.scoring.parallel import resolve_workers, score_parallel
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
@@ -165,7 +165,7 @@ def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
 
 def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     """Batch by batch: load, answer, compute the similarities once and decide every threshold;
-    the lines are written as they come, so memory holds one batch and a few numbers a case."""
+    the tables are written as they come, so memory holds one batch and a few numbers a case."""
     cfg, scoring, timings = run.cfg, run.cfg["scoring"], run.timings
     options = ScoringOptions(run.thresholds[0].value, str(scoring["zero_division"]),
                              bool(scoring["require_same_source"]),
@@ -178,7 +178,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                        max_failed_listed=int(cfg["report"].get("max_failed_listed", 500)))
     aggs = [empty.empty() for _ in run.thresholds]
     scorer = cached(run.matcher, cache, run.stats)
-    writer = run.writer = ResultWriter(run.out, run.thresholds)
+    writer = run.writer = ResultWriter(run.out, run.thresholds, options.metrics, COUNT_KEYS)
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
                disable=None if cfg["progress"] else True)

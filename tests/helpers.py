@@ -12,6 +12,8 @@ from typing import Any
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.matchers.base import BaseMatcher, Matcher, PairError, Similarity, TextPair
+from runner.results import iter_decisions
+from runner.results.table import iter_rows
 from runner.scoring.batch import score_batch_thresholds
 from runner.scoring.case import ScoringOptions
 from runner.scoring.records import BatchResults
@@ -127,3 +129,21 @@ def score_batch(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
                 options: ScoringOptions) -> BatchResults:
     """Score a batch at its options' threshold alone."""
     return score_batch_thresholds(batch, matcher, options, [options.threshold])[0]
+
+
+def read_decisions(folder: Path) -> list[dict[str, Any]]:
+    """A result folder's per-case decisions (``cases.parquet`` with the case ids), as
+    :func:`runner.results.iter_decisions` reads them."""
+    return list(iter_decisions(folder))
+
+
+def read_passages(folder: Path) -> list[dict[str, Any]]:
+    """A job folder's ``passages.parquet`` rows, as :mod:`runner.results` reads them."""
+    return list(iter_rows(folder / "passages.parquet"))
+
+
+def table_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a results table, undecoded (two files are compared by their rows)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()

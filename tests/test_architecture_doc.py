@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, read_json, read_jsonl, run_cli
+from tests.conftest import REPO, read_json, run_cli
+from tests.helpers import read_passages
 
 DOC = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
 FILES = re.findall(r"```\w+ (\S+)\n(.*?)```", DOC, re.S)
@@ -51,7 +52,7 @@ def _figures(folder: Path | None) -> dict[str, Any]:
 def _similarities(folder: Path | None) -> list[Any]:
     """Each case's one (reference, citation) similarity."""
     assert folder is not None
-    return [p["similarity"][0][0] for p in read_jsonl(folder / "passages.jsonl")]
+    return [p["similarity"][0][0] for p in read_passages(folder)]
 
 
 HALF = {f"{level}_{m}": 0.5 for level in ("context", "source")
@@ -80,7 +81,7 @@ def test_adding_an_adapter(tmp_path: Path) -> None:
     assert code == 0
     assert _figures(folder) == {key: 1.0 for key in HALF}
     assert folder is not None
-    cited = [p["response"]["citations"] for p in read_jsonl(folder / "passages.jsonl")]
+    cited = [p["response"]["citations"] for p in read_passages(folder)]
     assert cited == [[{"source": "leave.md", "content": "Employees get 25 days of"}],
                      [{"source": "travel.md", "content": "Travel is approved by the"}]]
 
@@ -91,7 +92,7 @@ def test_adding_a_citation_shape(tmp_path: Path) -> None:
     assert code == 0
     assert _figures(folder) == HALF
     assert folder is not None
-    cited = [p["response"]["citations"] for p in read_jsonl(folder / "passages.jsonl")]
+    cited = [p["response"]["citations"] for p in read_passages(folder)]
     assert cited == [[{"source": "leave.md",
                        "content": "Employees get 25 days of paid leave per year."}],
                      [{"source": "hr.md", "content": "HR approves all requests."}]]

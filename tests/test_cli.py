@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, only_run_dir, options, read_json, read_jsonl, run_cli
-from tests.helpers import FIXTURES
+from tests.conftest import REPO, only_run_dir, options, read_json, run_cli
+from tests.helpers import FIXTURES, read_decisions, read_passages
 
 SEED = FIXTURES / "seed_examples.jsonl"
 BASE = ["dataset=file", f"dataset.path={SEED}", "model=precomputed", "progress=false",
@@ -41,9 +41,9 @@ def test_seed_examples_end_to_end(tmp_path: Path) -> None:
         "citation_supported": 2, "citation_wrong_passage": 2, "citation_unexpected_source": 1,
         "citation_other_source": 0,
         "reference_cited": 2, "reference_passage_missed": 2, "reference_source_missed": 1}
-    cases = read_jsonl(run / "cases.jsonl")
+    cases = read_decisions(run)
     assert [c["id"] for c in cases] == ["seed-1", "seed-2", "seed-3"]
-    assert [p["id"] for p in read_jsonl(run / "passages.jsonl")] == ["seed-1", "seed-2",
+    assert [p["id"] for p in read_passages(run)] == ["seed-1", "seed-2",
                                                                      "seed-3"]
     assert read_json(run / "job.json") == {"schema_version": 2, "results": ["."]}
     assert cases[2]["metrics"]["source_recall"] == pytest.approx(2 / 3)
@@ -82,7 +82,7 @@ def test_max_error_rate_gate(tmp_path: Path) -> None:
     metrics = read_json(run / "metrics.json")
     assert (metrics["n_scored"], metrics["n_errors"]) == (2, 1)
     # The failed case is recorded as an error, never as a score of 0.
-    failed = read_jsonl(run / "cases.jsonl")[2]
+    failed = read_decisions(run)[2]
     assert failed["error"] == f"no stored response for case 'seed-3' in model.responses {side}"
     assert set(failed["metrics"].values()) == {None}
     # Macro context recall over the 2 scored cases: (1 + 0) / 2.

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, read_json, read_jsonl, run_cli
+from tests.conftest import REPO, read_json, run_cli
 from tests.data.test_demo_dataset import EXPECTED, LABEL_KEYS, LABELS
+from tests.helpers import read_decisions
 
 
 @pytest.mark.slow
@@ -34,7 +35,7 @@ def test_demo_systems_sweep_matches_the_hand_computation(tmp_path: Path) -> None
         for key, value in EXPECTED[system].items():
             assert metrics["metrics"][key] == pytest.approx(float(value), rel=1e-12), key
         assert tuple(metrics["labels"][k] for k in LABEL_KEYS) == LABELS[system]
-        cases = {c["id"]: c for c in read_jsonl(job / "cases.jsonl")}
+        cases = {c["id"]: c for c in read_decisions(job)}
         assert len(cases) == 30
         if system == "mostly_right":
             # The seed's first worked example: (1, 1 | 1, 1).

@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from tests.conftest import REPO, only_run_dir, read_json, run_cli
+from tests.helpers import read_passages
 
 ENV = {"PYTHONPATH": str(REPO)}
 QUIET = ["tracking=none", "report=none", "progress=false", "cache.enabled=false"]
@@ -38,8 +39,7 @@ def test_the_readme_jmespath_mapping_with_a_function_works(tmp_path: Path) -> No
     assert args[-1] == 'dataset.mapping.metadata="{question_chars: length(question)}"'
     proc = run_cli([*args, *QUIET], cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr
-    passages = [json.loads(x) for x in
-                (only_run_dir(tmp_path / "outputs") / "passages.jsonl").read_text().splitlines()]
+    passages = read_passages(only_run_dir(tmp_path / "outputs"))
     # len("Who wrote it?") = 13, len("When?") = 5
     assert [p["metadata"] for p in passages] == [{"question_chars": 13}, {"question_chars": 5}]
 

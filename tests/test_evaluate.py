@@ -91,14 +91,18 @@ def test_several_thresholds_from_one_pass_equal_single_runs() -> None:
            "start date.")
     cases = [*runner.load_cases(SEED_FILE), case([("A", REMOTE_REQUEST)], [("A", cit)], id="p")]
     several = runner.evaluate(cases, thresholds=[0.3, "default", 0.9], bootstrap_resamples=50)
-    assert [r.extra["threshold"]["value"] for r in several] == [0.3, 0.5, 0.9]
-    for result, t in zip(several, [0.3, 0.5, 0.9]):
+    assert list(several) == [0.3, 0.5, 0.9]  # by threshold value, in order
+    assert [r.extra["threshold"]["value"] for r in several.values()] == [0.3, 0.5, 0.9]
+    for t, result in several.items():
         alone = runner.evaluate(cases, threshold=t, bootstrap_resamples=50)
         assert result.cases == alone.cases
         assert (result.metrics, result.ci, result.micro, result.labels) == (
             alone.metrics, alone.ci, alone.micro, alone.labels)
     # The paraphrase (3/7) matches at 0.3 only.
-    assert [r.cases[3].matched for r in several] == [[[True]], [[False]], [[False]]]
+    assert [r.cases[3].matched for r in several.values()] == [[[True]], [[False]], [[False]]]
+    frame = several.to_pandas()
+    assert frame["threshold"].tolist() == [0.3] * 4 + [0.5] * 4 + [0.9] * 4
+    assert frame["references_matched"].tolist()[3::4] == [1, 0, 0]
 
 
 @pytest.mark.parametrize(("threshold", "message"), [

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from runner.results import PASSAGES_FILE
 from tests.conftest import REPO, run_cli
 from tests.data.test_demo_dataset import EXPECTED
 from tests.helpers import wait_until
@@ -80,14 +81,14 @@ def check_sweep(launch_dir: Path, proc: subprocess.CompletedProcess[str]) -> Non
     results = {}  # result folder -> (job folder, threshold)
     for job in jobs:
         assert _json(job / "job.json")["results"] == list(THRESHOLDS)
-        assert (job / "passages.jsonl").is_file()  # once per job
+        assert (job / PASSAGES_FILE).is_file()  # once per job
         for name, value in THRESHOLDS.items():
             folder = job / name
             metrics = _json(folder / "metrics.json")
             assert metrics["complete"] is True and metrics["n_cases"] == 30
             assert metrics["threshold"]["value"] == value
             assert (folder / "report.html").is_file()
-            assert not (folder / "passages.jsonl").exists()
+            assert not (folder / PASSAGES_FILE).exists()
             results[folder.resolve()] = (job, value)
     summary = _json(sweep_dir / "sweep.json")
     assert summary["failed"] is False

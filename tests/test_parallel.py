@@ -12,6 +12,7 @@ from runner.data.models import Case, Citation, Reference, Response
 from runner.evaluate import count_pairs
 from runner.matchers import NgramMatcher, SubstringMatcher, ngram_numba
 from runner.matchers.base import BaseMatcher, Matcher, for_workload
+from runner.results import CASES_FILE, PASSAGES_FILE
 from runner.scoring.parallel import resolve_workers
 from tests.conftest import read_json
 
@@ -90,7 +91,7 @@ def test_two_workers_write_the_same_results_as_one(run_job_in, tmp_path: Path) -
         assert one["n_scored"] == two["n_scored"] == 30
         for key in ("metrics", "ci", "micro", "labels", "counts", "n_scored", "n_errors"):
             assert one[key] == two[key], key
-        # Lines come back in case order, byte for byte as one process writes them.
-        assert ((runs[1] / name / "cases.jsonl").read_bytes()
-                == (runs[2] / name / "cases.jsonl").read_bytes())
-    assert (runs[1] / "passages.jsonl").read_bytes() == (runs[2] / "passages.jsonl").read_bytes()
+        # Cases come back in case order, byte for byte as one process writes them.
+        assert ((runs[1] / name / CASES_FILE).read_bytes()
+                == (runs[2] / name / CASES_FILE).read_bytes())
+    assert (runs[1] / PASSAGES_FILE).read_bytes() == (runs[2] / PASSAGES_FILE).read_bytes()

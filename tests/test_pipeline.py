@@ -10,7 +10,7 @@ import pytest
 
 from runner.cli import run
 from runner.config.schema import plain_config
-from runner.results import PASSAGES_FILE, read_cases, result_dirs
+from runner.results import CASES_FILE, PASSAGES_FILE, read_cases, result_dirs
 from tests.conftest import read_json
 
 
@@ -34,8 +34,8 @@ def test_a_job_of_three_thresholds_writes_and_tracks_one_result_each(compose_cfg
     assert (tmp_path / "job" / PASSAGES_FILE).is_file()
     for folder in folders:
         assert sorted(p.name for p in folder.iterdir()) == [
-            "cases.jsonl", "config.yaml", "metrics.json", "report.html"]
-        assert read_json(folder / "metrics.json")["files"]["passages"] == "../passages.jsonl"
+            CASES_FILE, "config.yaml", "metrics.json", "report.html"]
+        assert read_json(folder / "metrics.json")["files"]["passages"] == f"../{PASSAGES_FILE}"
     # One MLflow run per threshold, each with its own params and metrics.
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["ragcite"], output_format="list")
@@ -77,8 +77,8 @@ def test_each_threshold_of_a_job_equals_a_job_of_its_own(compose_cfg, tmp_path: 
                             "report=none", f"scoring.threshold={spec}"),
                        tmp_path / spec / "job", names)
         assert list(read_cases(outcome.folder)) == list(read_cases(alone.folder))
-        assert (outcome.folder / "cases.jsonl").read_bytes() == (
-            alone.folder / "cases.jsonl").read_bytes()
+        assert (outcome.folder / CASES_FILE).read_bytes() == (
+            alone.folder / CASES_FILE).read_bytes()
         mine, theirs = outcome.result.to_dict(), alone.result.to_dict()
         for key in ("metrics", "ci", "micro", "labels", "counts", "histograms", "bands",
                     "failed", "threshold"):

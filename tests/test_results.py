@@ -1,4 +1,4 @@
-"""The results contract (SPEC 7, docs/results.md): passages.jsonl, cases.jsonl and
+"""The results contract (SPEC 7, docs/results.md): passages.parquet, cases.parquet and
 metrics.json round trips."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import runner
@@ -17,16 +18,16 @@ from runner.results import (
     SCHEMA_VERSION,
     CaseResult,
     RunResult,
+    iter_decisions,
     iter_records,
-    json_line,
     read_cases,
     read_metrics,
     result_dirs,
     write_job,
-    write_lines,
     write_metrics,
     write_result,
 )
+from runner.results.table import write_table
 from runner.scoring.metrics import METRIC_KEYS
 from tests.helpers import SEED_FILE, case
 
@@ -48,8 +49,8 @@ def test_cases_round_trip(tmp_path: Path, seed_result: RunResult) -> None:
 
 def test_a_result_folder_is_listed_by_its_job(tmp_path: Path, seed_result: RunResult) -> None:
     assert result_dirs(tmp_path) == []  # no job.json: not finished
-    write_result(tmp_path / "t0.3", seed_result, passages="../passages.jsonl")
-    write_result(tmp_path / "t0.5", seed_result, passages="../passages.jsonl")
+    write_result(tmp_path / "t0.3", seed_result, passages=f"../{PASSAGES_FILE}")
+    write_result(tmp_path / "t0.5", seed_result, passages=f"../{PASSAGES_FILE}")
     write_job(tmp_path, ["t0.3", "t0.5"])
     assert result_dirs(tmp_path) == [tmp_path / "t0.3", tmp_path / "t0.5"]
     assert (tmp_path / PASSAGES_FILE).is_file()  # written once, shared
@@ -57,31 +58,54 @@ def test_a_result_folder_is_listed_by_its_job(tmp_path: Path, seed_result: RunRe
     assert list(read_cases(tmp_path / "t0.5")) == seed_result.cases
 
 
-def test_the_two_files_must_list_the_same_cases(tmp_path: Path, seed_result: RunResult) -> None:
+def test_the_two_files_must_hold_the_same_cases(tmp_path: Path,
+                                              seed_result: RunResult) -> None:
+    # The decisions table holds no ids: its rows pair with the passages' rows by position.
     write_result(tmp_path, seed_result)
-    lines = (tmp_path / CASES_FILE).read_bytes().splitlines(keepends=True)
-    (tmp_path / CASES_FILE).write_bytes(lines[1] + lines[0] + b"".join(lines[2:]))
+    decided = pq.read_table(tmp_path / CASES_FILE)
+    write_table(tmp_path / CASES_FILE, decided.slice(0, 3))
     with pytest.raises(ValueError) as exc:
         list(iter_records(tmp_path))
-    assert str(exc.value) == (f"{tmp_path / CASES_FILE}, case 1: id 'seed-2' does not match "
-                              "the passages file ('seed-1')")
+    assert str(exc.value) == f"{tmp_path / CASES_FILE}: 3 cases, but the passages file has more"
+    write_table(tmp_path / CASES_FILE, decided.slice(0, 3).append_column("x", [[1, 2, 3]])
+                .drop_columns("x").slice(0, 3).take([0, 1, 2, 0, 1]))
+    with pytest.raises(ValueError) as exc:
+        list(iter_records(tmp_path))
+    assert str(exc.value) == f"{tmp_path / CASES_FILE}: case 5 is not in the passages file"
 
 
-def test_lines_carry_the_cases_format_version(tmp_path: Path, seed_result: RunResult) -> None:
+def test_tables_carry_the_cases_format_version(tmp_path: Path, seed_result: RunResult) -> None:
     write_result(tmp_path, seed_result)
     for name in (CASES_FILE, PASSAGES_FILE):
-        first = json.loads((tmp_path / name).read_text(encoding="utf-8").splitlines()[0])
-        assert first["v"] == 2 and list(first)[:2] == ["v", "id"]
-    (tmp_path / CASES_FILE).write_text('{"v": 1, "id": "seed-1"}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match="line 1: cases format 1 is not supported"):
+        assert pq.read_schema(tmp_path / name).metadata[b"ragcite.format"] == b"3"
+    pq.write_table(pq.read_table(tmp_path / CASES_FILE).replace_schema_metadata(None),
+                   tmp_path / CASES_FILE)
+    with pytest.raises(ValueError) as exc:
         list(iter_records(tmp_path))
+    assert str(exc.value) == (f"{tmp_path / CASES_FILE}: per-case results format none is not "
+                              "supported (this ragcite reads version 3)")
 
 
-def test_cases_lines_hold_the_contract_keys(tmp_path: Path, seed_result: RunResult) -> None:
+def test_a_folder_of_format_2_is_refused_with_what_to_do(tmp_path: Path,
+                                                         seed_result: RunResult) -> None:
+    # Format 2 (passages.jsonl, cases.jsonl) is not read: one line says to run the job again.
     write_result(tmp_path, seed_result)
-    path = tmp_path / CASES_FILE
-    lines = path.read_text(encoding="utf-8").splitlines()
-    records = [json.loads(line) for line in lines]
+    (tmp_path / "cases.jsonl").write_text('{"v": 2, "id": "seed-1"}\n', encoding="utf-8")
+    for read in (iter_records, iter_decisions, runner.read_results):
+        with pytest.raises(ValueError) as exc:
+            list(read(tmp_path))
+        assert str(exc.value) == (f"{tmp_path / 'cases.jsonl'}: per-case results of format 2 "
+                                  "(JSON lines); this ragcite reads format 3 (Parquet tables): "
+                                  "run the job again")
+
+
+def test_tables_hold_the_contract_columns(tmp_path: Path, seed_result: RunResult) -> None:
+    write_result(tmp_path, seed_result)
+    assert pq.read_schema(tmp_path / PASSAGES_FILE).names == [
+        "id", "query", "references", "expected_sources", "response", "metadata", "similarity"]
+    assert pq.read_schema(tmp_path / CASES_FILE).names == [
+        "matched", "citation_labels", "reference_labels", "metrics", "counts", "bands", "error"]
+    records = list(iter_decisions(tmp_path))
     assert [r["id"] for r in records] == ["seed-1", "seed-2", "seed-3", "failed"]
     for r in records:
         assert {"id", "metrics", "labels", "error"} <= set(r)
@@ -89,11 +113,10 @@ def test_cases_lines_hold_the_contract_keys(tmp_path: Path, seed_result: RunResu
     assert records[2]["labels"] == {
         "citations": ["supported", "wrong_passage", "unexpected_source"],
         "references": ["cited", "passage_missed", "source_missed"]}
-    # The failed case: every metric null, its error kept.
+    # The failed case: every metric null, no counts, its error kept.
     assert records[3]["metrics"] == dict.fromkeys(METRIC_KEYS)
-    assert records[3]["error"] == "timeout"
-    # Text is written as UTF-8, not \u escapes.
-    assert "Ünïcode.pdf" in (tmp_path / PASSAGES_FILE).read_text(encoding="utf-8")
+    assert (records[3]["counts"], records[3]["error"]) == ({}, "timeout")
+    assert [r["references"][0]["source"] for r in iter_records(tmp_path)][3] == "Ünïcode.pdf"
 
 
 def test_metrics_round_trip(tmp_path: Path, seed_result: RunResult) -> None:
@@ -163,7 +186,8 @@ def test_nan_and_infinity_are_written_as_null(tmp_path: Path) -> None:
 
     cr = CaseResult(id="x", query="q", references=[], expected_sources=[], response=None,
                     similarity=[[math.nan, 0.5]])
-    assert json.loads(json_line(cr.passages_dict()))["similarity"] == [[None, 0.5]]
+    write_result(tmp_path / "one", _one([cr]))
+    assert next(iter_records(tmp_path / "one"))["similarity"] == [[None, 0.5]]
 
 
 def test_case_result_from_minimal_dict() -> None:
@@ -173,61 +197,39 @@ def test_case_result_from_minimal_dict() -> None:
         None, {}, {}, [], None)
 
 
-def test_read_cases_skips_blank_lines(tmp_path: Path) -> None:
-    cr = CaseResult(id="a", query="q", references=[], expected_sources=[], response=None)
-    result = RunResult(metrics={}, ci={}, micro={}, labels={}, n_cases=1, n_scored=1,
-                       n_errors=0, cases=[cr])
-    write_result(tmp_path, result)
-    with (tmp_path / CASES_FILE).open("a", encoding="utf-8") as fh:
-        fh.write("\n\n")
-    assert list(read_cases(tmp_path)) == [cr]
+def _one(cases: list[CaseResult]) -> RunResult:
+    return RunResult(metrics={"context_recall": None}, ci={}, micro={}, labels={},
+                     n_cases=len(cases), n_scored=len(cases), n_errors=0,
+                     counts={"references": 0}, cases=cases)
 
 
-def test_cases_lines_with_numpy_int_keys_and_huge_integers(tmp_path: Path) -> None:
+def test_tables_with_numpy_int_keys_and_huge_integers(tmp_path: Path) -> None:
     # metadata from YAML may have integer keys (written as strings, as json.dumps does);
     # numpy values are plain numbers; an integer beyond 64 bits still round-trips.
     cr = CaseResult(id="x", query="q…", references=[], expected_sources=[], response=None,
                     metadata={1: "one", "n": np.int64(3), "v": np.array([0.25, np.inf]),
                               "big": 2**70},
                     similarity=[[np.float32(0.5)]])
-    path = tmp_path / "passages.jsonl"
-    write_lines(path, [c.passages_dict() for c in [
-        cr, CaseResult(id="y", query="q", references=[], expected_sources=[], response=None)]])
-    lines = path.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 2
-    first = json.loads(lines[0])
+    write_result(tmp_path, _one([cr, CaseResult(id="y", query="q", references=[],
+                                                expected_sources=[], response=None)]))
+    first, second = iter_records(tmp_path)
     assert first["query"] == "q…"
     assert first["metadata"] == {"1": "one", "n": 3, "v": [0.25, None], "big": 2**70}
     assert first["similarity"] == [[0.5]]
-    assert json.loads(lines[1])["id"] == "y"
+    assert second["id"] == "y"
 
 
-def test_cases_lines_reject_what_json_cannot_encode(tmp_path: Path) -> None:
+def test_tables_reject_what_json_cannot_encode(tmp_path: Path) -> None:
     cr = CaseResult(id="x", query="q", references=[], expected_sources=[], response=None,
                     metadata={"when": object()})
     with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
-        write_lines(tmp_path / "passages.jsonl", [cr.passages_dict()])
+        write_result(tmp_path, _one([cr]))
 
 
-def test_parse_line_reads_exactly_what_the_standard_library_reads() -> None:
-    from runner.results.jsonio import parse_line
-
-    # Integers past 64 bits (orjson would read a float), NaN and a lone surrogate (orjson
-    # refuses both) and ordinary lines all read as json.loads reads them.
-    lines = [b'{"a": 1, "s": "caf\\u00e9", "f": 0.1}',
-             b'{"big": 123456789012345678901234}',
-             b'{"neg": -18446744073709551617, "ok": 18446744073709551615}',
-             b'{"x": NaN}', b'{"s": "\\ud800"}', b'[1e400]']
-    for line in lines:
-        got, want = parse_line(line), json.loads(line)
-        assert repr(got) == repr(want)
-    assert parse_line(lines[1]) == {"big": 123456789012345678901234}
-    assert isinstance(parse_line(lines[1])["big"], int)
-
-
-def test_a_lone_surrogate_is_written_escaped_and_read_back() -> None:
-    line = json_line({"q": "a\ud800b", "n": float("nan")})
-    assert line == b'{"q": "a\\ud800b", "n": null}\n'
-    from runner.results.jsonio import parse_line
-
-    assert parse_line(line) == {"q": "a\ud800b", "n": None}
+def test_a_lone_surrogate_is_stored_as_a_replacement_character(tmp_path: Path) -> None:
+    # Parquet text is UTF-8: a text that is not valid Unicode keeps every other character.
+    cr = CaseResult(id="x", query="a\ud800b", references=[], expected_sources=[],
+                    response=None, metadata={"m": "c\udfffd"})
+    write_result(tmp_path, _one([cr]))
+    (back,) = iter_records(tmp_path)
+    assert (back["query"], back["metadata"]) == ("a\ufffdb", {"m": "c\ufffdd"})

@@ -28,8 +28,10 @@ from runner.redact import (
     redact_override,
     secret_values,
 )
+from runner.results import CASES_FILE, PASSAGES_FILE
 from tests.apis.conftest import CASES, KB
-from tests.conftest import REPO, read_json, read_jsonl, run_cli
+from tests.conftest import REPO, read_json, run_cli
+from tests.helpers import read_passages
 from tests.openai_server import FakeOpenAI, Scripted
 
 TOKEN = "rag-ECHO-t0ken-5ecret-8642"
@@ -105,11 +107,11 @@ def test_a_token_the_service_echoes_is_in_no_file_no_block_no_database_no_output
 
     files, blocks = search_tree(tmp_path, TOKEN)
     names = {p.name for p in files}
-    assert {"cases.jsonl", "passages.jsonl", "report.html", "sweep.html", "metrics.json",
+    assert {CASES_FILE, PASSAGES_FILE, "report.html", "sweep.html", "metrics.json",
             "ragcite.log", "mlflow.db", "cache.sqlite"} <= names
     sweep = next((tmp_path / "out" / "sweeps").iterdir())
     (job,) = sweep.glob("0_my_rag-127.0.0.1_*_ngram")  # the system: the service's host, port
-    passages = read_jsonl(job / "passages.jsonl")
+    passages = read_passages(job)
     assert [p["response"]["answer"] for p in passages] == [
         "", "called with Bearer ***", "called with Bearer ***"]
     assert passages[1]["response"]["citations"][0]["content"].startswith("Bearer ***: {")
@@ -120,7 +122,7 @@ def test_a_token_the_service_echoes_is_in_no_file_no_block_no_database_no_output
     # their MLflow copies hold the scrubbed echo.
     assert sum(b"called with Bearer ***" in b for b in blocks) == 4
     # MLflow's artifacts were uploaded (and searched); the cache holds the scrubbed replies.
-    assert any("mlartifacts" in p.parts and p.name == "cases.jsonl" for p in files)
+    assert any("mlartifacts" in p.parts and p.name == CASES_FILE for p in files)
     assert b"called with Bearer ***" in (tmp_path / "out" / "cache" / "cache.sqlite").read_bytes()
 
 
@@ -140,7 +142,7 @@ def test_an_openai_compatible_server_echoing_the_key_leaves_it_in_no_file(
     assert KEY not in proc.stdout + proc.stderr
     search_tree(tmp_path, KEY)
     run = next((tmp_path / "out" / "runs").iterdir())
-    assert [p["response"]["answer"] for p in read_jsonl(run / "passages.jsonl")] == [
+    assert [p["response"]["answer"] for p in read_passages(run)] == [
         "key Bearer ***"] * 3
     # Both caches (the adapter's raw replies and the responses) hold the scrubbed answer.
     assert (tmp_path / "out" / "cache" / "cache.sqlite").read_bytes().count(b"key Bearer ***") \

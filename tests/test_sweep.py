@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.results import CASES_FILE, PASSAGES_FILE
 from tests.conftest import REPO, only_run_dir, read_json, run_cli
 
 ENV = {"PYTHONPATH": str(REPO)}
@@ -65,9 +66,9 @@ def test_a_threshold_grid_runs_a_job_per_matcher_and_equals_single_runs(tmp_path
                         cwd=tmp_path, env=ENV)
         assert alone.returncode == 0, alone.stderr[-3000:]
         own = only_run_dir(root)
-        assert (jobs[1] / f"t{threshold}" / "cases.jsonl").read_bytes() == (
-            own / "cases.jsonl").read_bytes()
-        assert (jobs[1] / "passages.jsonl").read_bytes() == (own / "passages.jsonl").read_bytes()
+        assert (jobs[1] / f"t{threshold}" / CASES_FILE).read_bytes() == (
+            own / CASES_FILE).read_bytes()
+        assert (jobs[1] / PASSAGES_FILE).read_bytes() == (own / PASSAGES_FILE).read_bytes()
         mine, theirs = (read_json(d / "metrics.json") for d in (jobs[1] / f"t{threshold}", own))
         for key in ("metrics", "ci", "micro", "labels", "counts", "n_scored", "n_errors"):
             assert mine[key] == theirs[key], key

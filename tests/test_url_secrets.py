@@ -19,7 +19,8 @@ import yaml
 
 from runner.redact import mask_uri, redact, secret_values
 from tests.apis.conftest import CASES, KB
-from tests.conftest import read_jsonl, run_cli
+from tests.conftest import run_cli
+from tests.helpers import read_passages
 from tests.openai_server import FakeOpenAI
 from tests.test_secrets import search_tree
 
@@ -111,7 +112,7 @@ def test_no_secret_of_any_url_setting_is_in_any_byte_written(tmp_path: Path) -> 
     assert cfg["model"]["url"] == f"http://usr:***@{host}/rag?***#***"
     assert cfg["tracking"]["ui_url"] == f"http://usr:***@{CLOSED}/?***#***"
     # The service's echo of its URL's query is scrubbed as it arrives.
-    assert [p["response"]["answer"] for p in read_jsonl(config.parent.parent / "passages.jsonl")] \
+    assert [p["response"]["answer"] for p in read_passages(config.parent.parent)] \
         == ["asked at /rag?***"] * 3
     # The SDK sends a base URL's query after the path it appends ("/v1/?key=...embeddings").
     first = "ragcite: error: no case could be scored: all 3 failed; the first: seed-1: "

@@ -5,7 +5,7 @@
 
 * ``render_run(result_dir, link)`` after a job that decides one threshold;
 * ``render_runs(result_dirs, links)`` after a job that decides several (their result folders
-  share one ``passages.jsonl``, read once for all of them);
+  share one ``passages.parquet``, read once for all of them);
 * ``render_sweep(sweep_dir)`` once ``sweep.json`` is written.
 """
 

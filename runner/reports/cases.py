@@ -6,7 +6,8 @@ A report embeds three blocks per case (short keys keep big reports small):
   query; ``m`` the metric values in the record's order; ``b`` their bands as one letter each
   (g/m/r, ``-`` undefined); ``cl`` / ``rl`` the citation and reference labels; ``err`` the error;
 * the **scores** (``ragcite-details``), read when a case is expanded: ``S`` similarity matrix
-  [ref][cit]; ``M`` match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order;
+  [ref][cit]; ``M`` match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order (made
+  here from the case's sources, labels and metrics: the results files do not store them);
 * the **passages** (``ragcite-texts``), read with the scores: ``R`` and ``C`` references and
   citations as ``[source, content]``; ``E`` expected sources; ``a`` answer; ``md`` metadata as
   JSON text; ``Rc`` / ``Cc`` the positions of the references and citations whose content is
@@ -14,7 +15,7 @@ A report embeds three blocks per case (short keys keep big reports small):
   when present).
 
 Only the first ``max_cases`` cases are read (:func:`read_embedded`). The passages come from the
-job's ``passages.jsonl``, which the result folders of a job that decides several thresholds
+job's ``passages.parquet``, which the result folders of a job that decides several thresholds
 share: :class:`PassageTexts` holds what a report built from it, so that the other reports of the
 same call (:func:`runner.reports.run.render_run_reports`) embed it without reading it again.
 """
@@ -41,12 +42,13 @@ from runner.reports.common import (
     pack_text,
 )
 from runner.results import iter_decisions, iter_records, passages_path
+from runner.scoring.records import explain_record, result_normalizer
 
 BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
 
 
 def row_record(decided: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
-    """The table row of one case from its ``cases.jsonl`` record and its (clipped) query."""
+    """The table row of one case from its ``cases.parquet`` record and its (clipped) query."""
     metrics = decided.get("metrics") or dict.fromkeys(METRIC_KEYS)  # the run's declared metrics
     bands = decided.get("bands") or {}
     labels = decided.get("labels") or {}
@@ -86,7 +88,7 @@ def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]],
 
 
 def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
-    """The passages, expected sources, answer and metadata of one ``passages.jsonl`` record."""
+    """The passages, expected sources, answer and metadata of one ``passages.parquet`` record."""
     response = shared.get("response") or {}
     refs, refs_cut = _passages(shared.get("references") or [], limit)
     cits, cits_cut = _passages(response.get("citations") or [], limit)
@@ -103,19 +105,23 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
 
 @dataclass
 class PassageTexts:
-    """What a report embeds from the first cases of one ``passages.jsonl``: their ids, clipped
-    queries and similarity matrices, and the passages block (packed once, when asked)."""
+    """What a report embeds from the first cases of one ``passages.parquet``: their ids, clipped
+    queries, similarity matrices and sources (for the explanations), and the passages block
+    (packed once, when asked)."""
 
     ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     similarity: list[list[list[Any]]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)  # each case's passages record as JSON
 
     def add(self, shared: dict[str, Any], limit: int) -> None:
-        """Take one ``passages.jsonl`` record (or a joined record holding it)."""
+        """Take one ``passages.parquet`` record (or a joined record holding it)."""
         self.ids.append(shared["id"])
         self.queries.append(clip(shared.get("query"), limit))
         self.similarity.append(shared.get("similarity") or [])
+        self.sources.append({k: shared.get(k) for k in ("references", "expected_sources",
+                                                        "response")})
         self.parts.append(dumps_compact(texts_record(shared, limit)))
 
     @cached_property
@@ -155,18 +161,20 @@ def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | No
 
     With `known`, passages read before (by the reports of the same call, keyed by their file
     and the options that shape them, :data:`PassagesKey`)
-    are taken from there, and this folder's cases read from ``cases.jsonl`` alone; what is read
-    here is added to it.
+    are taken from there, and this folder's cases read from ``cases.parquet`` alone; what is
+    read here is added to it.
 
     Raises:
-        ValueError: ``cases.jsonl`` and the passages do not list the same cases.
+        ValueError: ``cases.parquet`` and the passages do not list the same cases.
     """
+    norm = result_normalizer(metrics)
     key = (passages_path(result_dir, metrics).resolve(), max_cases, limit)
     texts = known.get(key) if known is not None else None
     fresh = texts is None  # read the passages too, from the joined records
     texts = PassageTexts() if texts is None else texts
     n, rows, scores = len(texts.ids), [], []
-    lines = iter_records(result_dir, metrics) if fresh else iter_decisions(result_dir)
+    lines = iter_records(result_dir, metrics) if fresh else iter_decisions(
+        result_dir, metrics=metrics)
     # The readers of runner.results are generators: closed when left, a report that stops
     # after its first cases leaves no file open.
     with closing(cast("Generator[Any, None, None]", lines)) as cases:
@@ -179,7 +187,7 @@ def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | No
             rows.append(dumps_compact(row_record(case, texts.queries[pos], limit)))
             scores.append(dumps_compact(scores_record(
                 texts.similarity[pos], case.get("matched") or [],
-                case.get("explanations") or {})))
+                explain_record({**texts.sources[pos], **case}, norm))))
     if not fresh and len(rows) < n:
         raise ValueError(f"{result_dir}: {len(rows)} cases, but the passages file has {n}")
     if fresh and known is not None:

@@ -1,6 +1,6 @@
 """Compare two runs: ``ragcite-compare A B`` writes an HTML report and a JSON summary.
 
-A and B are result folders (``metrics.json``, ``cases.jsonl`` and the passages file
+A and B are result folders (``metrics.json``, ``cases.parquet`` and the passages file
 ``metrics.json`` names, read with :mod:`runner.results`) or MLflow run ids, whose three artifacts
 are downloaded with the MLflow client. Cases are paired by id. For each metric the
 report shows both macro means, their difference, and a paired bootstrap confidence interval of
@@ -39,6 +39,7 @@ from runner.reports.compare_load import LOAD_TIMEOUT, CompareError, RunData, loa
 from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results.jsonio import dumps_strict
 from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
+from runner.scoring.records import explain_record, result_normalizer
 
 # --- comparing ----------------------------------------------------------------------------------
 
@@ -181,7 +182,8 @@ def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
 def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
                           output: Path) -> Path:
     """Write the comparison report (HTML) to `output`, its gates checked (``gates``); the
-    template lays out the figures of `comparison` and the changed cases of both runs."""
+    template lays out the figures of `comparison` and the changed cases of both runs (their
+    explanations made here: the results files do not store them)."""
     # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
     named = comparison["a"]["name"] != comparison["b"]["name"]
     side_a, side_b = ({**side, "href": common.safe_href(side.get("link")),
@@ -190,7 +192,10 @@ def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
     return common.write_html(output, common.render(
         "report_compare.html.j2",
         title=f"ragcite comparison — {side_a['title']} vs {side_b['title']}",
-        A=side_a, B=side_b, cmp=comparison, gates=comparison["gates"], runs=(a, b)))
+        A=side_a, B=side_b, cmp=comparison, gates=comparison["gates"], runs=(a, b),
+        explained=[{c["id"]: explain_record(run.cases[c["id"]].to_dict(), norm)
+                    for c in comparison["changed"]}
+                   for run in (a, b) for norm in [result_normalizer(run.metrics)]]))
 
 
 def output_folder(root: Path, name_a: str, name_b: str) -> Path:

@@ -3,7 +3,7 @@
 A result's bars come from its ``metrics.json`` as scoring wrote it: ``labels``
 (``citation_<label>``, ``reference_<label>``), ``label_shares`` and the totals in ``counts``.
 The comparison's shifts and moves are still computed here from both runs' label counts and the
-``labels`` of each case in ``cases.jsonl``, read with :mod:`runner.results`.
+``labels`` of each case in ``cases.parquet``, read with :mod:`runner.results`.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
     """Render ``report.html`` into a result folder from its results files.
 
     Args:
-        result_dir: The result folder (``metrics.json``, ``cases.jsonl`` and the passages file
+        result_dir: The result folder (``metrics.json``, ``cases.parquet`` and the passages file
             ``metrics.json`` names).
         tracking_link: A link to the tracked run (e.g. the MLflow UI), shown in the header.
         options: :class:`HtmlOptions` or a ``report`` config section; by default the ``report``
@@ -175,7 +175,7 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
                        options: Mapping[str, Any] | HtmlOptions | None = None) -> list[Path]:
     """Render ``report.html`` into each result folder of a job (one tracking link each).
 
-    The folders of a job that decides several thresholds share one ``passages.jsonl``: it is
+    The folders of a job that decides several thresholds share one ``passages.parquet``: it is
     read, and its passages block built, once for all of them (nothing is kept after the call).
     Options as in :func:`render_run_report` (by default each folder's own).
 

@@ -1,43 +1,46 @@
 """The results contract: what a job writes, and the one way to read it back.
 
-A job decides one or more thresholds from one pass over its cases. It writes ``passages.jsonl``
-(what no threshold changes, once per job) and a *result folder* per threshold (the job's folder
-itself when it decides one, else ``t0.5``-like subfolders) with ``metrics.json`` (a
-:class:`RunResult`), ``cases.jsonl`` and ``config.yaml``; ``job.json``, written last, lists the
-result folders. The fields: docs/results.md. Tracking, reports, sweep summaries and re-scoring
-read these files through :func:`read_result`, :func:`iter_records` and :func:`iter_decisions`;
-they never recompute a figure. ``SCHEMA_VERSION`` and ``CASES_VERSION`` change whenever a field
-changes meaning.
+A job decides one or more thresholds from one pass over its cases. It writes
+``passages.parquet`` (what no threshold changes, once per job) and a *result folder* per
+threshold (the job's folder itself when it decides one, else ``t0.5``-like subfolders) with
+``metrics.json`` (a :class:`RunResult`), ``cases.parquet`` and ``config.yaml``; ``job.json``,
+written last, lists the result folders. The fields: docs/results.md. Tracking, reports, sweep
+summaries and re-scoring read these files through :func:`read_result`, :func:`iter_records`,
+:func:`iter_decisions` and :func:`read_results`; they never recompute a figure.
+``SCHEMA_VERSION`` (``metrics.json``, ``job.json``) and ``CASES_VERSION`` (the per-case tables)
+change whenever a field changes meaning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+import pandas as pd
+import pyarrow as pa
+from pydantic import ValidationError
 
 from runner.data.errors import DataError
 from runner.data.limits import check_value
 from runner.data.loading import validation_to_data_error
-from runner.data.models import Decisions, Figures, Passages
+from runner.data.models import Figures
 from runner.data.readers import parse_document
 from runner.data.text import check_file
-from runner.results.jsonio import dumps_strict, json_line, parse_line
+from runner.results import table
+from runner.results.jsonio import dumps_strict
 
 SCHEMA_VERSION = 2
-CASES_VERSION = 2
+CASES_VERSION = table.CASES_VERSION
 METRICS_FILE = "metrics.json"
-CASES_FILE = "cases.jsonl"
-PASSAGES_FILE = "passages.jsonl"
+CASES_FILE = "cases.parquet"
+PASSAGES_FILE = "passages.parquet"
 CONFIG_FILE = "config.yaml"
 JOB_FILE = "job.json"
 PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "metadata",
                 "similarity")
-DECISION_KEYS = ("id", "matched", "labels", "metrics", "counts", "bands", "explanations",
-                 "error")
+DECISION_KEYS = ("matched", "labels", "metrics", "counts", "bands", "error")
 _FIGURES = ("n_cases", "n_scored", "n_errors", "error_rate", "metrics", "ci", "micro", "labels",
             "counts", "bootstrap", "bands", "histograms", "label_shares", "diagnosis",
             "scored_digest")  # metrics.json, in order
@@ -65,32 +68,23 @@ class CaseResult:
     metrics: dict[str, float | None] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     bands: dict[str, str | None] = field(default_factory=dict)
-    explanations: dict[str, str] = field(default_factory=dict)
     error: str | None = None
 
     def __eq__(self, other: object) -> bool:
         # Field by field, for any CaseResult: a scored case (a subclass that writes its
-        # explanations on first use) equals the same record read back from cases.jsonl.
+        # explanations on first use) equals the same record read back from its files.
         if not isinstance(other, CaseResult):
             return NotImplemented
         return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(CaseResult))
 
     @property
     def labels(self) -> dict[str, list[str]]:
-        """Citation and reference labels together, as written to ``cases.jsonl``."""
+        """Citation and reference labels together, as :func:`iter_records` gives them."""
         return {"citations": self.citation_labels, "references": self.reference_labels}
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready record written as one line of ``cases.jsonl``."""
-        return {k: getattr(self, k) for k in (*PASSAGE_KEYS, *DECISION_KEYS[1:])}
-
-    def passages_dict(self) -> dict[str, Any]:
-        """The threshold-free part of the record: one line of ``passages.jsonl``."""
-        return {"v": CASES_VERSION, **{k: getattr(self, k) for k in PASSAGE_KEYS}}
-
-    def decisions_dict(self) -> dict[str, Any]:
-        """The part that depends on the threshold: one line of ``cases.jsonl``."""
-        return {"v": CASES_VERSION, **{k: getattr(self, k) for k in DECISION_KEYS}}
+        """The record as :func:`iter_records` gives it (the keys of both tables)."""
+        return {k: getattr(self, k) for k in (*PASSAGE_KEYS, *DECISION_KEYS)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
@@ -99,41 +93,6 @@ class CaseResult:
         given = {f.name: data[f.name] for f in fields(cls) if data.get(f.name) is not None}
         return cls(**{"response": None, **given, "citation_labels": labels.get("citations", []),
                       "reference_labels": labels.get("references", [])})
-
-
-class CaseSequence(Sequence[CaseResult]):
-    """A read-only sequence of scored cases whose records may be built on demand.
-
-    Subclasses implement ``__len__`` and ``_at(pos)`` for ``0 <= pos < len(self)``; indexing
-    (negative indexes, slices), iteration and equality with a list of the same cases follow.
-    """
-
-    def _at(self, pos: int) -> CaseResult:
-        raise NotImplementedError
-
-    @overload
-    def __getitem__(self, index: int) -> CaseResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[CaseResult]: ...
-
-    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
-        if isinstance(index, slice):
-            return [self._at(i) for i in range(*index.indices(len(self)))]
-        return self._at(range(len(self))[index])  # negative indexes; IndexError out of range
-
-    def __iter__(self) -> Iterator[CaseResult]:
-        return map(self._at, range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (CaseSequence, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({len(self)} cases)"
 
 
 @dataclass
@@ -190,77 +149,143 @@ class RunResult:
                 **{k: getattr(self, k) for k in _FIGURES},
                 "failed": self.failed or {"count": self.n_errors, "listed": []}, **self.extra}
 
+    def to_pandas(self, per: str | None = None) -> pd.DataFrame:
+        """The cases as a DataFrame, built by the code that writes them, so it equals
+        ``runner.read_results`` of the written folder: one row per case (``threshold``,
+        ``id``, each metric, each count, ``citation_labels``, ``reference_labels``,
+        ``error``); with `per` ``"citation"`` or ``"reference"``, one row per labelled
+        citation or reference (``threshold``, ``id``, its position, ``source``, ``content``,
+        ``label``)."""
+        return to_pandas(self, per)
 
-def read_lines(path: Path, check: type[BaseModel] | None = None) -> Iterator[dict[str, Any]]:
-    """The records of a JSONL results file, checking their format version and, with `check`,
-    their fields (:class:`DataError` names the file, line and field)."""
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = parse_line(line)
-            except ValueError as exc:  # not JSON, or not UTF-8
-                raise DataError(str(path), f"line {n}", None,
-                                f"malformed JSON ({getattr(exc, 'msg', exc)})") from None
-            if not isinstance(record, dict) or record.get("v") != CASES_VERSION:
-                version = record.get("v") if isinstance(record, dict) else None
-                raise ValueError(f"{path}, line {n}: cases format {version!r} is not supported "
-                                 f"(this ragcite reads version {CASES_VERSION})")
-            if check is not None:
-                try:
-                    check.model_validate(record)
-                except ValidationError as exc:
-                    raise validation_to_data_error(exc, str(path), f"line {n}") from None
-            del record["v"]
-            yield record
+
+class ThresholdResults(Mapping[float, RunResult]):
+    """The results of one evaluation at several thresholds, by threshold value, in the order
+    given (``results[0.5].metrics``; iterating gives the thresholds)."""
+
+    def __init__(self, results: Sequence[RunResult]) -> None:
+        self._by = {float(r.extra["threshold"]["value"]): r for r in results}
+
+    def __getitem__(self, threshold: float) -> RunResult:
+        return self._by[threshold]
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._by)
+
+    def __len__(self) -> int:
+        return len(self._by)
+
+    def to_pandas(self, per: str | None = None) -> pd.DataFrame:
+        """Every threshold's :meth:`RunResult.to_pandas`, one after another (the ``threshold``
+        column tells them apart)."""
+        return pd.concat([r.to_pandas(per) for r in self._by.values()], ignore_index=True)
 
 
 def passages_path(result_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
-    """The ``passages.jsonl`` a result folder's cases belong to (``files.passages``)."""
+    """The ``passages.parquet`` a result folder's cases belong to (``files.passages``)."""
     folder = Path(result_dir)
     data = metrics if metrics is not None else read_metrics(folder / METRICS_FILE)
     return folder / str((data.get("files") or {}).get("passages", PASSAGES_FILE))
 
 
-def iter_decisions(result_dir: str | Path, checked: bool = False) -> Iterator[dict[str, Any]]:
-    """The ``cases.jsonl`` records of a result folder (``id``, ``metrics``, ``labels``, ...),
-    without the passages: what a reader that only counts or bins figures needs."""
-    return read_lines(Path(result_dir) / CASES_FILE, Decisions if checked else None)
+def iter_decisions(result_dir: str | Path, checked: bool = False,
+                   metrics: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """The ``cases.parquet`` rows of a result folder (``id``, ``metrics``, ``labels``, ...),
+    with the case ids of its passages file and without its passages: what a reader that only
+    counts or bins figures needs (`checked`: the columns checked, :func:`table.check_table`).
+
+    Raises:
+        ValueError: The two files do not hold the same number of cases.
+    """
+    folder = Path(result_dir)
+    if checked:
+        table.check_table(folder / CASES_FILE, passages=False)
+    ids = table.iter_rows(passages_path(folder, metrics), ["id"])
+    n = 0
+    for n, row in enumerate(table.iter_rows(folder / CASES_FILE), 1):
+        shared = next(ids, None)
+        if shared is None:
+            raise ValueError(f"{folder / CASES_FILE}: case {n} is not in the passages file")
+        labels = {"citations": row.pop("citation_labels"),
+                  "references": row.pop("reference_labels")}
+        yield {"id": shared["id"], **row, "counts": row["counts"] or {}, "labels": labels}
+    if next(ids, None) is not None:
+        raise ValueError(f"{folder / CASES_FILE}: {n} cases, but the passages file has more")
 
 
 def iter_records(result_dir: str | Path, metrics: dict[str, Any] | None = None,
                  checked: bool = False) -> Iterator[dict[str, Any]]:
     """Every case of a result folder as one record (the keys of :meth:`CaseResult.to_dict`):
-    its ``passages.jsonl`` line joined with its ``cases.jsonl`` line (`checked`: each line
-    checked as :class:`~runner.data.models.Passages` and :class:`~runner.data.models.Decisions`
-    say, for a reader of folders from elsewhere).
+    its ``passages.parquet`` row joined with its ``cases.parquet`` row (`checked`: both files'
+    columns checked, for a reader of folders from elsewhere).
 
     Raises:
-        ValueError: The two files do not list the same cases in the same order.
+        ValueError: The two files do not hold the same number of cases.
     """
     folder = Path(result_dir)
-    passages = read_lines(passages_path(folder, metrics), Passages if checked else None)
-    for n, decided in enumerate(iter_decisions(folder, checked), 1):
-        shared = next(passages, None)
-        if shared is None or shared["id"] != decided["id"]:
-            found = None if shared is None else shared["id"]
-            raise ValueError(f"{folder / CASES_FILE}, case {n}: id {decided['id']!r} does not "
-                             f"match the passages file ({found!r})")
+    path = passages_path(folder, metrics)
+    if checked:
+        table.check_table(path, passages=True)
+    passages = table.iter_rows(path)
+    for decided in iter_decisions(folder, checked, metrics):
+        shared = next(passages)
         shared.update(decided)
         yield shared
 
 
 def read_cases(result_dir: str | Path) -> Iterator[CaseResult]:
-    """Stream the cases of a result folder as :class:`CaseResult` records, each line checked
-    (a metric is a number in [0, 1] or null: :class:`~runner.data.models.Decisions`)."""
+    """Stream the cases of a result folder as :class:`CaseResult` records, the columns checked
+    (a metric is a number in [0, 1] or null: :func:`table.check_table`)."""
     return map(CaseResult.from_dict, iter_records(result_dir, checked=True))
 
 
-def write_lines(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
-    """Write records as JSON lines (streamed)."""
-    with Path(path).open("wb") as fh:
-        fh.writelines(map(json_line, records))
+def _names(result: RunResult) -> tuple[list[str], list[str]]:
+    """The metric and count names of a result's per-case table."""
+    counts = list(result.counts) or next((list(c.counts) for c in result.cases if c.counts), [])
+    return list(result.metrics), counts
+
+
+def _tables(result: RunResult) -> tuple[pa.Table, pa.Table]:
+    """A result's cases as its passages and decisions tables, as written."""
+    return (table.from_rows(map(table.passage_row, result.cases), table.PASSAGES_SCHEMA),
+            table.from_rows(map(table.decision_row, result.cases),
+                            table.decisions_schema(*_names(result))))
+
+
+def to_pandas(result: RunResult, per: str | None = None) -> pd.DataFrame:
+    """:meth:`RunResult.to_pandas`."""
+    threshold = (result.extra.get("threshold") or {}).get("value")
+    return table.frame(*_tables(result), threshold, per).to_pandas()
+
+
+def read_results(folder: str | Path, per: str | None = None) -> pd.DataFrame:
+    """Read a results folder as a DataFrame: a result folder, or a job folder deciding one
+    threshold or several (its result folders, one after another).
+
+    Args:
+        folder: The folder.
+        per: None: one row per case (``threshold``, ``id``, each metric, each count, the
+            labels, the error); ``"citation"`` or ``"reference"``: one row per labelled
+            citation or reference (``threshold``, ``id``, its position, ``source``,
+            ``content``, ``label``).
+
+    Raises:
+        ValueError: Not a results folder, or its files do not agree.
+    """
+    root = Path(folder)
+    dirs = [root] if (root / METRICS_FILE).is_file() else result_dirs(root)
+    if not dirs:
+        raise ValueError(f"{folder}: not a results folder (no {METRICS_FILE} or {JOB_FILE})")
+    columns = {None: ["id"], "citation": ["id", "response"], "reference": ["id", "references"]}
+    frames = []
+    for result_dir in dirs:
+        metrics = read_result(result_dir)
+        path = passages_path(result_dir, metrics)
+        passages = table.open_table(path).read(columns=columns.get(per, ["id"]))
+        decided = table.open_table(result_dir / CASES_FILE).read()
+        threshold = (metrics.get("threshold") or {}).get("value")
+        frames.append(table.frame(passages, decided, threshold, per))
+    return pa.concat_tables(frames).to_pandas()
 
 
 def write_result(result_dir: str | Path, result: RunResult,
@@ -271,17 +296,18 @@ def write_result(result_dir: str | Path, result: RunResult,
         result_dir: The folder (made if needed).
         result: A result with its cases, e.g. from :func:`runner.evaluate`.
         passages: Where its passages go, relative to the folder; a file outside the folder
-            (``../passages.jsonl``) is left as it is when it exists (another threshold wrote it).
+            (``../passages.parquet``) is left as it is when it exists (another threshold wrote
+            it).
 
     Returns:
         The folder.
     """
     folder = Path(result_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    shared = folder / passages
-    if shared.parent == folder or not shared.exists():
-        write_lines(shared, (c.passages_dict() for c in result.cases))
-    write_lines(folder / CASES_FILE, (c.decisions_dict() for c in result.cases))
+    shared, decided = _tables(result)
+    if (folder / passages).parent == folder or not (folder / passages).exists():
+        table.write_table(folder / passages, shared)
+    table.write_table(folder / CASES_FILE, decided)
     result.extra["files"] = {"passages": passages, "cases": CASES_FILE}
     write_metrics(folder / METRICS_FILE, result)
     return folder

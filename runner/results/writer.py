@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+import pyarrow as pa
 import yaml
 
 from runner.results import (
@@ -23,11 +24,8 @@ from runner.results import (
     write_job,
     write_metrics,
 )
+from runner.results.table import PASSAGES_SCHEMA, TableWriter, decisions_schema
 from runner.scoring.thresholds import Threshold
-
-
-def _partial(path: Path) -> Path:
-    return path.with_name(path.name + ".partial")
 
 
 class ResultWriter:
@@ -35,37 +33,40 @@ class ResultWriter:
 
     One threshold: the job's folder is its result folder. Several: one subfolder each
     (:attr:`Threshold.folder <runner.scoring.thresholds.Threshold.folder>`), sharing the job's
-    ``passages.jsonl``.
+    ``passages.parquet``.
 
     Args:
         job_dir: The job's folder.
         thresholds: The thresholds it decides, in order.
+        metrics, counts: The names of the metrics and counts of the cases.
     """
 
-    def __init__(self, job_dir: Path, thresholds: Sequence[Threshold]) -> None:
+    def __init__(self, job_dir: Path, thresholds: Sequence[Threshold], metrics: Sequence[str],
+                 counts: Sequence[str]) -> None:
         self.job_dir = job_dir
         self.thresholds = list(thresholds)
         self.dirs = [job_dir if len(thresholds) == 1 else job_dir / t.folder for t in thresholds]
         for folder in self.dirs:
             folder.mkdir(parents=True, exist_ok=True)
-        self._passages: IO[bytes] = _partial(job_dir / PASSAGES_FILE).open("wb")
-        self._cases: list[IO[bytes]] = [_partial(d / CASES_FILE).open("wb") for d in self.dirs]
+        self._passages = TableWriter(job_dir / PASSAGES_FILE, PASSAGES_SCHEMA)
+        schema = decisions_schema(metrics, counts)
+        self._cases = [TableWriter(d / CASES_FILE, schema) for d in self.dirs]
         self.lines = 0  # cases written so far
 
-    def write(self, passages: Sequence[bytes], cases: Sequence[Sequence[bytes]]) -> None:
-        """Append lines: each case's passages line, and per threshold each case's line."""
-        self._passages.write(b"".join(passages))
-        self.lines += len(passages)
-        for fh, lines in zip(self._cases, cases):
-            fh.write(b"".join(lines))
+    def write(self, passages: pa.Table, cases: Sequence[pa.Table]) -> None:
+        """Append rows: the cases' passages, and per threshold their decisions."""
+        self._passages.write(passages)
+        self.lines += passages.num_rows
+        for writer, decided in zip(self._cases, cases):
+            writer.write(decided)
 
     def close(self) -> None:
         """Close the open files (what was written stays ``.partial``)."""
-        for fh in (self._passages, *self._cases):
-            fh.close()
+        for writer in (self._passages, *self._cases):
+            writer.close()
 
     def finish(self, results: Sequence[RunResult], config: dict[str, Any]) -> None:
-        """Complete the results: the lines renamed into place, then per threshold its
+        """Complete the results: the tables renamed into place, then per threshold its
         ``config.yaml`` (a subfolder's) and ``metrics.json`` (``job.json`` is the caller's).
 
         Args:
@@ -73,10 +74,9 @@ class ResultWriter:
             config: The job's config (secrets redacted); a threshold's folder gets it with
                 ``scoring.threshold`` set to that threshold.
         """
-        self.close()
-        _partial(self.job_dir / PASSAGES_FILE).replace(self.job_dir / PASSAGES_FILE)
+        for writer in (self._passages, *self._cases):
+            writer.finish()
         for folder, threshold, result in zip(self.dirs, self.thresholds, results):
-            _partial(folder / CASES_FILE).replace(folder / CASES_FILE)
             if folder != self.job_dir:
                 scoring = {**config.get("scoring", {}), "threshold": threshold.value}
                 write_config(folder / CONFIG_FILE, {**config, "scoring": scoring})

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runner.results import CaseResult, CaseSequence, RunResult
+from runner.results import CaseResult, RunResult
+from runner.results.sequence import CaseSequence
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.bootstrap import interval, resample_counts
 from runner.scoring.labels import CITATION, REFERENCE, diagnose, shares

@@ -14,7 +14,7 @@ The batch is laid out flat:
   some citation" / "matches some reference" / "source in the case's set" are bincounts and
   sorted-set lookups over ``case * n_ids + id`` codes.
 
-Only the building of the per-case records (lists and dicts for ``cases.jsonl``) stays a Python
+Only the building of the per-case records (lists and dicts for the results tables) stays a Python
 loop, from lists converted once per batch.
 """
 

@@ -12,7 +12,7 @@ class Label(NamedTuple):
 
     Attributes:
         kind: ``citation`` or ``reference``.
-        name: As written to ``cases.jsonl``.
+        name: As written to ``cases.parquet``.
         text: What it means (the reports' legend).
         sentence: What the labelled items do, in the plural (the run report's diagnosis).
     """

@@ -85,7 +85,7 @@ class Metric:
     histograms and intervals then follow without further code.
 
     Attributes:
-        name: Its key in ``metrics.json``, ``cases.jsonl``, the gates and the tracked metrics.
+        name: Its key in ``metrics.json``, ``cases.parquet``, the gates and the tracked metrics.
         title: Its display name (``Context Recall``); short: a column header (``Ctx R``).
         about: What it measures, in one sentence (the run report's card).
         mean_of: What its macro mean averages (``per-case context recalls``).

@@ -3,10 +3,10 @@
 Scoring with an offline matcher is CPU-bound Python. The worker processes are forked once the
 cases and responses are loaded, so they inherit them (and the matcher) without pickling any;
 each worker takes a contiguous range of cases, computes its similarities once, decides every
-threshold of the job and returns the chunk's lines already serialised (one ``passages.jsonl``
-line per case, and one ``cases.jsonl`` line per case and threshold) with one
+threshold of the job and returns the chunk's columns (an Arrow table of its passages, and one
+of its decisions per threshold: :mod:`runner.results.table`) with one
 :class:`~runner.scoring.aggregate.Aggregator` per threshold, which the parent merges. The
-parent writes the lines in case order, so the output is byte for byte what one process writes.
+parent writes the tables in case order, so the output is what one process writes.
 
 Only local matchers (:class:`~runner.matchers.base.Local`: computed here, faster than a cache
 lookup) are scored this way, and only where ``fork`` is the safe default (Linux): API matchers
@@ -23,14 +23,17 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
+import pyarrow as pa
+
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.evaluate import count_pairs
 from runner.matchers.base import Local, Matcher, for_workload
+from runner.results import table
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.batch import score_batch_thresholds
 from runner.scoring.case import ScoringOptions
-from runner.scoring.records import BatchResults
+from runner.scoring.metrics import COUNT_KEYS
 
 
 def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> int:
@@ -60,13 +63,13 @@ class ChunkResult:
     """What one chunk of cases gives.
 
     Attributes:
-        passages: Each case's ``passages.jsonl`` line, in order.
-        cases: Per threshold, each case's ``cases.jsonl`` line, in order.
+        passages: The cases' rows of ``passages.parquet``, in order.
+        cases: Per threshold, the cases' rows of ``cases.parquet``, in order.
         aggregators: Per threshold, the chunk's cases aggregated.
     """
 
-    passages: list[bytes]
-    cases: list[list[bytes]]
+    passages: pa.Table
+    cases: list[pa.Table]
     aggregators: list[Aggregator]
 
 
@@ -75,23 +78,18 @@ def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], mat
                 bounds: tuple[int, int]) -> ChunkResult:
     """Score the cases of `bounds` (start, end) at every threshold."""
     start, end = bounds
-    passages: list[bytes] = []
-    lines: list[list[bytes]] = [[] for _ in thresholds]
     aggs = [aggregator.empty() for _ in thresholds]
+    schema = table.decisions_schema(options.metrics, COUNT_KEYS)
     # A local matcher makes no reference cycles: the collector stays off for the whole chunk
     # (with it on, its collections cost a quarter of the scoring time).
     with gc_paused():
         scored = score_batch_thresholds(list(zip(cases[start:end], responses[start:end])),
                                         matcher, options, thresholds)
-        before: tuple[BatchResults, list[bytes]] | None = None
-        for k, (agg, batch) in enumerate(zip(aggs, scored)):
+        for agg, batch in zip(aggs, scored):
             agg.add_batch(batch)
-            # A case decided as at the threshold before keeps that threshold's line.
-            shared, decided = batch.lines(passages=k == 0, like=before)
-            passages.extend(shared)
-            lines[k].extend(decided)
-            before = (batch, decided)
-    return ChunkResult(passages, lines, aggs)
+        passages = table.from_rows(map(table.passage_row, scored[0]), table.PASSAGES_SCHEMA)
+        decided = [table.from_rows(map(table.decision_row, b), schema) for b in scored]
+    return ChunkResult(passages, decided, aggs)
 
 
 # The run's score_chunk with everything but the bounds, which a forked pool's workers inherit

@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from itertools import accumulate
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.results import CaseResult, CaseSequence
-from runner.results.jsonio import json_line
+from runner.results import CaseResult
+from runner.results.sequence import CaseSequence
 from runner.scoring.bands import band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.explain import Facts
 from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, declared
+from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
 
 # (metrics, bands, the metric values as a row with NaN for undefined) of one count pattern.
 Figures = tuple[dict[str, float | None], dict[str, str | None], tuple[float, ...]]
@@ -45,8 +46,8 @@ class ExplainedLater(CaseResult):
     """A scored case whose plain-language explanations are written on first use.
 
     The sentences (about half the cost of scoring a case) follow from the case's own fields, so
-    they are built when ``explanations`` is first read (``to_dict`` when ``cases.jsonl`` is
-    written, a report, the caller) and kept; a caller that only wants the figures never pays
+    they are built when ``explanations`` is first read (the caller; the results files do not
+    store them) and kept; a caller that only wants the figures never pays
     for them. Reads, equality, ``repr`` and ``to_dict`` see the same values as eager scoring.
     """
 
@@ -72,32 +73,44 @@ class ExplainedLater(CaseResult):
             out = state["_explanations"] = self._explain()
         return out
 
-    @explanations.setter
-    def explanations(self, value: dict[str, str]) -> None:
-        # The dataclass __init__ passes the field's default ({}): that means "not built yet".
-        self.__dict__["_explanations"] = value or None
-
     def _explain(self) -> dict[str, str]:
-        norm = self.normalizer
-        ref_sources = [r["source"] for r in self.references]
-        response = self.response or {}
-        cit_sources = [c["source"] for c in response.get("citations", ())]
-        ref_src = [norm(s) for s in ref_sources]
-        cit_src = [norm(s) for s in cit_sources]
-        expected_display: dict[str, str] = {}
-        for s in self.expected_sources:
-            expected_display.setdefault(norm(s), s)
-        cited_display: dict[str, str] = {}
-        for s, shown in zip(cit_src, cit_sources):
-            cited_display.setdefault(s, shown)
-        c_labels = self.citation_labels
-        wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
-        facts = Facts(
-            self.metrics, ref_sources, self.reference_labels, cit_sources, c_labels,
-            list(expected_display.values()), [k in cited_display for k in expected_display],
-            list(cited_display.values()), [k in expected_display for k in cited_display],
-            [s in wrong_sources for s in ref_src])
-        return {m.explains: m.explain(facts) for m in declared(self.metrics) if m.explains}
+        return explain_record({**self.__dict__, "labels": self.labels}, self.normalizer)
+
+
+def result_normalizer(metrics: Mapping[str, Any]) -> Callable[[str], str]:
+    """The source normalisation of a written result (its ``metrics.json`` ``scoring``), which
+    its cases' explanations are made with."""
+    return SourceNormalizer((metrics.get("scoring") or {}).get("source_normalization",
+                                                               DEFAULT_STEPS))
+
+
+def explain_record(case: Mapping[str, Any], normalizer: Callable[[str], str]) -> dict[str, str]:
+    """A case's plain-language explanations from its record (the keys of
+    :func:`runner.results.iter_records`: sources, labels and metrics); none for a failed case.
+    The results files do not store them: a reader makes them with the run's source
+    normalisation (``metrics.json`` ``scoring.source_normalization``)."""
+    if case.get("error") is not None:
+        return {}
+    norm = normalizer
+    ref_sources = [r["source"] for r in case["references"]]
+    response = case.get("response") or {}
+    cit_sources = [c["source"] for c in response.get("citations", ())]
+    ref_src = [norm(s) for s in ref_sources]
+    cit_src = [norm(s) for s in cit_sources]
+    expected_display: dict[str, str] = {}
+    for s in case["expected_sources"]:
+        expected_display.setdefault(norm(s), s)
+    cited_display: dict[str, str] = {}
+    for s, shown in zip(cit_src, cit_sources):
+        cited_display.setdefault(s, shown)
+    c_labels = case["labels"]["citations"]
+    wrong_sources = {s for s, lab in zip(cit_src, c_labels) if lab == "wrong_passage"}
+    facts = Facts(
+        case["metrics"], ref_sources, case["labels"]["references"], cit_sources, c_labels,
+        list(expected_display.values()), [k in cited_display for k in expected_display],
+        list(cited_display.values()), [k in expected_display for k in cited_display],
+        [s in wrong_sources for s in ref_src])
+    return {m.explains: m.explain(facts) for m in declared(case["metrics"]) if m.explains}
 
 
 class Scored:
@@ -144,19 +157,8 @@ class Scored:
         self.labels = {lab.key: v for lab, v in zip((*CITATION, *REFERENCE),
                                                      cit_counts + ref_counts)}
 
-    def same_decisions(self, other: Scored) -> list[bool]:
-        """Per case, whether `other` (the same batch at another threshold) decided every one of
-        its pairs the same way."""
-        ends = np.cumsum(np.array(self.n_ref, dtype=np.int64) * np.array(self.n_cit,
-                                                                          dtype=np.int64))
-        differ = np.flatnonzero(self.matched != other.matched)
-        changed = np.zeros(len(ends), dtype=bool)
-        changed[np.searchsorted(ends, differ, side="right")] = True
-        return (~changed).tolist()
-
-    def records(self, select: Collection[int] | None = None) -> list[CaseResult | None]:
-        """Every case's record (failed ones as their error records), in case order; with
-        `select`, only those cases' (None in the others' places).
+    def records(self) -> list[CaseResult]:
+        """Every case's record (failed ones as their error records), in case order.
 
         The only per-case loop of scoring, over lists converted once: everything that is per
         reference or per citation (its dict, its similarity row) is built for the whole batch in
@@ -176,14 +178,12 @@ class Scored:
         sim_rows = [sim_list[e - n:e] for n, e in zip(row_len, row_end)]
         matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
         new = ExplainedLater.from_fields
-        out: list[CaseResult | None] = []
+        out: list[CaseResult] = []
         r0 = c0 = 0
         for k, (f, counts_t, fig) in enumerate(zip(self.fields, self.counts_rows, self.figures)):
             nr, nc = counts_t[0], counts_t[2]
             r1, c1 = r0 + nr, c0 + nc
-            if select is not None and k not in select:
-                out.append(None)
-            elif fig is None:
+            if fig is None:
                 out.append(self.failed[k])
             else:
                 case_id, query, expected, metadata, answer, usage, latency = f
@@ -247,7 +247,7 @@ class BatchResults(CaseSequence):
             if self._scored is None:  # a scored position implies scored cases
                 raise RuntimeError("BatchResults: scored position without scored cases")
             with gc_paused():  # without `select` every record is built
-                self._records = cast(list[CaseResult], self._scored.records())
+                self._records = self._scored.records()
         return self._records[k]
 
     def error_cases(self) -> Iterator[CaseResult]:
@@ -258,29 +258,3 @@ class BatchResults(CaseSequence):
                 yield self._errors[pos]
             elif k in failed:
                 yield failed[k]
-
-    def lines(self, passages: bool = True,
-              like: tuple[BatchResults, list[bytes]] | None = None,
-              ) -> tuple[list[bytes], list[bytes]]:
-        """Each case's ``passages.jsonl`` and ``cases.jsonl`` lines, in order.
-
-        Args:
-            passages: Whether to make the passages lines (another threshold of the same batch
-                may have made them).
-            like: Another threshold's results of the same batch and their ``cases.jsonl``
-                lines: a case whose match decisions are the same there takes that line (a
-                line follows from the case, its response, its decisions and the scoring
-                options, which the thresholds of one batch share), and only the others are
-                built.
-        """
-        shared = [json_line(c.passages_dict()) for c in self] if passages else []
-        scored = self._scored
-        if like is None or scored is None or like[0]._scored is None:
-            return shared, [json_line(c.decisions_dict()) for c in self]
-        same = scored.same_decisions(like[0]._scored)
-        build = [k for k, kept in enumerate(same) if not kept]
-        built = scored.records(build)  # every case whose decisions changed
-        # An error, or the same decisions as in `like`: the line there.
-        return shared, [json_line(cast(CaseResult, built[k]).decisions_dict())
-                        if k >= 0 and not same[k] else like[1][pos]
-                        for pos, k in enumerate(self._where)]

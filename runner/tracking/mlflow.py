@@ -2,7 +2,7 @@
 
 The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
 what each run gets is listed in docs/tracking.md. A job's result folders share one
-``passages.jsonl``: it is logged once, with the first run of the job, and every run names that
+``passages.parquet``: it is logged once, with the first run of the job, and every run names that
 run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
 (:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
 folder makes its run a child of the sweep's parent run.
@@ -140,7 +140,7 @@ class MlflowTracker:
         self.runs: dict[Path, str] = {}  # open runs by result folder (a job's K thresholds)
         self.parent_run_id: str | None = None
         self.link: str | None = None
-        # The job's passages.jsonl → the run holding it and, shared by K results, table cells.
+        # The job's passages.parquet → the run holding it and, shared by K results, table cells.
         self._passages: dict[Path, tuple[str, list[bytes] | None]] = {}
 
     @contextmanager

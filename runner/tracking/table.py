@@ -17,12 +17,13 @@ from typing import Any
 
 import orjson
 
-from runner.results import iter_decisions, passages_path, read_lines
+from runner.results import iter_decisions, passages_path
+from runner.results.table import iter_rows
 from runner.scoring.metrics import METRIC_KEYS
 
 TABLE_FILE = "cases_table.json"
 # Cases in a run's table by default (the first ones): the MLflow UI shows a table, not a run's every
-# case, which its ``cases.jsonl`` and ``passages.jsonl`` artifacts hold.
+# case, which its ``cases.parquet`` and ``passages.parquet`` artifacts hold.
 DEFAULT_TABLE_ROWS = 20_000
 # The columns of the per-case table.
 TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC_KEYS,
@@ -30,45 +31,38 @@ TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC
 
 
 def passage_cells(record: dict[str, Any]) -> list[Any]:
-    """A row's cells that come from the case's ``passages.jsonl`` line (no threshold)."""
+    """A row's cells that come from the case's ``passages.parquet`` row (no threshold)."""
     response = record.get("response") or {}
     return [str(record["id"]), record.get("query"), response.get("answer"),
             len(record.get("references") or []), len(response.get("citations") or [])]
 
 
-def _row_json(row: list[Any]) -> bytes:
-    try:
-        return orjson.dumps(row)
-    except TypeError:  # a lone surrogate in a text: the standard library escapes it
-        return json.dumps(row, separators=(",", ":")).encode("utf-8")
-
-
 def passage_parts(result_dir: Path, rows: int | None = None) -> Iterator[bytes]:
     """The passage cells of the first `rows` cases, each as JSON without the closing bracket
     (``[id,query,...``): listed once, the tables of every threshold of a job share them."""
-    return islice((_row_json(passage_cells(r))[:-1]
-                   for r in read_lines(passages_path(result_dir))), rows)
+    return islice((orjson.dumps(passage_cells(r))[:-1]
+                   for r in iter_rows(passages_path(result_dir))), rows)
 
 
 def write_table(result_dir: Path, path: Path, parts: Iterable[bytes] | None = None,
                 rows: int | None = None) -> None:
     """Write the table of `result_dir` (its first `rows` cases; None: all) to `path`, row by
-    row (with `parts`, from :func:`passage_parts` of its job, only its ``cases.jsonl`` is
-    read).
+    row (with `parts`, from :func:`passage_parts` of its job, only its ``cases.parquet`` and
+    the case ids are read).
 
     Raises:
-        ValueError: ``passages.jsonl`` and ``cases.jsonl`` hold different numbers of cases.
+        ValueError: ``passages.parquet`` and ``cases.parquet`` hold different numbers of cases.
     """
     passages = passage_parts(result_dir) if parts is None else iter(parts)
     pairs = zip(islice(passages, rows), islice(iter_decisions(result_dir), rows), strict=True)
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-        for n, (part, decided) in enumerate(pairs):  # then the cells of its cases.jsonl line
+        for n, (part, decided) in enumerate(pairs):  # then the cells of its cases.parquet row
             metrics, labels = decided.get("metrics") or {}, decided.get("labels") or {}
             cells = [*(metrics.get(name) for name in METRIC_KEYS),
                      ", ".join(labels.get("citations") or []),
                      ", ".join(labels.get("references") or []), decided.get("error")]
-            fh.write((b"," if n else b"") + part + b"," + _row_json(cells)[1:])
+            fh.write((b"," if n else b"") + part + b"," + orjson.dumps(cells)[1:])
         fh.write(b"]}")
 
 

@@ -1,62 +1,92 @@
 """Rows for ``ragcite-compare`` (issue 23, item 6): it checks the folders it reads as ragcite
 checks a dataset, and its numeric options have bounds. Each row runs ``python -m
 runner.reports.compare`` on result folders written here as a job writes them (docs/results.md);
-a bad one is refused with one ``ragcite: error:`` line naming the file, line and field, or the
-option and what it allows (exit 2)."""
+a bad one is refused with one ``ragcite: error:`` line naming the file and the column (a
+table), line and field (``metrics.json``), or the option and what it allows (exit 2)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from runner.scoring.metrics import METRIC_KEYS
+from runner.results import CASES_FILE, PASSAGES_FILE
+from runner.results.table import PASSAGES_SCHEMA, decisions_schema
+from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS
 from tests.bad_inputs.table import Row, check, ids, write_files
 from tests.conftest import run_cli
 
 MODULE = "runner.reports.compare"
 
 
-def _lines(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps({"v": 2, **r}) + "\n" for r in records)
+def _parquet(rows: list[dict[str, Any]], schema: pa.Schema, infer: bool = False) -> bytes:
+    """`rows` as a results table: each column of `schema` present in every row, of its type
+    where its values allow it (with `infer`, where it is not a number either), else of the
+    type they have."""
+    columns = {}
+    for f in schema:
+        if all(f.name in r for r in rows):
+            values = [r[f.name] for r in rows]
+            try:
+                if infer and f.name == "metrics":
+                    raise pa.ArrowInvalid("not numbers")
+                columns[f.name] = pa.array(values, f.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                columns[f.name] = pa.array(values)
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns).replace_schema_metadata({b"ragcite.format": b"3"}), sink)
+    return bytes(sink.getvalue().to_pybytes())
 
 
 def folder(name: str, values: tuple[Any, Any] = (1.0, 0.0), error: str | None = None,
-           **figures: Any) -> dict[str, str]:
+           edit: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
+           **figures: Any) -> dict[str, Any]:
     """Result folder `name`: case c1 scores values[0] on every metric, c2 values[1] (or fails
-    with `error`); `figures` replace keys of its metrics.json."""
+    with `error`); `edit` changes the passages and decisions rows; `figures` replace keys of
+    its metrics.json."""
     metrics = {"schema_version": 2, "n_cases": 2, "n_scored": 2, "n_errors": 0,
                "error_rate": 0.0, "metrics": dict.fromkeys(METRIC_KEYS, 0.5),
-               "files": {"passages": "passages.jsonl", "cases": "cases.jsonl"}, **figures}
+               "files": {"passages": PASSAGES_FILE, "cases": CASES_FILE}, **figures}
     passages = [{"id": cid, "query": f"q{n}", "references": [{"source": "a", "content": "x y"}],
-                 "expected_sources": ["a"], "response": {"answer": "x", "citations": []}}
+                 "expected_sources": ["a"], "response": {"answer": "x", "citations": []},
+                 "metadata": "{}", "similarity": [[]]}
                 for n, cid in enumerate(("c1", "c2"), 1)]
-    decisions = [{"id": cid, "labels": {"citations": [], "references": ["source_missed"]},
-                  "metrics": dict.fromkeys(METRIC_KEYS, value), "explanations": {},
-                  "error": error if cid == "c2" else None}
+    decisions = [{"matched": [[]], "citation_labels": [], "reference_labels": ["source_missed"],
+                  "metrics": dict.fromkeys(METRIC_KEYS, value), "counts": None,
+                  "bands": dict.fromkeys(METRIC_KEYS), "error": error if cid == "c2" else None}
                  for cid, value in zip(("c1", "c2"), values)]
-    return {f"{name}/metrics.json": json.dumps(metrics), f"{name}/cases.jsonl": _lines(decisions),
-            f"{name}/passages.jsonl": _lines(passages),
+    if edit is not None:
+        edit(passages, decisions)
+    return {f"{name}/metrics.json": json.dumps(metrics),
+            f"{name}/{CASES_FILE}": _parquet(decisions, decisions_schema(METRIC_KEYS, COUNT_KEYS),
+                                             not isinstance(values[0], float)),
+            f"{name}/{PASSAGES_FILE}": _parquet(passages, PASSAGES_SCHEMA),
             f"{name}/job.json": json.dumps({"schema_version": 2, "results": ["."]})}
 
 
 GOOD = folder("A")
 
 
-def b_with(*args: Any, **figures: Any) -> dict[str, str]:
+def b_with(*args: Any, **figures: Any) -> dict[str, Any]:
     """The good A and a B made by :func:`folder`."""
     return {**GOOD, **folder("B", *args, **figures)}
 
 
-def edited(name: str, file: str, old: str, new: str) -> dict[str, str]:
-    """The good A and a good B with `old` replaced by `new` (once) in B's `file`."""
-    files = b_with()
-    text = files[f"{name}/{file}"]
-    assert old in text, old
-    files[f"{name}/{file}"] = text.replace(old, new, 1)
-    return files
+def edited(table: str, key: str, value: Any) -> dict[str, Any]:
+    """The good A and a good B whose `table` (``passages`` or ``decisions``) has `key` set to
+    `value` in every row (deleted for ``...``)."""
+    def edit(passages: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+        for row in passages if table == "passages" else decisions:
+            if value is ...:
+                del row[key]
+            else:
+                row[key] = value
+    return b_with(edit=edit)
 
 
 def no_metrics(*extra: tuple[str, str]) -> dict[str, str]:
@@ -72,50 +102,45 @@ def option(name: str, value: str, allowed: str) -> Row:
 
 
 IDS = ["0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"]
-FIELD = "ragcite: error: B/cases.jsonl, line 1, field 'metrics.context_recall': "
+FIELD = "ragcite: error: B/cases.parquet: column 'metrics.context_recall': "
+RANGE = FIELD + "a value that is not a number in [0, 1]"
+TYPE = ("ragcite: error: B/cases.parquet: column 'metrics' is missing or not of type struct<"
+        + ", ".join(f"{k}: double" for k in METRIC_KEYS) + ">")
 ROWS = [
     # Per-case metrics: numbers in [0, 1] or null.
-    Row("a per-case metric above 1", ["A", "B"], 2,
-        FIELD + "Input should be less than or equal to 1 (got 2.5)", b_with((2.5, 0.0))),
-    Row("a per-case metric below 0", ["A", "B"], 2,
-        FIELD + "Input should be greater than or equal to 0 (got -0.25)", b_with((-0.25, 0.0))),
-    Row("a per-case metric as a string", ["A", "B"], 2,
-        FIELD + "Input should be a valid number (got '0.9')", b_with(("0.9", 0.0))),
-    Row("a per-case metric true", ["A", "B"], 2,
-        FIELD + "Input should be a valid number (got True)", b_with((True, 0.0))),
-    Row("a per-case metric NaN", ["A", "B"], 2,
-        FIELD + "Input should be a finite number (got nan)", b_with((float("nan"), 0.0))),
-    Row("a per-case metric Infinity", ["A", "B"], 2,
-        FIELD + "Input should be a finite number (got inf)", b_with((float("inf"), 0.0))),
-    Row("a per-case metric as a list", ["A", "B"], 2,
-        FIELD + "Input should be a valid number (got [1])", b_with(([1], 0.0))),
+    Row("a per-case metric above 1", ["A", "B"], 2, RANGE, b_with((2.5, 0.0))),
+    Row("a per-case metric below 0", ["A", "B"], 2, RANGE, b_with((-0.25, 0.0))),
+    Row("a per-case metric as a string", ["A", "B"], 2, TYPE, b_with(("0.9", "0"))),
+    Row("a per-case metric true", ["A", "B"], 2, TYPE, b_with((True, False))),
+    Row("a per-case metric NaN", ["A", "B"], 2, RANGE, b_with((float("nan"), 0.0))),
+    Row("a per-case metric Infinity", ["A", "B"], 2, RANGE, b_with((float("inf"), 0.0))),
+    Row("a per-case metric as a list", ["A", "B"], 2, TYPE, b_with(([1], [0]))),
     # The other fields of a case that a comparison reads.
     Row("a case id as a number", ["A", "B"], 2,
-        "ragcite: error: B/cases.jsonl, line 1, field 'id': Input should be a valid string "
-        "(got 1)", edited("B", "cases.jsonl", '"id": "c1"', '"id": 1')),
+        "ragcite: error: B/passages.parquet: column 'id' is missing or not of type string",
+        edited("passages", "id", 1)),
     Row("a case error as a number", ["A", "B"], 2,
-        "ragcite: error: B/cases.jsonl, line 1, field 'error': Input should be a valid string "
-        "(got 3)", edited("B", "cases.jsonl", '"error": null', '"error": 3')),
+        "ragcite: error: B/cases.parquet: column 'error' is missing or not of type string",
+        edited("decisions", "error", 3)),
     Row("a label as a number", ["A", "B"], 2,
-        "ragcite: error: B/cases.jsonl, line 1, field 'labels.references[0]': Input should be "
-        "a valid string (got 7)", edited("B", "cases.jsonl", '"source_missed"', "7")),
+        "ragcite: error: B/cases.parquet: column 'reference_labels' is missing or not of type "
+        "list<item: string>", edited("decisions", "reference_labels", [7])),
     Row("a query as a number", ["A", "B"], 2,
-        "ragcite: error: B/passages.jsonl, line 2, field 'query': Input should be a valid "
-        "string (got 2)", edited("B", "passages.jsonl", '"q2"', "2")),
+        "ragcite: error: B/passages.parquet: column 'query' is missing or not of type string",
+        edited("passages", "query", 2)),
     Row("a reference that is not an object", ["A", "B"], 2,
-        "ragcite: error: B/passages.jsonl, line 1, field 'references[0]': Input should be a "
-        "valid dictionary (got 'x y')",
-        edited("B", "passages.jsonl", '{"source": "a", "content": "x y"}', '"x y"')),
+        "ragcite: error: B/passages.parquet: column 'references' is missing or not of type "
+        "list<item: struct<source: string, content: string>>",
+        edited("passages", "references", ["x y"])),
     Row("a citation without its source", ["A", "B"], 2,
-        "ragcite: error: B/passages.jsonl, line 1, field 'response.citations[0].source': "
-        "required field is missing",
-        edited("B", "passages.jsonl", '"citations": []', '"citations": [{"content": "x"}]')),
-    Row("a passages line without its query", ["A", "B"], 2,
-        "ragcite: error: B/passages.jsonl, line 1, field 'query': required field is missing",
-        edited("B", "passages.jsonl", '"query": "q1", ', "")),
-    Row("a cases line that is not JSON", ["A", "B"], 2,
-        "ragcite: error: B/cases.jsonl, line 1: malformed JSON (Expecting property name "
-        "enclosed in double quotes)", edited("B", "cases.jsonl", '"id": "c1"', "id")),
+        "ragcite: error: B/passages.parquet: column 'response.citations.source': a null value",
+        edited("passages", "response", {"answer": "x", "citations": [{"content": "x"}]})),
+    Row("a passages table without its query", ["A", "B"], 2,
+        "ragcite: error: B/passages.parquet: column 'query' is missing or not of type string",
+        edited("passages", "query", ...)),
+    Row("a cases file that is not Parquet", ["A", "B"], 2,
+        "ragcite: error: B/cases.parquet: not a Parquet table",
+        {**b_with(), f"B/{CASES_FILE}": "id"}),
     # metrics.json: missing, unreadable, malformed, or a figure out of its range.
     Row("no metrics.json", ["A", "B"], 2, "ragcite: error: B/metrics.json: file not found",
         no_metrics()),

@@ -209,7 +209,7 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
         assert sweep["max_ratio"] == max_ratio
         assert sweep["passed"] is (sweep["ratio"] < max_ratio)
         assert set(sweep["bytes"]) == BYTES_KEYS
-        # K results write more than one: a cases.jsonl and a report each, and their artifacts.
+        # K results write more than one: a cases table and a report each, and their artifacts.
         assert sweep["bytes"]["total_bytes"] > single["bytes"]["total_bytes"]
         assert sweep["bytes_ratio"] == pytest.approx(
             sweep["bytes"]["total_bytes"] / single["bytes"]["total_bytes"], abs=1e-3)

@@ -22,7 +22,7 @@ import pytest
 
 import runner
 from runner.data.models import Case, Citation, Reference, Response
-from runner.results import CaseResult, write_job, write_result
+from runner.results import PASSAGES_FILE, CaseResult, write_job, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "reports"
@@ -148,8 +148,8 @@ def build_run(folder: Path, cases: Sequence[Case], matcher: str = "ngram",
               threshold: float = 0.5, name: str | None = None, dataset: str = "fixture",
               report: dict[str, Any] | None = None, **extra_args: Any) -> Path:
     """Score `cases` with the real engine and write a job folder deciding one threshold (its
-    own result folder: passages.jsonl, cases.jsonl, metrics.json, job.json)."""
-    _write(folder, cases, matcher, threshold, "passages.jsonl", report,
+    own result folder: passages.parquet, cases.parquet, metrics.json, job.json)."""
+    _write(folder, cases, matcher, threshold, PASSAGES_FILE, report,
            name=name or folder.name, dataset=dataset, **extra_args)
     write_job(folder, ["."])
     return folder
@@ -158,12 +158,12 @@ def build_run(folder: Path, cases: Sequence[Case], matcher: str = "ngram",
 def build_job(folder: Path, cases: Sequence[Case], thresholds: Sequence[float],
               matcher: str = "ngram", name: str | None = None, level: str | None = None,
               report: dict[str, Any] | None = None, **extra_args: Any) -> list[Path]:
-    """A job folder deciding several thresholds: one passages.jsonl, a result folder
+    """A job folder deciding several thresholds: one passages.parquet, a result folder
     ``t<value>`` per threshold, job.json. Returns the result folders."""
     dirs = []
     for index, threshold in enumerate(thresholds):
         dirs.append(_write(folder / f"t{threshold:g}", cases, matcher, threshold,
-                           "../passages.jsonl", report, name=name or folder.name, level=level,
+                           f"../{PASSAGES_FILE}", report, name=name or folder.name, level=level,
                            index=index, **extra_args))
     write_job(folder, [d.name for d in dirs])
     return dirs

@@ -14,6 +14,7 @@ import pytest
 from runner.data.models import Case, Citation, Reference, Response
 from runner.reports.common import fmt, signed
 from runner.reports.compare import CompareError, compare_runs, load_run, main
+from runner.results import CASES_FILE, PASSAGES_FILE
 from runner.scoring.metrics import METRIC_KEYS
 from tests.reports.conftest import (
     CLOSE,
@@ -158,7 +159,7 @@ def test_report_numbers_equal_the_results(runs: tuple[Path, Path], tmp_path: Pat
 
 @pytest.mark.slow
 def test_mlflow_run_ids(runs: tuple[Path, Path], tmp_path: Path) -> None:
-    """Run ids: metrics.json, cases.jsonl and passages.jsonl are downloaded from the tracking
+    """Run ids: metrics.json, cases.parquet and passages.parquet are downloaded from the tracking
     store."""
     import mlflow
     from mlflow.tracking import MlflowClient
@@ -171,8 +172,8 @@ def test_mlflow_run_ids(runs: tuple[Path, Path], tmp_path: Path) -> None:
         run = client.create_run(exp, run_name=folder.name)
         client.log_artifact(run.info.run_id, str(folder / "metrics.json"))
         # One artifact in a sub-folder: found by listing, not only at the root.
-        client.log_artifact(run.info.run_id, str(folder / "cases.jsonl"), artifact_path="results")
-        client.log_artifact(run.info.run_id, str(folder / "passages.jsonl"),
+        client.log_artifact(run.info.run_id, str(folder / CASES_FILE), artifact_path="results")
+        client.log_artifact(run.info.run_id, str(folder / PASSAGES_FILE),
                             artifact_path="job")
         client.set_terminated(run.info.run_id)
         ids.append(run.info.run_id)
@@ -232,7 +233,7 @@ def test_compare_report_in_chromium(tmp_path: Path, open_page: Any) -> None:
 
 
 def test_result_folders_of_one_job(tmp_path: Path) -> None:
-    """Two thresholds of one job: result folders sharing ../passages.jsonl. The job folder
+    """Two thresholds of one job: result folders sharing ../passages.parquet. The job folder
     itself is not a result: the error names its result folders."""
     from tests.reports.conftest import build_job, fuzzy_cases
 

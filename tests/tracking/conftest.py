@@ -86,9 +86,14 @@ def artifact_paths(uri: str, run_id: str, path: str | None = None) -> set[str]:
 
 def download_text(uri: str, run_id: str, path: str, dst: Path) -> str:
     """The text of one artifact."""
+    return download_bytes(uri, run_id, path, dst).decode("utf-8")
+
+
+def download_bytes(uri: str, run_id: str, path: str, dst: Path) -> bytes:
+    """The bytes of one artifact."""
     dst.mkdir(parents=True, exist_ok=True)
     local = client(uri).download_artifacts(run_id, path, str(dst))
-    return Path(local).read_text(encoding="utf-8")
+    return Path(local).read_bytes()
 
 
 @pytest.fixture(autouse=True)

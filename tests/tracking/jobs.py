@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 import runner
-from runner.results import result_dirs, write_job, write_result
+from runner.results import PASSAGES_FILE, result_dirs, write_job, write_result
 from tests.helpers import REMOTE_REQUEST, VPN, case
 
 DATASET_PATH = Path(__file__).resolve().parent / "cases.jsonl"  # named, never read
@@ -63,7 +63,7 @@ def make_job(job_dir: Path, thresholds: list[float], levels: list[str | None] | 
     """Write a job deciding `thresholds`; returns its result folders (from job.json).
 
     One threshold: the job folder is the result folder. Several: subfolders ``t<value>``
-    sharing ``../passages.jsonl``.
+    sharing ``../passages.parquet``.
     """
     levels = levels or [None] * len(thresholds)
     several = len(thresholds) > 1
@@ -78,7 +78,7 @@ def make_job(job_dir: Path, thresholds: list[float], levels: list[str | None] | 
         result = runner.evaluate(cases(), matcher="ngram", threshold=value)
         result.extra.update(extra(value, index, level, f"trio_python_ngram_t{value:g}"))
         write_result(folder, result,
-                     passages="../passages.jsonl" if several else "passages.jsonl")
+                     passages=f"../{PASSAGES_FILE}" if several else PASSAGES_FILE)
         (folder / "config.yaml").write_text(yaml.safe_dump(config(value, secret)),
                                             encoding="utf-8")
         if report:

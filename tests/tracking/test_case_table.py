@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.results import (
-    CASES_VERSION,
-    SCHEMA_VERSION,
-    iter_decisions,
-    write_lines,
-    write_metrics,
-)
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from runner.results import CASES_FILE, PASSAGES_FILE, SCHEMA_VERSION, write_metrics
+from runner.results import table as results_table
 from runner.tracking.table import (
     TABLE_COLUMNS,
     TABLE_FILE,
@@ -24,19 +22,13 @@ from tests.tracking.jobs import make_job
 
 
 def test_rows_are_the_records_of_the_result_folder(tmp_path: Path) -> None:
-    # A lone surrogate in a query (orjson refuses it: that row goes through the standard
-    # library) and a case that could not be scored.
+    # A query that is not ASCII and a case that could not be scored.
     (folder,) = make_job(tmp_path / "job", [0.3])
-    passages = [json.loads(line) for line in (folder / "passages.jsonl").read_text().splitlines()]
-    passages[1]["query"] = "bad \ud800 text"
-    passages[2]["response"] = None
-    # Written as ASCII JSON (results.json_line cannot write a lone surrogate as UTF-8).
-    (folder / "passages.jsonl").write_text("".join(json.dumps(p) + "\n" for p in passages),
-                                           encoding="utf-8")
-    decisions = [{"v": CASES_VERSION, **d} for d in iter_decisions(folder)]
-    decisions[2].update(metrics={k: None for k in decisions[2]["metrics"]},
-                        error="TimeoutError: no answer")
-    write_lines(folder / "cases.jsonl", decisions)
+    for name, edit in ((PASSAGES_FILE, _no_response), (CASES_FILE, _failed)):
+        old = pq.read_table(folder / name)
+        rows = old.to_pylist()
+        edit(rows)
+        results_table.write_table(folder / name, pa.Table.from_pylist(rows, old.schema))
     write_table(folder, tmp_path / TABLE_FILE)
     table = json.loads((tmp_path / TABLE_FILE).read_text(encoding="utf-8"))
     assert table["columns"] == list(TABLE_COLUMNS) == [
@@ -45,7 +37,7 @@ def test_rows_are_the_records_of_the_result_folder(tmp_path: Path) -> None:
         "citation_labels", "reference_labels", "error"]
     assert table["data"] == [
         ["exact", "q", "", 1, 1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "supported", "cited", None],
-        ["mixed", "bad \ud800 text", "", 1, 1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "supported",
+        ["mixed", "bad \ufffd text", "", 1, 1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "supported",
          "cited", None],
         ["few", "q", None, 1, 0, None, None, None, None, None, None, "wrong_passage",
          "passage_missed", "TimeoutError: no answer"]]
@@ -56,13 +48,25 @@ def test_rows_are_the_records_of_the_result_folder(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "parts.json").read_text())["data"] == table["data"][:2]
 
 
+def _no_response(rows: list[dict[str, object]]) -> None:
+    rows[1]["query"] = "bad \ufffd text"
+    rows[2]["response"] = None
+
+
+def _failed(rows: list[dict[str, object]]) -> None:
+    rows[2].update(metrics=dict.fromkeys(rows[2]["metrics"]),  # type: ignore[call-overload]
+                   error="TimeoutError: no answer")
+
+
 def test_a_result_without_cases_logs_an_empty_table(tmp_path: Path) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
-    write_lines(folder / "passages.jsonl", [])
-    write_lines(folder / "cases.jsonl", [])
+    results_table.write_table(folder / PASSAGES_FILE, results_table.from_rows(
+        [], results_table.PASSAGES_SCHEMA))
+    results_table.write_table(folder / CASES_FILE, results_table.from_rows(
+        [], results_table.decisions_schema(["context_recall"], ["references"])))
     write_metrics(folder / "metrics.json", {"schema_version": SCHEMA_VERSION, "files": {
-        "passages": "passages.jsonl", "cases": "cases.jsonl"}})
+        "passages": PASSAGES_FILE, "cases": CASES_FILE}})
     uri = sqlite_uri(tmp_path)
     c = client(uri)
     run_id = c.create_run(c.create_experiment("t", (tmp_path / "art").as_uri())).info.run_id

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from runner.results import PASSAGES_FILE
 from tests.conftest import run_cli
 from tests.tracking.conftest import MlflowServer, artifact_paths, client, free_port
 
@@ -42,8 +43,8 @@ def _error_lines(proc: Any) -> list[str]:
 @pytest.mark.slow
 def test_every_threshold_of_a_job_by_run_id(tmp_path: Path,
                                             mlflow_server: MlflowServer) -> None:
-    """A job deciding 0.3, 0.5 and 0.7 logs three runs; only the first holds passages.jsonl.
-    Before, comparing the 2nd and 3rd by run id stopped at "has no passages.jsonl artifact"."""
+    """A job deciding 0.3, 0.5 and 0.7 logs three runs; only the first holds the passages.
+    Before, comparing the 2nd and 3rd by run id stopped at "has no passages artifact"."""
     uri = mlflow_server.uri
     (tmp_path / "c.jsonl").write_text(_dataset(), encoding="utf-8")
     job = run_cli(["dataset=file", "dataset.path=c.jsonl", "model=precomputed", "matcher=ngram",
@@ -56,7 +57,7 @@ def test_every_threshold_of_a_job_by_run_id(tmp_path: Path,
                   key=lambda r: int(r.data.tags["ragcite.threshold_index"]))
     first, second, third = (r.info.run_id for r in runs)
     for run in runs[1:]:  # the shared passages are in the first run, which the tag names
-        assert "passages.jsonl" not in artifact_paths(uri, run.info.run_id)
+        assert PASSAGES_FILE not in artifact_paths(uri, run.info.run_id)
         assert run.data.tags["ragcite.passages_run_id"] == first
 
     proc = run_cli([second, f"runs:/{third}", "--tracking-uri", uri, "--out", "cmp/c.html"],

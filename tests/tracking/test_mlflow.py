@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runner.errors import RagciteError
-from runner.results import iter_records, read_result
+from runner.results import CASES_FILE, PASSAGES_FILE, iter_records, read_result
 from runner.sweep import start_tracking
 from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking.flatten import METRIC_KEYS, flatten_params, metrics_from_results
@@ -25,6 +25,7 @@ from tests.tracking.conftest import (
     all_runs,
     artifact_paths,
     client,
+    download_bytes,
     download_text,
     free_port,
     mlflow_tracker,
@@ -34,7 +35,7 @@ from tests.tracking.conftest import (
 from tests.tracking.jobs import DIGEST, RECALL, make_job
 
 ENV_SECRET = "sk-test-env-secret-8910"
-RESULT_FILES = {"metrics.json", "cases.jsonl", "config.yaml", TABLE_FILE}
+RESULT_FILES = {"metrics.json", CASES_FILE, "config.yaml", TABLE_FILE}
 
 
 def sweep_config(uri: str, root: Path, **tracking: Any) -> Any:
@@ -92,10 +93,9 @@ def test_a_result_folder_is_one_run_with_its_params_metrics_tags_and_artifacts(
         "ragcite.job_dir": str(folder.resolve()), "ragcite.version": data["run"][
             "ragcite_version"]}
     assert "mlflow.parentRunId" not in tags
-    assert artifact_paths(uri, run_id) == RESULT_FILES | {"passages.jsonl", "report.html"}
-    for name in ("metrics.json", "cases.jsonl", "passages.jsonl", "report.html"):
-        assert download_text(uri, run_id, name, tmp_path / "dl") == \
-            (folder / name).read_text(encoding="utf-8")
+    assert artifact_paths(uri, run_id) == RESULT_FILES | {PASSAGES_FILE, "report.html"}
+    for name in ("metrics.json", CASES_FILE, PASSAGES_FILE, "report.html"):
+        assert download_bytes(uri, run_id, name, tmp_path / "dl") == (folder / name).read_bytes()
     config = download_text(uri, run_id, "config.yaml", tmp_path / "dl")
     assert ENV_SECRET not in config and "api_key: '***'" in config
     (ds_input,) = run.inputs.dataset_inputs
@@ -138,15 +138,15 @@ def test_a_job_of_three_thresholds_under_a_sweep_is_three_child_runs_sharing_pas
         assert child.data.tags["ragcite.passages_run_id"] == holder
         assert child.data.tags["ragcite.job_dir"] == str((sweep / "0_python_ngram").resolve())
         assert child.data.tags["ragcite.sweep_dir"] == str(sweep.resolve())
-        assert download_text(uri, child.info.run_id, "cases.jsonl", tmp_path / "dl") == \
-            (folder / "cases.jsonl").read_text(encoding="utf-8")
+        assert download_bytes(uri, child.info.run_id, CASES_FILE, tmp_path / "dl") == \
+            (folder / CASES_FILE).read_bytes()
     assert [c.data.tags.get("ragcite.threshold_level") for c in children] == [
         "lenient", None, "strict"]
-    # passages.jsonl is logged once, with the job's first threshold.
+    # The passages are logged once, with the job's first threshold.
     assert [artifact_paths(uri, c.info.run_id) for c in children] == [
-        RESULT_FILES | {"passages.jsonl"}, RESULT_FILES, RESULT_FILES]
-    assert download_text(uri, holder, "passages.jsonl", tmp_path / "dl") == \
-        (sweep / "0_python_ngram" / "passages.jsonl").read_text(encoding="utf-8")
+        RESULT_FILES | {PASSAGES_FILE}, RESULT_FILES, RESULT_FILES]
+    assert download_bytes(uri, holder, PASSAGES_FILE, tmp_path / "dl") == \
+        (sweep / "0_python_ngram" / PASSAGES_FILE).read_bytes()
 
     (sweep / "sweep.json").write_text('{"schema_version": 2}\n', encoding="utf-8")
     sweep_tracker.end_sweep(sweep, {

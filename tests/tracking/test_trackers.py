@@ -112,7 +112,7 @@ def test_metrics_from_results_takes_every_figure_and_only_figures() -> None:
         "micro": {"context_recall": 0.4}, "labels": {"citation_supported": 2},
         "counts": {"references": 5}, "bootstrap": {"resamples": 1000, "seed": 0},
         "threshold": {"value": 0.3, "level": "strict", "index": 1},
-        "files": {"passages": "../passages.jsonl", "cases": "cases.jsonl"},
+        "files": {"passages": "../passages.parquet", "cases": "cases.parquet"},
         "run": {"name": "x", "n": 1}, "dataset": {"n_cases": 4, "digest": "ab"},
         "model": {"identity": {"top_k": 3}}, "matcher": {"identity": {"n": 3}},
         "scoring": {"bands": {"green": 0.75}},

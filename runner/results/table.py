@@ -1,0 +1,229 @@
+"""The per-case tables of the results (docs/results.md): their Arrow schemas, their columns
+built from records, and the Parquet files written and read back.
+
+``passages.parquet`` holds what no threshold changes (one row per case); ``cases.parquet``
+what one threshold decides, in the same row order, without the case id (the passages file
+has it): narrow columns that Parquet stores dictionary- and run-length-encoded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from runner.results.jsonio import clean_json, default_json
+
+CASES_VERSION = 3
+"""The format of the per-case tables, in each file's metadata (``ragcite.format``); format 2
+was ``passages.jsonl`` and ``cases.jsonl``."""
+FORMAT_KEY = b"ragcite.format"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+PASSAGE = pa.struct([("source", pa.string()), ("content", pa.string())])
+RESPONSE = pa.struct([("answer", pa.string()), ("citations", pa.list_(PASSAGE)),
+                      ("usage", pa.string()), ("latency_s", pa.float64()),
+                      ("error", pa.string())])
+PASSAGES_SCHEMA = pa.schema([
+    ("id", pa.string()), ("query", pa.string()), ("references", pa.list_(PASSAGE)),
+    ("expected_sources", pa.list_(pa.string())), ("response", RESPONSE),
+    ("metadata", pa.string()), ("similarity", pa.list_(pa.list_(pa.float64())))])
+
+
+def decisions_schema(metrics: Sequence[str], counts: Sequence[str]) -> pa.Schema:
+    """The columns of ``cases.parquet`` for these metrics and count keys."""
+    return pa.schema([
+        ("matched", pa.list_(pa.list_(pa.bool_()))),
+        ("citation_labels", pa.list_(pa.string())), ("reference_labels", pa.list_(pa.string())),
+        ("metrics", pa.struct([(m, pa.float64()) for m in metrics])),
+        ("counts", pa.struct([(k, pa.int64()) for k in counts])),
+        ("bands", pa.struct([(m, pa.string()) for m in metrics])),
+        ("error", pa.string())])
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(clean_json(value), ensure_ascii=False,
+                                                 allow_nan=False, default=default_json)
+
+
+def passage_row(case: Any) -> dict[str, Any]:
+    """A case record's row of ``passages.parquet`` (metadata and usage as JSON text)."""
+    response = dict(case.response) if case.response is not None else None
+    if response is not None:
+        response["usage"] = _json_text(response.get("usage"))
+    return {"id": case.id, "query": case.query, "references": case.references,
+            "expected_sources": case.expected_sources, "response": response,
+            "metadata": _json_text(case.metadata), "similarity": case.similarity}
+
+
+def decision_row(case: Any) -> dict[str, Any]:
+    """A case record's row of ``cases.parquet``."""
+    return {"matched": case.matched, "citation_labels": case.citation_labels,
+            "reference_labels": case.reference_labels, "metrics": case.metrics,
+            "counts": case.counts or None, "bands": case.bands, "error": case.error}
+
+
+def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows as a table of `schema`: a NaN is stored as null (as strict JSON writes it), a text
+    that is not valid Unicode (a lone surrogate) with U+FFFD in its place."""
+    rows, kind = list(rows), pa.struct(list(schema))
+    try:
+        array = pa.array(rows, kind, from_pandas=True)
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        text = json.dumps(rows, ensure_ascii=False, default=default_json)
+        array = pa.array(json.loads(_SURROGATE.sub("\ufffd", text)), kind, from_pandas=True)
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(array)], schema)
+
+
+class TableWriter:
+    """A Parquet file written row group by row group under a ``.partial`` name, renamed into
+    place by :meth:`finish` (an interrupted job never leaves a file that looks complete)."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.path, self.partial = path, path.with_name(path.name + ".partial")
+        self._writer = pq.ParquetWriter(self.partial, schema.with_metadata(
+            {FORMAT_KEY: str(CASES_VERSION).encode()}), compression="zstd")
+
+    def write(self, table: pa.Table | pa.RecordBatch) -> None:
+        """Append rows (one row group)."""
+        self._writer.write(table)
+
+    def close(self) -> None:
+        """Close the file; it stays ``.partial``."""
+        self._writer.close()
+
+    def finish(self) -> None:
+        """Close the file and rename it into place."""
+        self.close()
+        self.partial.replace(self.path)
+
+
+def write_table(path: Path, table: pa.Table) -> None:
+    """Write a whole table as a results file."""
+    writer = TableWriter(path, table.schema)
+    writer.write(table)
+    writer.finish()
+
+
+def open_table(path: Path) -> pq.ParquetFile:
+    """A results table, its format version checked.
+
+    Raises:
+        ValueError: Not a results table of this version (one line saying what to do).
+    """
+    old = path.with_suffix(".jsonl")
+    if old.is_file():  # written by ragcite before the tables: docs/results.md says why
+        raise ValueError(f"{old}: per-case results of format 2 (JSON lines); this ragcite reads "
+                         f"format {CASES_VERSION} (Parquet tables): run the job again")
+    if not path.is_file():
+        raise ValueError(f"{path}: no such results file")
+    try:
+        table = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError):
+        raise ValueError(f"{path}: not a Parquet table") from None
+    version = (table.schema_arrow.metadata or {}).get(FORMAT_KEY, b"none").decode()
+    if version != str(CASES_VERSION):
+        raise ValueError(f"{path}: per-case results format {version} is not supported (this "
+                         f"ragcite reads version {CASES_VERSION})")
+    return table
+
+
+def iter_rows(path: Path, columns: Sequence[str] | None = None,
+              batch_size: int = 4_096) -> Iterator[dict[str, Any]]:
+    """The rows of a results table as records (JSON text columns decoded), streamed."""
+    file = open_table(path)
+    try:
+        for batch in file.iter_batches(batch_size, columns=columns):
+            for row in batch.to_pylist():
+                if "metadata" in row:
+                    row["metadata"] = json.loads(row["metadata"] or "{}")
+                if row.get("response") is not None:
+                    row["response"]["usage"] = json.loads(row["response"]["usage"] or "null")
+                yield row
+    finally:
+        file.close()
+
+
+REQUIRED = ("id", "query", "references.source", "references.content", "expected_sources",
+            "response.citations.source", "response.citations.content")
+"""The values of ``passages.parquet`` that are never null."""
+
+
+def _leaf(values: pa.Array, path: str) -> pa.Array:
+    """The values at a dotted column path, lists flattened (``references.source``)."""
+    for name in path.split("."):
+        if pa.types.is_list(values.type):
+            values = values.flatten()
+        values = values.flatten()[values.type.get_field_index(name)]
+    return values
+
+
+def check_table(path: Path, passages: bool) -> None:
+    """Check that a results table has the columns of its kind (for a reader of folders made
+    elsewhere): the passages columns, none of :data:`REQUIRED` null; or the decisions
+    columns, each metric a number in [0, 1] or null.
+
+    Raises:
+        ValueError: One line naming the file and the column.
+    """
+    schema = open_table(path).schema_arrow.remove_metadata()
+    names = {k: [f.name for f in schema.field(k).type] if k in schema.names
+             and pa.types.is_struct(schema.field(k).type) else [] for k in ("metrics", "counts")}
+    want = PASSAGES_SCHEMA if passages else decisions_schema(names["metrics"], names["counts"])
+    bad = next((f for f in want if f.name not in schema.names
+                or schema.field(f.name).type != f.type), None)
+    if bad is not None or not schema.equals(want):
+        raise ValueError(f"{path}: column {bad.name if bad else schema.names!r} is missing or "
+                         f"not of type {bad.type if bad else 'the format says'}")
+    data = pq.read_table(path, columns=None if passages else ["metrics"])
+    for column in REQUIRED if passages else (f"metrics.{m}" for m in names["metrics"]):
+        top, _, rest = column.partition(".")
+        values = data.column(top).combine_chunks()
+        values = _leaf(values, rest) if rest else values
+        if passages and values.null_count:
+            raise ValueError(f"{path}: column {column!r}: a null value")
+        if not passages and pc.any(pc.invert(pc.and_(pc.greater_equal(values, 0), pc.less_equal(
+                values, 1)))).as_py():
+            raise ValueError(f"{path}: column {column!r}: a value that is not a number in "
+                             "[0, 1]")
+
+
+def frame(passages: pa.Table, decisions: pa.Table, threshold: float | None,
+          per: str | None = None) -> pa.Table:
+    """The flat per-case table of one result: ``threshold``, ``id``, each metric, each count,
+    the labels and the error; with `per` (``"citation"`` or ``"reference"``) one row per
+    labelled citation or reference: ``threshold``, ``id``, its position, ``source``,
+    ``content`` and ``label``. What :meth:`RunResult.to_pandas` and ``read_results`` give.
+
+    Raises:
+        ValueError: The two tables hold different numbers of cases, or `per` is unknown.
+    """
+    if passages.num_rows != decisions.num_rows:
+        raise ValueError(f"{decisions.num_rows} decided cases, but the passages table has "
+                         f"{passages.num_rows}")
+    if per not in (None, "citation", "reference"):
+        raise ValueError(f"per must be 'citation' or 'reference', got {per!r}")
+    if per is None:
+        cols = {"threshold": pa.array([threshold] * passages.num_rows, pa.float64()),
+                "id": passages.column("id")}
+        for name in ("metrics", "counts"):
+            struct = decisions.column(name).combine_chunks()
+            cols.update(zip((f.name for f in struct.type), struct.flatten()))
+        return pa.table({**cols, **{k: decisions.column(k) for k in (
+            "citation_labels", "reference_labels", "error")}})
+    labels = decisions.column(f"{per}_labels").combine_chunks()
+    parent = pc.list_parent_indices(labels).to_numpy()
+    position = np.arange(len(parent)) - labels.offsets.to_numpy()[parent]
+    items = (passages.column("references").combine_chunks() if per == "reference" else
+             passages.column("response").combine_chunks().field("citations"))
+    picked = items.values.take(pa.array(items.offsets.to_numpy()[parent] + position))
+    return pa.table({"threshold": pa.array([threshold] * len(parent), pa.float64()),
+                     "id": passages.column("id").take(pa.array(parent)), per: position,
+                     "source": picked.field("source"), "content": picked.field("content"),
+                     "label": labels.values})
