@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runner.reports.sweep import SWEEP_FILE, render_sweep_report
-from runner.results import read_result, result_dirs, write_metrics
+from runner.results import CASES_FILE, PASSAGES_FILE, read_result, result_dirs, write_metrics
 from runner.sweep import best_results, scored_cases
 from tests.reports.conftest import (
     IMG,
@@ -154,7 +154,8 @@ def test_results_on_different_cases_are_named(tmp_path: Path) -> None:
     _write_sweep(sweep, [(sweep / "0_precomputed", ["model.system=a"]),
                          (sweep / "1_precomputed", ["model.system=b"])])
     for folder in ("0_precomputed", "1_precomputed"):  # the report reads no case
-        (sweep / folder / "cases.jsonl").unlink()
+        (sweep / folder / CASES_FILE).unlink()
+        (sweep / folder / PASSAGES_FILE).unlink()
     page = parse(render_sweep_report(sweep))
     assert page.text(data_field="common-cases") == (
         "These results were not scored on the same cases: each scored between 3 and 5, in 2 "
