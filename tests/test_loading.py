@@ -6,6 +6,8 @@ from __future__ import annotations
 import gc
 import json
 import multiprocessing
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -85,3 +87,19 @@ def test_a_worker_never_walks_what_it_inherited() -> None:
         assert pool.map(_child_sees, [id(marker)]) == [False]  # frozen for the worker's collector
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.map(_child_sees, [id(marker)]) == [True]  # without it, every collection would
+
+
+def test_the_process_ends_with_everything_frozen(tmp_path: Path) -> None:
+    # The interpreter's last collections skip what is frozen: at exit, every loaded module.
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "1", **_GOOD}) + "\n", encoding="utf-8")
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+            "from runner.cli import main\n"
+            "sys.argv = ['ragcite', *sys.argv[1:]]\n"
+            "main()\n")
+    proc = subprocess.run([sys.executable, "-c", code, "tracking=none", "report=none",
+                           "progress=false", "dataset=file", "dataset.path=c.jsonl",
+                           "model=precomputed"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "frozen at exit: True"
