@@ -196,7 +196,6 @@ class _Batches:
         """Wait for a batch still loading; let the collector see what was frozen again."""
         if self.thread is not None:
             self.thread.join()
-            self.thread = None
         gc.unfreeze()
 
 
