@@ -107,10 +107,11 @@ def _work(bounds: tuple[int, int]) -> ChunkResult:
 def _worker_start() -> None:
     """A worker ends on SIGTERM (the pool's own shutdown) with the default action: a handler
     inherited from the parent (ragcite's, which stops a run cleanly) could leave it waiting
-    on the pool's queue lock. What it inherited is frozen for its collector (``gc.freeze``):
-    its collections walk only what it makes, never the cases."""
+    on the pool's queue lock. Its garbage collector stays off: it only scores, which makes
+    no reference cycles (runner._gc), and it ends with its batch; a collection would walk
+    the chunk's records and touch the inherited pages (about 45 ms a chunk at 100,000 cases)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    gc.freeze()
+    gc.disable()
 
 
 def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
