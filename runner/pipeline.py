@@ -9,7 +9,9 @@ threshold is decided and written as its own result (docs/results.md).
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -135,20 +137,66 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     return _finish(run, results, report)
 
 
-def _batches(run: _Run, cases: Iterator[Case], size: int) -> Iterator[tuple[list[Case], bool]]:
-    """The cases in batches of `size`, each with whether more follow; loading time counted."""
-    ahead: list[Case] = []
-    more = True
-    while more:
-        t0 = time.perf_counter()
-        with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-            batch = ahead + list(islice(cases, size - len(ahead)))
-            ahead = list(islice(cases, 1))  # one case ahead: is this batch the last?
-        run.timings["load_s"] = run.timings.get("load_s", 0.0) + time.perf_counter() - t0
-        more = bool(ahead)
-        if batch:
-            run.n_cases += len(batch)
-            yield batch, more
+class _Batches:
+    """The cases in batches of `size`, each with whether more follow.
+
+    Once the caller has forked its scoring workers for a batch, :meth:`load_next` loads the
+    next one in a thread beside the scoring, so both cores stay busy; the thread is joined
+    before that batch is handed out, and by :meth:`close` (no thread outlives the job). A
+    loading error is raised where its batch would be handed out, after the batches before it
+    are scored and written, as when loading in turn. What the caller waits for a batch is its
+    ``load_s``. A batch is frozen for the collector as it is loaded (``gc.freeze``): no
+    collection walks the cases, here or in the workers that inherit them; :meth:`close`
+    unfreezes.
+    """
+
+    def __init__(self, run: _Run, cases: Iterator[Case], size: int) -> None:
+        self.run, self.cases, self.size = run, cases, size
+        self.ahead: list[Case] = []  # one case ahead: is a batch the last?
+        self.loaded: list[Case] | BaseException = []
+        self.thread: threading.Thread | None = None
+
+    def _load(self) -> None:
+        try:
+            with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
+                batch = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
+                self.ahead = list(islice(self.cases, 1))
+                gc.freeze()  # before the collector runs again: no collection walks the cases
+            self.loaded = batch
+        except BaseException as exc:  # raised in the job's thread, in turn
+            self.loaded = exc
+
+    def load_next(self) -> None:
+        """Start loading the next batch in a thread, if more follow (once this batch forks
+        no more workers)."""
+        if self.ahead and self.thread is None:
+            self.thread = threading.Thread(target=self._load, name="ragcite-load")
+            self.thread.start()
+
+    def __iter__(self) -> Iterator[tuple[list[Case], bool]]:
+        more = True
+        while more:
+            t0 = time.perf_counter()
+            if self.thread is None:  # the first batch, or no workers were forked: in turn
+                self._load()
+            else:
+                self.thread.join()
+                self.thread = None
+            self.run.timings["load_s"] = (self.run.timings.get("load_s", 0.0)
+                                          + time.perf_counter() - t0)
+            batch, self.loaded = self.loaded, []
+            if isinstance(batch, BaseException):
+                raise batch
+            more = bool(self.ahead)
+            if batch:
+                self.run.n_cases += len(batch)
+                yield batch, more
+
+    def close(self) -> None:
+        """Wait for a batch still loading; let the collector see what was frozen again."""
+        if self.thread is not None:
+            self.thread.join()
+        gc.unfreeze()
 
 
 def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
@@ -182,8 +230,9 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
                disable=None if cfg["progress"] else True)
+    batches = _Batches(run, run.dataset.iter_cases(), int(scoring["batch_size"]))
     try:
-        for cases, more in _batches(run, run.dataset.iter_cases(), int(scoring["batch_size"])):
+        for cases, more in batches:
             t0 = time.perf_counter()
             responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
                                       len(cases), False)
@@ -198,13 +247,15 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             for chunk in score_parallel(cases, responses, scorer, options,
                                         [t.value for t in run.thresholds],
                                         min(run.workers, len(cases)), empty,
-                                        chunk=min(int(scoring["batch_size"]), 2_500)):
+                                        chunk=min(int(scoring["batch_size"]), 2_500),
+                                        forked=batches.load_next):
                 writer.write(chunk.passages, chunk.cases)
                 for agg, part in zip(aggs, chunk.aggregators):
                     agg.merge(part)
             timings["score_s"] = timings.get("score_s", 0.0) + time.perf_counter() - t0
             bar.update(len(cases))
     finally:
+        batches.close()
         writer.close()
         bar.close()
     if run.n_cases == 0:  # found before any model call: the first batch was empty

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import roc_curve
 
 from runner.calibration.job import HTML_FILE, JSON_FILE
 from runner.reports.common import render, write_html
@@ -36,6 +35,8 @@ def charts(entry: dict[str, Any]) -> dict[str, Any]:
     edges = np.linspace(low, high, BINS + 1)
     roc = None
     if y.any() and not y.all():
+        from sklearn.metrics import roc_curve  # ~1 s to import: only when a calibration draws
+
         fpr, tpr, cuts = roc_curve(y, s, drop_intermediate=False)
         roc = {"points": list(zip(fpr.tolist(), tpr.tolist())), "cuts": cuts.tolist()}
     return {"roc": roc, "low": low, "high": high, "edges": edges.tolist(),

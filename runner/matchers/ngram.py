@@ -39,7 +39,7 @@ from runner._gc import gc_paused
 from runner.config.constraints import OneOf, Range, allows
 from runner.matchers import ngram_numba
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
-from runner.matchers.text import token_ids, token_stream
+from runner.matchers.text import token_ids, token_stream, word_table
 
 CHUNK_PAIRS = 12_288
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
@@ -146,14 +146,15 @@ class NgramMatcher(BaseMatcher):
         ``kernel=auto`` is decided here, once for the whole workload (a worker sees chunks far
         below what one call needs to pay for the compiled kernel). The compiled kernel is
         loaded here, in the process that forks the workers, so they inherit it instead of each
-        loading it again. With several processes each uses one thread (they already use every
-        core).
+        loading it again, and so is the Unicode word table (the kernel's warm-up pair is
+        ASCII). With several processes each uses one thread (they already use every core).
         """
         changes: dict[str, object] = {}
         if self.kernel == "auto":
             changes["kernel"] = "numba" if ngram_numba.worth_it(n_pairs) else "numpy"
         if processes > 1:
             changes["threads"] = 1
+            word_table()
         adapted = dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
         if adapted.kernel == "numba" and not ngram_numba.loaded():
             adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel, once

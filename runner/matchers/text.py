@@ -33,7 +33,7 @@ _MARK_PLANES = (range(0x0000, 0x20000), range(0xE0000, 0xF0000))
 
 
 @functools.cache
-def _word_table() -> np.ndarray:
+def word_table() -> np.ndarray:
     """``table[c]`` is True when code point c is a word character (``\\w`` or category M).
 
     Built once (a few hundredths of a second): the ``\\w`` regex runs over one string of every
@@ -56,7 +56,7 @@ def _blank_nonword(text: str) -> str:
     """
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     high = np.flatnonzero(codes >= 128)  # only these can need blanking: look up just them
-    blank = high[~_word_table()[codes[high]]]
+    blank = high[~word_table()[codes[high]]]
     if not len(blank):
         return text
     codes = codes.copy()

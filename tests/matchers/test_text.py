@@ -98,15 +98,15 @@ def test_word_table_equals_a_scan_of_every_code_point() -> None:
 
     import numpy as np
 
-    from runner.matchers.text import _word_table
+    from runner.matchers.text import word_table
 
     marks = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c))[0] == "M"]
     assert 0x0301 in marks and 0x094D in marks and 0xE0100 in marks  # acute, virama, VS-17
     expected = np.array([re.fullmatch(r"\w", chr(c)) is not None
                          for c in range(sys.maxunicode + 1)])
     expected[marks] = True
-    assert np.array_equal(_word_table(), expected)
-    assert _word_table()[ord("é")] and _word_table()[0x0301] and not _word_table()[ord("…")]
+    assert np.array_equal(word_table(), expected)
+    assert word_table()[ord("é")] and word_table()[0x0301] and not word_table()[ord("…")]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
