@@ -2,12 +2,14 @@
 
 A and B are result folders (``metrics.json``, ``cases.jsonl`` and the passages file
 ``metrics.json`` names, read with :mod:`runner.results`) or MLflow run ids, whose three artifacts
-are downloaded with the MLflow client (:mod:`runner.reports.compare_load`). The comparison
-stage (:mod:`runner.scoring.paired`) pairs the cases by id and computes every figure: for each
-metric both macro means, their difference, and a paired bootstrap confidence interval of the
-per-case differences B − A (cases scored in both runs, where both values are defined); then
-the cases that changed most. This command writes them as ``compare.json`` and renders the report
-from them and the records of the changed cases.
+are downloaded with the MLflow client. Cases are paired by id. For each metric the
+report shows both macro means, their difference, and a paired bootstrap confidence interval of
+the per-case differences B − A (cases scored in both runs, where both values are defined); then
+the cases that changed most.
+
+The figures are computed by the comparison stage (:mod:`runner.scoring.paired`); this command
+writes them as ``compare.json`` and renders the report from them, each run's bands and the
+records of the changed cases, computing no figure.
 
 Gates make it a CI step: the command exits 1 when B is significantly worse than A on a gated
 metric, i.e. when the upper end of the paired interval of B − A is below ``-max_drop``::
@@ -44,9 +46,8 @@ from runner.scoring.paired import check_gates, compare_runs
 
 def render_compare_report(a: RunData, b: RunData, comparison: Mapping[str, Any],
                           output: Path) -> Path:
-    """Write the comparison report (HTML) to `output`: the template lays out `comparison`
-    (``compare.json``, its gates checked), each run's bands (its ``metrics.json``) and the
-    records of the changed cases; it computes no figure."""
+    """Write the comparison report (HTML) to `output`, its gates checked (``gates``); the
+    template lays out the figures of `comparison` and the changed cases of both runs."""
     # Named by what differs (system=…, matcher=…); else by run name, else folder or id.
     named = comparison["a"]["name"] != comparison["b"]["name"]
     side_a, side_b = ({**side, "href": common.safe_href(side.get("link")),
