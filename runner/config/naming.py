@@ -1,4 +1,6 @@
-"""What a run is called: the system under test, and names safe for a folder.
+"""What a run is called: the system under test, names safe for a folder, and a model's,
+matcher's or local path's words on a shared page (:func:`model_text`, :func:`params_text`,
+:func:`place`).
 
 "The system" is defined here once, from the config (it names folders before any adapter is
 built): :func:`system_name` is used by the run and sweep job folders (the resolver
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -85,3 +87,22 @@ def model_text(section: Mapping[str, Any]) -> str:
     name = str(section.get("name") or "?")
     system = section.get("system")
     return f"{name} · {system}" if system and system != name else name
+
+
+def place(value: Any) -> Any:
+    """A local path as a shared page shows it, without the machine's folders: relative to the
+    working folder when inside it, else the file's (or folder's) name alone. Anything else
+    (``pkg://`` names, URLs, relative paths, numbers) is shown as it is."""
+    if not isinstance(value, str) or not Path(value).is_absolute():
+        return value
+    path, here = Path(value).resolve(), Path.cwd().resolve()
+    return path.relative_to(here).as_posix() if path.is_relative_to(here) else path.name
+
+
+def params_text(identity: Any) -> str:
+    """A model's or matcher's identity as ``key=value, ...`` (its class and nulls left out;
+    local paths shown by :func:`place`)."""
+    if not isinstance(identity, dict):
+        return ""
+    return ", ".join(f"{k}={place(v)}" for k, v in identity.items()
+                     if k != "class" and v is not None)

@@ -1,4 +1,5 @@
-"""What the three HTML reports share: the Jinja environment, formatting, safe embedding.
+"""What the three HTML reports share: the Jinja environment, formatting, the label bars (run
+and sweep reports), safe embedding.
 
 Every report is one self-contained file: CSS and JavaScript are inlined, charts are inline SVG,
 data is embedded as JSON in ``<script type="application/json">`` blocks, and a Content Security
@@ -18,8 +19,8 @@ import datetime as dt
 import gzip
 import hashlib
 import json
-import math
 import os
+from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -30,7 +31,9 @@ import jinja2
 import orjson
 from markupsafe import Markup
 
-from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
+from runner.config.naming import params_text, place
+from runner.scoring.explain import signed, undefined
+from runner.scoring.labels import CITATION_LABELS, KINDS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import METRIC_KEYS, METRICS, declared
 
 TEMPLATE_PACKAGE = "runner.templates"
@@ -41,24 +44,12 @@ EXPLANATION_KEYS = tuple(m.explains for m in declared(METRIC_KEYS) if m.explains
 """The explanations of a case in the order the reports show them."""
 
 
-def _undefined(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))
-
-
 def fmt(value: Any, digits: int = 3) -> str:
     """A metric value as shown in every report: fixed decimals, ``n/a`` when undefined.
 
     Tests compare report text with ``metrics.json`` through this same function.
     """
-    return "n/a" if _undefined(value) else f"{float(value):.{digits}f}"
-
-
-def signed(value: Any, digits: int = 3) -> str:
-    """A difference with its sign: ``+0.012``, ``-0.034``, ``0.000`` (no sign), ``n/a``."""
-    if _undefined(value):
-        return "n/a"
-    text = f"{float(value):+.{digits}f}"
-    return text[1:] if float(text) == 0.0 else text  # no sign on a difference that shows as 0
+    return "n/a" if undefined(value) else f"{float(value):.{digits}f}"
 
 
 def pct(share: float | None, digits: int = 0) -> str:
@@ -87,26 +78,15 @@ def short_date(iso: str | None) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M")
 
 
-def place(value: Any) -> Any:
-    """A local path as a shared page shows it, without the machine's folders: relative to the
-    working folder when inside it, else the file's (or folder's) name alone. Anything else
-    (``pkg://`` names, URLs, relative paths, numbers) is shown as it is."""
-    if not isinstance(value, str) or not os.path.isabs(value):
-        return value
-    path = Path(value).resolve()
-    try:
-        return path.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.name
-
-
-def params_text(identity: Any) -> str:
-    """A model's or matcher's identity as ``key=value, ...`` (its class and nulls left out;
-    local paths shown by :func:`place`)."""
-    if not isinstance(identity, dict):
-        return ""
-    return ", ".join(f"{k}={place(v)}" for k, v in identity.items()
-                     if k != "class" and v is not None)
+def stacked_bars(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The citation and the reference labels of one result (``metrics.json``), each label in
+    order with its count (``labels``) and share (``label_shares``), and their total
+    (``counts``): the templates draw each kind as a stacked bar."""
+    labels, shares = metrics.get("labels") or {}, metrics.get("label_shares") or {}
+    return [{"kind": kind, "total": int((metrics.get("counts") or {}).get(kind) or 0),
+             "segments": [{"label": name, "key": prefix + name, "share": shares.get(prefix + name),
+                           "count": int(labels.get(prefix + name) or 0)} for name in names]}
+            for kind, prefix, names in KINDS]
 
 
 def safe_href(url: str | None) -> str | None:

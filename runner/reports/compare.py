@@ -7,6 +7,10 @@ report shows both macro means, their difference, and a paired bootstrap confiden
 the per-case differences B − A (cases scored in both runs, where both values are defined); then
 the cases that changed most.
 
+The figures are computed by the comparison stage (:mod:`runner.scoring.paired`); this command
+writes them as ``compare.json`` and renders the report from them, each run's bands and the
+records of the changed cases, computing no figure.
+
 Gates make it a CI step: the command exits 1 when B is significantly worse than A on a gated
 metric, i.e. when the upper end of the paired interval of B − A is below ``-max_drop``::
 
@@ -20,161 +24,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-import numpy as np
-
 from runner.config.constraints import COUNT, SECONDS, Range
 from runner.config.folders import file_target, write_problem
-from runner.config.naming import model_text, safe_name
+from runner.config.naming import safe_name
 from runner.redact import guard_output
 from runner.reports import common
 from runner.reports.common import METRIC_KEYS, fmt, signed
 from runner.reports.compare_load import LOAD_TIMEOUT, CompareError, RunData, load_run, side_names
-from runner.reports.diagnosis import label_transitions, share_shifts
 from runner.results.jsonio import dumps_strict
-from runner.scoring.aggregate import MAX_RESAMPLES, bootstrap_ci
+from runner.scoring.aggregate import MAX_RESAMPLES
+from runner.scoring.paired import check_gates, compare_runs
 from runner.scoring.records import explain_record, result_normalizer
-
-# --- comparing ----------------------------------------------------------------------------------
-
-
-_STATUS = {(True, True): "scored", (True, False): "newly failed", (False, True): "fixed",
-           (False, False): "failed in both"}  # by (A scored, B scored)
-
-
-def _values(run: RunData, ids: Sequence[str]) -> np.ndarray:
-    """The metrics of the cases `ids`, one row each (nan where undefined)."""
-    return np.array([[run.cases[cid].metrics.get(k) for k in METRIC_KEYS] for cid in ids],
-                    dtype=float).reshape(len(ids), len(METRIC_KEYS))
-
-
-def _side_summary(run: RunData) -> dict[str, Any]:
-    m = run.metrics
-    section = {k: m.get(k) or {} for k in ("run", "dataset", "model", "matcher", "threshold")}
-    return {"label": run.label, "source": run.source, "link": run.link,
-            "name": section["run"].get("name") or run.label,
-            "started_at": section["run"].get("started_at"),
-            "dataset": section["dataset"].get("name"), "digest": section["dataset"].get("digest"),
-            "model": model_text(section["model"]),  # the model and its system
-            "model_params": common.params_text(section["model"].get("identity")),
-            "matcher_params": common.params_text(section["matcher"].get("identity")),
-            "matcher": section["matcher"].get("name"),
-            "threshold": section["threshold"].get("value"),
-            **{k: m.get(k) for k in ("n_cases", "n_scored", "n_errors", "error_rate")},
-            **{s: {k: (m.get(s) or {}).get(k) for k in METRIC_KEYS} for s in ("metrics", "ci")},
-            "coverage": m.get("coverage") or None}
-
-
-def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: float = 0.95,
-                 seed: int = 0, top: int = 50) -> dict[str, Any]:
-    """Pair the cases of two runs by id and compare every metric (the ``compare.json`` data).
-
-    Per metric: the macro means of both runs (from their ``metrics.json``), their difference,
-    and the mean of the per-case differences B − A over the paired cases with its percentile
-    bootstrap interval (cases resampled with replacement, seeded). ``verdict`` is ``worse`` when
-    the whole interval is below 0, ``better`` when it is above 0. ``a_common`` and ``b_common``
-    are A's and B's means over those same cases.
-    """
-    common = [cid for cid in a.cases if cid in b.cases]
-    statuses = {cid: _STATUS[a.cases[cid].error is None, b.cases[cid].error is None]
-                for cid in common}
-    paired = [cid for cid in common if statuses[cid] == "scored"]
-    values_a, values_b = _values(a, paired), _values(b, paired)
-    diffs = values_b - values_a  # nan where either is undefined
-    cis = bootstrap_ci(diffs, resamples, confidence, seed)
-    metrics: dict[str, Any] = {}
-    for k, key in enumerate(METRIC_KEYS):
-        both = ~np.isnan(diffs[:, k])
-        n = int(both.sum())
-        mean_a, mean_b = ((run.metrics.get("metrics") or {}).get(key) for run in (a, b))
-        ci = cis[k]
-        metrics[key] = {
-            "a": mean_a, "b": mean_b,
-            "delta": None if mean_a is None or mean_b is None else mean_b - mean_a,
-            "n_paired": n, "paired_mean_delta": float(diffs[both, k].mean()) if n else None,
-            "ci": ci, "verdict": "undefined" if ci is None else "worse" if ci[1] < 0
-            else "better" if ci[0] > 0 else "no significant change",
-            # sums in case order, as the means of metrics.json are taken
-            "a_common": sum(values_a[both, k].tolist()) / n if n else None,
-            "b_common": sum(values_b[both, k].tolist()) / n if n else None}
-    count = list(statuses.values()).count
-    pairing = {"n_a": len(a.cases), "n_b": len(b.cases), "n_common": len(common),
-               "n_paired_scored": len(paired),
-               "only_a": len(a.cases) - len(common), "only_b": len(b.cases) - len(common),
-               "newly_failed": count("newly failed"), "fixed": count("fixed"),
-               "failed_in_both": count("failed in both"),
-               "same_cases": ({cid for cid, c in a.cases.items() if c.error is None}
-                              == {cid for cid, c in b.cases.items() if c.error is None})}
-    side_a, side_b = _side_summary(a), _side_summary(b)
-    return {
-        "schema_version": 1, "a": side_a, "b": side_b,
-        "same_dataset": side_a["digest"] is not None and side_a["digest"] == side_b["digest"],
-        "pairing": pairing,
-        "bootstrap": {"resamples": resamples, "confidence": confidence, "seed": seed,
-                      "method": "paired percentile bootstrap over cases"}, "metrics": metrics,
-        "labels": {"shares": share_shifts(a.metrics.get("labels"), b.metrics.get("labels")),
-                   "transitions": label_transitions(a.cases, b.cases, paired)},
-        "changed": changed_cases(a, b, common, statuses, top)}
-
-
-def changed_cases(a: RunData, b: RunData, common: Sequence[str], statuses: Mapping[str, str],
-                  top: int) -> list[dict[str, Any]]:
-    """The `top` cases that changed most: a change of status (newly failed, fixed) first, then
-    by the summed absolute change of the six metrics; ties in id order."""
-    ranked = []
-    for cid, row in zip(common, (_values(b, common) - _values(a, common)).tolist()):
-        deltas = [None if math.isnan(d) else d for d in row]  # B − A; None: either undefined
-        total = sum(abs(d) for d in deltas if d is not None)
-        status_rank = 0 if statuses[cid] in ("newly failed", "fixed") else 1
-        if status_rank == 0 or total != 0.0:
-            ranked.append((status_rank, -total, cid, deltas))
-    out = []
-    for _, neg_total, cid, deltas in sorted(ranked)[:max(top, 0)]:
-        status = statuses[cid]
-        signs = {d > 0 for d in deltas if d is not None and d != 0.0}
-        direction = ("worse" if status == "newly failed" else "better" if status == "fixed"
-                     else "mixed" if len(signs) > 1 else "better" if signs == {True} else "worse")
-        out.append({"id": cid, "status": status, "change": -neg_total, "direction": direction,
-                    "delta": dict(zip(METRIC_KEYS, deltas)),
-                    **{side: {k: run.cases[cid].metrics.get(k) for k in METRIC_KEYS}
-                       for side, run in (("a", a), ("b", b))}})
-    return out
-
-
-def check_gates(comparison: Mapping[str, Any], gates: Sequence[str],
-                max_drop: float | None, max_new_errors: int | None = None) -> dict[str, Any]:
-    """Apply the gates: a gated metric fails when B is significantly worse than A by more than
-    `max_drop` (the upper end of the paired interval of B − A is below ``-max_drop``), or when no
-    paired case defines it. `max_drop` without `gates` gates all six metrics."""
-    chosen = list(dict.fromkeys(gates))
-    if "all" in chosen or (not chosen and max_drop is not None):
-        chosen = list(METRIC_KEYS)
-    drop = float(max_drop or 0.0)
-    failures = []
-    for key in chosen:
-        entry = comparison["metrics"][key]
-        if (ci := entry["ci"]) is None:
-            failures.append(f"{key}: no case defines it in both runs, so B cannot be shown "
-                            "to be no worse than A")
-        elif ci[1] < -drop:
-            failures.append(
-                f"{key}: B is worse than A by more than {drop:g} (paired mean difference "
-                f"{signed(entry['paired_mean_delta'], 4)}, "
-                f"{100 * comparison['bootstrap']['confidence']:g}% CI "
-                f"[{signed(ci[0], 4)}, {signed(ci[1], 4)}] over {entry['n_paired']} cases)")
-    newly = comparison["pairing"]["newly_failed"]
-    if max_new_errors is not None and newly > max_new_errors:
-        failures.append(f"{newly} cases fail in B but not in A (max_new_errors {max_new_errors})")
-    return {"metrics": chosen, "max_drop": drop if chosen else max_drop,
-            "max_new_errors": max_new_errors, "passed": not failures, "failures": failures,
-            "active": bool(chosen) or max_new_errors is not None}
-
 
 # --- the report ---------------------------------------------------------------------------------
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner import results
 from runner.redact import mask_uri
+from runner.scoring.paired import RunData
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
 from runner.tracking.deadline import within
@@ -30,19 +30,6 @@ LOAD_TIMEOUT = 300.0
 
 class CompareError(Exception):
     """Bad input for a comparison (exit status 2)."""
-
-
-@dataclass
-class RunData:
-    """One side of a comparison: its results files, read."""
-
-    label: str
-    source: str
-    metrics: dict[str, Any]
-    cases: dict[str, results.CaseResult] = field(default_factory=dict)
-    link: str | None = None
-    config: dict[str, str] = field(default_factory=dict)  # flat: a folder's config.yaml or
-    # an MLflow run's params (what differs between the two sides names them)
 
 
 def _read_folder(folder: Path, label: str, source: str, link: str | None = None,

@@ -24,8 +24,7 @@ from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows, check_fields
 from runner.errors import RagciteError
 from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
-from runner.reports.common import embed_json, embed_packed, render, write_html
-from runner.reports.diagnosis import stacked_bars
+from runner.reports.common import embed_json, embed_packed, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
 from runner.results import CONFIG_FILE, read_result, require_complete
 from runner.scoring.bands import DEFAULT_BANDS

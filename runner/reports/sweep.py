@@ -22,8 +22,7 @@ from urllib.parse import quote
 
 from runner.config.naming import model_text
 from runner.reports import common
-from runner.reports.common import METRIC_KEYS
-from runner.reports.diagnosis import stacked_bars
+from runner.reports.common import METRIC_KEYS, stacked_bars
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"

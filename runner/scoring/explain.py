@@ -4,6 +4,7 @@ examples, and the helpers of the run-level sentences (:meth:`Metric.sentence
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -34,6 +35,19 @@ class Facts(NamedTuple):
     cited_display: Sequence[str]
     cited_hit: Sequence[bool]
     ref_wrong_cited: Sequence[bool]
+
+
+def undefined(value: Any) -> bool:
+    """Whether a figure is undefined: None, NaN or infinite."""
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def signed(value: Any, digits: int = 3) -> str:
+    """A difference with its sign: ``+0.012``, ``-0.034``, ``0.000`` (no sign), ``n/a``."""
+    if undefined(value):
+        return "n/a"
+    text = f"{float(value):+.{digits}f}"
+    return text[1:] if float(text) == 0.0 else text  # no sign on a difference that shows as 0
 
 
 def percent(part: float | None, whole: float = 1.0) -> str:

@@ -48,6 +48,9 @@ CITATION_LABELS = tuple(lab.name for lab in CITATION)
 REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
 LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE)}
 """What each label means, by name."""
+KINDS = (("citations", "citation_", CITATION_LABELS), ("references", "reference_",
+                                                        REFERENCE_LABELS))
+"""Each kind of item (``counts`` key), its labels' key prefix and its labels in order."""
 
 
 def shares(labels: Mapping[str, int], counts: Mapping[str, int]) -> dict[str, float | None]:

@@ -13,9 +13,10 @@ import pytest
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.reports.common import fmt, signed
-from runner.reports.compare import CompareError, compare_runs, load_run, main
+from runner.reports.compare import CompareError, load_run, main
 from runner.results import CASES_FILE, PASSAGES_FILE
 from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.paired import compare_runs
 from tests.reports.conftest import (
     CLOSE,
     IMG,
