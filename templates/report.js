@@ -969,6 +969,7 @@
       v.hidden = v.getAttribute("data-view") !== String(index);
     });
     document.documentElement.setAttribute("data-view", String(index));
+    document.documentElement.removeAttribute("data-details");
     return index ? "-" + index : "";
   }
 

@@ -294,6 +294,43 @@ def test_run_report_in_chromium(tmp_path: Path, open_page: Any, embed: str) -> N
 
 
 @pytest.mark.slow
+def test_the_threshold_switch_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.3, 0.5])
+    [path] = render_run_reports(dirs, [None] * 3, options={"embed": "gzip"})
+    page, watch = open_page(path)
+    html = page.locator("html")
+
+    def shown(index: int) -> None:
+        """The page shows the `index`-th threshold: its parts, figures, table and review."""
+        value = ("0.05", "0.3", "0.5")[index]
+        assert page.locator('[data-field="threshold-line"]:visible').all_inner_texts() == [
+            f"Threshold {value}"]
+        assert page.locator('[data-metric="context_recall"][data-stat="mean"]:visible'
+                            ).all_inner_texts() == [("1.000", "0.500", "0.000")[index]]
+        cases = {c.id: c for c in _read(dirs[index])}
+        table = page.evaluate("window.__ragcite.cases.map(c => [c.id, c.m[1]])")
+        assert table == [[cid, c.metrics["context_recall"]] for cid, c in cases.items()]
+        assert page.evaluate("window.__ragcite.review.key") == json.loads(
+            parse(path).script("ragcite-meta" + (f"-{index}" if index else "")))["review_key"]
+
+    html.locator("xpath=self::*[@data-view='0'][@data-details='1']").wait_for(state="attached")
+    shown(0)
+    page.focus("#threshold-switch")  # by keyboard: the next threshold
+    page.keyboard.press("ArrowDown")
+    html.locator("xpath=self::*[@data-view='1'][@data-details='1']").wait_for(state="attached")
+    assert page.url.endswith("report.html#t0.3")
+    shown(1)
+    page.goto(path.resolve().as_uri() + "#t0.5")  # the fragment chooses, also on load
+    page.reload()
+    html.locator("xpath=self::*[@data-ready='1'][@data-view='2'][@data-details='1']").wait_for(
+        state="attached")
+    assert page.locator("#threshold-switch").input_value() == "2"
+    shown(2)
+    watch.requests.remove(watch.url)  # the reload: the file itself again, and nothing else
+    watch.assert_clean()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("embed", ["json", "gzip"])
 def test_xss_payloads_render_as_text(tmp_path: Path, open_page: Any, embed: str) -> None:
     run = build_run(tmp_path / "run", xss_cases(), name=f"run {SCRIPT}",
