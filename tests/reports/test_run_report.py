@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -446,12 +445,13 @@ def test_a_job_of_three_thresholds_renders_one_page_with_a_switch(tmp_path: Path
     page = parse(paths[0])
     assert [(a.get("value"), a.get("data-name"), text) for tag, a, text in page.parser.elements
             if tag == "option" and a.get("data-name")] == [
-        ("0", "t0.05", "Threshold 0.05 (level custom)"), ("1", "t0.3", "Threshold 0.3 (level custom)"),
+        ("0", "t0.05", "Threshold 0.05 (level custom)"),
+        ("1", "t0.3", "Threshold 0.3 (level custom)"),
         ("2", "t0.5", "Threshold 0.5 (level custom)")]
     # One part per threshold, the first shown; each shows its own metrics.json.
     assert [(a["data-view"], a.get("data-name"), "hidden" in a)
             for _, a, _ in page.parser.elements if a.get("class") == "tview"] == [
-        ("0", "t0.05", False), ("1", "t0.3", True), ("2", "t0.5", True)] * 3  # head, figures, failed
+        ("0", "t0.05", False), ("1", "t0.3", True), ("2", "t0.5", True)] * 3  # 3 parts each
     for index, (d, value) in enumerate(zip(dirs, ("0.05", "0.3", "0.5"))):
         metrics = load_json(d / "metrics.json")
         assert page.texts(data_field="threshold-line")[index] == (
