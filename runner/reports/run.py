@@ -23,7 +23,7 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows, check_fields
 from runner.errors import RagciteError
-from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
+from runner.reports.cases import Embedded, read_embedded
 from runner.reports.common import embed_json, embed_packed, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
 from runner.results import CONFIG_FILE, read_result, require_complete
@@ -153,14 +153,15 @@ def _options(result_dir: Path, options: Mapping[str, Any] | HtmlOptions | None) 
 def _page(result_dirs: Sequence[Path], links: Sequence[str | None], opts: HtmlOptions) -> str:
     """The page of one or more result folders of a job: one view each, their shared passages
     read and packed once."""
-    known: dict[PassagesKey, PassageTexts] = {}
-    views = []
+    views: list[dict[str, Any]] = []
+    texts = None
     # The embedded case data are cycle-free: with the collector on, its collections walk the
     # growing row and score lists again and again.
     with gc_paused():
         for index, (folder, link) in enumerate(zip(result_dirs, links)):
             metrics = read_result(folder)
-            embedded = read_embedded(folder, metrics, opts.max_cases, opts.max_text_chars, known)
+            embedded = read_embedded(folder, metrics, opts.max_cases, opts.max_text_chars, texts)
+            texts = embedded.texts
             views.append(build_context(metrics, embedded, opts, folder, link, index))
     return render("report_run.html.j2", views=views, **views[0])
 
