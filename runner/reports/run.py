@@ -26,7 +26,7 @@ from runner.errors import RagciteError
 from runner.reports.cases import Embedded, read_embedded
 from runner.reports.common import embed_json, embed_packed, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
-from runner.results import CONFIG_FILE, read_result, require_complete
+from runner.results import CONFIG_FILE, read_result, require_complete, result_dirs
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import declared
@@ -209,7 +209,8 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m runner.reports.run RESULT_DIR [--out FILE]``: (re)render a run report."""
+    """``python -m runner.reports.run RESULT_DIR [--out FILE]``: (re)render a run report (of a
+    job folder of several thresholds: its page with the switch)."""
     parser = argparse.ArgumentParser(prog="python -m runner.reports.run",
                                      description="Render report.html for a ragcite result "
                                                  "folder.")
@@ -218,9 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-link", default=None)
     args = parser.parse_args(argv)
     try:
-        require_complete(args.result_dir)  # a job's own reports come before its job.json
-        path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
-                                 output=args.out)
+        dirs = result_dirs(args.result_dir)
+        if len(dirs) > 1:  # a job folder of several thresholds: its page with the switch
+            links = [args.tracking_link] * len(dirs)
+            path = write_html(args.out or args.result_dir / REPORT_FILE,
+                              _page(dirs, links, _options(dirs[0], None)))
+        else:
+            require_complete(args.result_dir)  # a job's own reports come before its job.json
+            path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
+                                     output=args.out)
     except (OSError, ValueError, RagciteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -476,6 +476,17 @@ def test_a_job_of_three_thresholds_renders_one_page_with_a_switch(tmp_path: Path
     assert page.texts(data_field="tracking-link") == ["MLflow run"]
 
 
+def test_a_job_folder_of_several_thresholds_is_rendered_again_by_hand(tmp_path: Path) -> None:
+    from runner.reports.run import main
+
+    dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.5])
+    assert main([str(tmp_path / "job")]) == 0
+    page = parse(tmp_path / "job" / "report.html")
+    assert page.texts(data_field="threshold-line") == ["Threshold 0.05", "Threshold 0.5"]
+    assert main([str(dirs[1]), "--out", str(tmp_path / "alone.html")]) == 0
+    assert parse(tmp_path / "alone.html").text(data_field="threshold-line") == "Threshold 0.5"
+
+
 def test_each_threshold_of_the_page_embeds_what_its_own_report_would(tmp_path: Path) -> None:
     dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.5])
     [job_page] = render_run_reports(dirs, [None, None], options={"embed": "gzip"})
