@@ -69,12 +69,6 @@ def decision_row(case: Any) -> dict[str, Any]:
             "counts": case.counts or None, "bands": case.bands, "error": case.error}
 
 
-def texts(values: Sequence[str | None]) -> pa.Array:
-    """Texts as a string column, as :func:`from_rows` stores them (a lone surrogate as U+FFFD)."""
-    return pa.array([v if v is None else _SURROGATE.sub("\ufffd", v) for v in values],
-                    pa.string())
-
-
 def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """Rows as a table of `schema`: a NaN is stored as null (as strict JSON writes it), a text
     that is not valid Unicode (a lone surrogate) with U+FFFD in its place."""

@@ -1,6 +1,8 @@
 """The per-case records of a decided batch (:class:`Scored`, :class:`BatchResults`): the only
 per-case Python loop of scoring, run for the whole batch when a record is first read; a case's
-figures (memoised per count pattern) and its explanations (written on first read)."""
+figures (memoised per count pattern) and its explanations (written on first read). A
+threshold's rows of ``cases.parquet`` need no record: :meth:`BatchResults.table` cuts them from
+the decided arrays."""
 
 from __future__ import annotations
 
@@ -265,25 +267,26 @@ class BatchResults(CaseSequence):
         row_len = n_cit[s.ref_case]  # each reference's row of matched bits
         bits = pa.array(s.matched[np.repeat(ok_ref, row_len)])
         # The metrics, counts and bands of each count pattern once; a failed case's: none.
-        kept = np.flatnonzero(s.ok_case)
-        _, first, inverse = np.unique(s.totals[kept], axis=0, return_index=True,
-                                      return_inverse=True)
+        seen: dict[tuple[int, ...], tuple[int, int]] = {}  # pattern -> (its code, a case)
+        inverse = [seen.setdefault(s.counts_rows[k], (len(seen), k))[0]
+                   for k in np.flatnonzero(s.ok_case).tolist()]
         blank = dict.fromkeys(f.name for f in schema.field("metrics").type)
-        patterns = [{"metrics": s.figures[k][0], "counts": dict(zip(COUNT_KEYS, s.counts_rows[k])),
-                     "bands": s.figures[k][1]} for k in kept[first].tolist()]
+        patterns = [{"metrics": fig[0], "counts": dict(zip(COUNT_KEYS, s.counts_rows[k])),
+                     "bands": fig[1]} for _, k in seen.values() if (fig := s.figures[k])]
         patterns.append({"metrics": blank, "counts": None, "bands": blank})
-        codes = np.full(len(where), len(first))
-        codes[ok] = inverse.reshape(-1)[(np.cumsum(s.ok_case) - 1)[where[ok]]]
+        codes = np.full(len(where), len(seen))
+        codes[ok] = np.array(inverse, dtype=np.int64)[(np.cumsum(s.ok_case) - 1)[where[ok]]]
         figs = pa.array(patterns, pa.struct([schema.field(k) for k in (
             "metrics", "counts", "bands")]), from_pandas=True).take(codes).flatten()
-        errors: list[str | None] = [None] * len(where)
+        errors: list[dict[str, str | None]] = [{"error": None}] * len(where)
         for pos, case in zip(np.flatnonzero(~ok).tolist(), self.error_cases()):
-            errors[pos] = case.error
+            errors[pos] = {"error": case.error}
         return pa.Table.from_arrays([
             _lists(_lists(bits, row_len[ok_ref]), n_refs),
             _lists(pa.array(CITATION_LABELS).take(s.cit_label[ok_cit]), n_cits),
             _lists(pa.array(REFERENCE_LABELS).take(s.ref_label[ok_ref]), n_refs),
-            *figs, table.texts(errors)], schema=schema)
+            *figs, table.from_rows(errors, pa.schema([schema.field("error")])).column(0)],
+            schema=schema)
 
     def error_cases(self) -> Iterator[CaseResult]:
         """The failed cases' records, in case order (the scored ones are not built)."""
