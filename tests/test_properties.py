@@ -175,7 +175,8 @@ def test_thresholds_decided_in_one_pass_equal_runs_of_their_own(
     cs = [c.model_copy(update={"id": str(i)}) for i, c in enumerate(cs)]
     together = runner.evaluate(cs, thresholds=thresholds, zero_division=policy,
                                bootstrap_resamples=20)
-    for threshold, result in zip(thresholds, together):
+    assert list(together) == thresholds  # by threshold, in the order given
+    for threshold, result in together.items():
         alone = runner.evaluate(cs, threshold=threshold, zero_division=policy,
                                 bootstrap_resamples=20)
         assert result.cases == alone.cases

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,8 @@ def write_problem(exc: BaseException, kept: str = JOB_KEPT) -> str | None:
     folder), why, and `kept`: what is kept."""
     if not isinstance(exc, OSError) or exc.errno not in STORAGE_ERRORS:
         return None
-    return f"cannot write {exc.filename or 'the results'}: {exc.strerror}; {kept}"
+    # The system's words for the errno: a library's own message (pyarrow's) is longer.
+    return f"cannot write {exc.filename or 'the results'}: {os.strerror(exc.errno)}; {kept}"
 
 
 def check_folder(key: str, path: str | Path) -> None:

@@ -27,7 +27,7 @@ from mlflow.genai.scorers import Scorer, scorer
 from runner.errors import RagciteError
 from runner.evaluate import DEFAULT_MATCHER, evaluate, matcher_from_name
 from runner.matchers.base import Matcher
-from runner.scoring.metrics import METRICS, Metric
+from runner.scoring.metrics import METRIC_KEYS, METRICS, Metric
 
 # Where a field of the case made from a row is in the row, for the error messages.
 _IN_ROW = {"response": "outputs", "query": "inputs.query", "id": "inputs.id"}
@@ -41,7 +41,8 @@ def scorers(matcher: str | Matcher = DEFAULT_MATCHER, threshold: float | str | N
     Args:
         matcher: A matcher name or a configured instance, built once here.
         threshold: The threshold every row is decided at.
-        metrics: The metric names to score (a scorer each, named as the metric).
+        metrics: The metric names to score (a scorer each, named as the metric); by default
+            the six built-in metrics, as a run scores them.
         **options: The other scoring options of :func:`runner.evaluate` (``zero_division``,
             ``require_same_source``, ``source_normalization``).
 
@@ -52,7 +53,7 @@ def scorers(matcher: str | Matcher = DEFAULT_MATCHER, threshold: float | str | N
     built = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
     settings = {"matcher": built, "threshold": threshold, "bootstrap_resamples": 0, **options}
     evaluate([], **settings)  # refuses a bad threshold or option now, not on every row
-    names = list(METRICS) if metrics is None else list(metrics)
+    names = list(METRIC_KEYS if metrics is None else metrics)  # the six built-in, as a run
     if unknown := [n for n in names if n not in METRICS]:
         raise RagciteError(f"unknown metric {', '.join(unknown)}: expected one of "
                            f"{', '.join(METRICS)}")
