@@ -35,7 +35,9 @@ from tests.tracking.conftest import (
 from tests.tracking.jobs import DIGEST, RECALL, make_job
 
 ENV_SECRET = "sk-test-env-secret-8910"
-RESULT_FILES = {"metrics.json", CASES_FILE, "config.yaml", TABLE_FILE}
+# What each threshold's run holds; the job's first also its passages and the case table.
+RESULT_FILES = {"metrics.json", CASES_FILE, "config.yaml"}
+JOB_FILES = {PASSAGES_FILE, TABLE_FILE}
 
 
 def sweep_config(uri: str, root: Path, **tracking: Any) -> Any:
@@ -93,7 +95,7 @@ def test_a_result_folder_is_one_run_with_its_params_metrics_tags_and_artifacts(
         "ragcite.job_dir": str(folder.resolve()), "ragcite.version": data["run"][
             "ragcite_version"]}
     assert "mlflow.parentRunId" not in tags
-    assert artifact_paths(uri, run_id) == RESULT_FILES | {PASSAGES_FILE, "report.html"}
+    assert artifact_paths(uri, run_id) == RESULT_FILES | JOB_FILES | {"report.html"}
     for name in ("metrics.json", CASES_FILE, PASSAGES_FILE, "report.html"):
         assert download_bytes(uri, run_id, name, tmp_path / "dl") == (folder / name).read_bytes()
     config = download_text(uri, run_id, "config.yaml", tmp_path / "dl")
@@ -142,9 +144,11 @@ def test_a_job_of_three_thresholds_under_a_sweep_is_three_child_runs_sharing_pas
             (folder / CASES_FILE).read_bytes()
     assert [c.data.tags.get("ragcite.threshold_level") for c in children] == [
         "lenient", None, "strict"]
-    # The passages are logged once, with the job's first threshold.
+    # The passages and the case table are logged once, with the job's first threshold.
     assert [artifact_paths(uri, c.info.run_id) for c in children] == [
-        RESULT_FILES | {PASSAGES_FILE}, RESULT_FILES, RESULT_FILES]
+        RESULT_FILES | JOB_FILES, RESULT_FILES, RESULT_FILES]
+    assert [c.data.tags.get("mlflow.loggedArtifacts") for c in children] == [
+        json.dumps([{"path": TABLE_FILE, "type": "table"}]), None, None]
     assert download_bytes(uri, holder, PASSAGES_FILE, tmp_path / "dl") == \
         (sweep / "0_python_ngram" / PASSAGES_FILE).read_bytes()
 
