@@ -2,7 +2,8 @@
 
 The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
 what each run gets is listed in docs/tracking.md. What a job's result folders share is logged
-once, with the first run of the job: its ``passages.parquet`` and the per-case table; every run
+once, with the first run of the job: its ``passages.parquet``, the per-case table and the job
+folder's ``report.html`` (a page for every threshold, when the result folders have none); every run
 names that run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
 (:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
 folder makes its run a child of the sweep's parent run.
@@ -258,6 +259,10 @@ class MlflowTracker:
             if passages not in self._passages:  # the job's first result: what they share
                 self._passages = {passages: run_id}
                 store.log_artifact(self.client, run_id, passages, secrets)
+                page = passages.parent / sweeps.REPORT  # a K-threshold job's one page
+                if page.parent != result_dir.resolve() and page.is_file() \
+                        and not (result_dir / sweeps.REPORT).is_file():
+                    store.log_artifact(self.client, run_id, page, secrets)
                 if self.log_table:
                     log_case_table(self.client, run_id, result_dir, self.table_rows)
             self._log_batch(run_id, result_dir, data, config,

@@ -219,6 +219,19 @@ def test_runs_of_a_job_are_open_at_once_and_each_ends_as_it_is_closed(
         ("trio_python_ngram_t0.3", "KILLED"), ("trio_python_ngram_t0.8", "FINISHED")]
 
 
+def test_a_job_page_for_every_threshold_is_logged_once_with_the_first_run(
+        tmp_path: Path) -> None:
+    dirs = make_job(tmp_path / "job", [0.15, 0.3])
+    (tmp_path / "job" / "report.html").write_text("<p>both thresholds</p>", encoding="utf-8")
+    uri = sqlite_uri(tmp_path / "out")
+    track(mlflow_tracker(uri, tmp_path / "out"), dirs)
+    first, second = sorted(all_runs(uri), key=lambda r: r.info.run_name)
+    assert artifact_paths(uri, first.info.run_id) == RESULT_FILES | JOB_FILES | {"report.html"}
+    assert artifact_paths(uri, second.info.run_id) == RESULT_FILES
+    assert download_text(uri, first.info.run_id, "report.html", tmp_path / "dl") == \
+        "<p>both thresholds</p>"
+
+
 def test_an_unreachable_server_fails_up_front_or_is_a_warning(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     uri = f"http://127.0.0.1:{free_port()}"
