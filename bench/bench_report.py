@@ -47,8 +47,10 @@ TARGET_MS = 2000.0
 TARGET_MB = 20.0
 
 
-def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
-    """Generate, score, write and render; returns timings and sizes."""
+def build(folder: Path, n: int, seed: int, embed: str,
+          thresholds: list[float] | None = None) -> dict[str, Any]:
+    """Generate, score, write and render; returns timings and sizes. With `thresholds`, a job
+    of K results: its one page with a threshold switch, and K separate pages to compare."""
     from synth import write_jsonl
 
     import runner
@@ -60,6 +62,8 @@ def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
     write_jsonl(data, n, seed=seed)
     cases = runner.load_cases(data)
     t1 = time.perf_counter()
+    if thresholds:
+        return _build_job(folder, cases, n, seed, embed, thresholds, t1 - t0)
     result = runner.evaluate(cases, matcher="ngram")
     t2 = time.perf_counter()
     # As a job's metrics.json describes a result (runner.pipeline.describe); runner.evaluate
@@ -88,6 +92,40 @@ def build(folder: Path, n: int, seed: int, embed: str) -> dict[str, Any]:
                                   + (folder / "passages.parquet").stat().st_size) / 1e6, 2),
         "report_mb": round(path.stat().st_size / 1e6, 2), "report": path,
     }
+
+
+def _build_job(folder: Path, cases: Any, n: int, seed: int, embed: str,
+               thresholds: list[float], load_s: float) -> dict[str, Any]:
+    """A job deciding `thresholds`: its page, and each result's page rendered alone."""
+    import runner
+    from runner.reports.run import render_run_report, render_run_reports
+    from runner.results import write_job, write_result
+
+    t0 = time.perf_counter()
+    results = runner.evaluate(cases, matcher="ngram", thresholds=thresholds)
+    t1 = time.perf_counter()
+    dirs = []
+    for index, (value, result) in enumerate(results.items()):
+        result.extra = {**result.extra, "run": {"name": f"synth-{n}", "started_at": None},
+                        "dataset": {"name": f"synth-n{n}-s{seed}", "n_cases": n},
+                        "threshold": {"value": value, "level": None, "index": index}}
+        dirs.append(folder / f"t{value:g}")
+        write_result(dirs[-1], result, passages="../passages.parquet")
+    write_job(folder, [d.name for d in dirs])
+    t2 = time.perf_counter()
+    [page] = render_run_reports(dirs, [None] * len(dirs), options={"embed": embed})
+    t3 = time.perf_counter()
+    alone = [render_run_report(d, options={"embed": embed}, output=folder / f"{d.name}.html")
+             for d in dirs]
+    t4 = time.perf_counter()
+    return {"generate_load_s": round(load_s, 3), "evaluate_s": round(t1 - t0, 3),
+            "write_s": round(t2 - t1, 3), "render_s": round(t3 - t2, 3),
+            "separate_render_s": round(t4 - t3, 3),
+            "cases_tables_mb": round(sum(p.stat().st_size for p in folder.rglob("*.parquet"))
+                                     / 1e6, 2),
+            "report_mb": round(page.stat().st_size / 1e6, 2),
+            "separate_mb": round(sum(p.stat().st_size for p in alone) / 1e6, 2),
+            "report": page, "separate": alone[0]}
 
 
 _MEASURE = """() => {
@@ -130,8 +168,10 @@ def _watch(page: Any) -> tuple[list[str], list[str]]:
     return requests, errors
 
 
-def measure(report: Path, repeat: int) -> dict[str, Any]:
-    """Open the report `repeat` times in fresh contexts; medians of every timing."""
+def measure(report: Path, repeat: int, switch: bool = False) -> dict[str, Any]:
+    """Open the report `repeat` times in fresh contexts; medians of every timing (`switch`:
+    also the wall time from choosing the second threshold until its table and details are
+    ready)."""
     from playwright.sync_api import sync_playwright
 
     runs: list[dict[str, Any]] = []
@@ -152,6 +192,12 @@ def measure(report: Path, repeat: int) -> dict[str, Any]:
             page.locator("html[data-details='1']").wait_for(state="attached", timeout=120_000)
             details_ready = page.evaluate("window.__detailsReady")
             stats = page.evaluate(_MEASURE)
+            if switch:
+                t1 = time.perf_counter()
+                page.select_option("#threshold-switch", "1")
+                page.locator("html[data-view='1'][data-details='1']").wait_for(
+                    state="attached", timeout=120_000)
+                stats["switch_ms"] = (time.perf_counter() - t1) * 1000
             heap = page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : null")
             runs.append({"interactive_ms": ready, "details_ms": details_ready,
                          "first_row_ms": first_row_ms, **stats,
@@ -163,6 +209,8 @@ def measure(report: Path, repeat: int) -> dict[str, Any]:
             "sort_ms", "expand_ms", "heap_mb")
     summary: dict[str, Any] = {k: round(statistics.median(r[k] for r in runs), 1)
                                for k in keys if all(r[k] is not None for r in runs)}
+    if switch:
+        summary["switch_ms"] = round(statistics.median(r["switch_ms"] for r in runs), 1)
     summary["interactive_ms_all"] = [round(r["interactive_ms"], 1) for r in runs]
     summary["rows_on_first_page"] = runs[0]["rows"]
     summary["label_matches"] = runs[0]["label_matches"]
@@ -180,15 +228,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="page loads (default 3)")
     parser.add_argument("--embed", default="auto", choices=["auto", "json", "gzip"])
+    parser.add_argument("--thresholds", default=None,
+                        help="a job deciding these thresholds (e.g. 0.1,0.2,0.3,0.4,0.5): its "
+                             "page with a switch against the K separate pages")
     parser.add_argument("--keep", type=Path, default=None,
                         help="build in this folder and keep it (default: a temporary one)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ragcite-bench-report-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        built = build(folder, args.n, args.seed, args.embed)
+        thresholds = [float(t) for t in args.thresholds.split(",")] if args.thresholds else None
+        built = build(folder, args.n, args.seed, args.embed, thresholds)
         report = built.pop("report")
-        browser = measure(report, args.repeat)
+        separate = built.pop("separate", None)
+        browser = measure(report, args.repeat, switch=bool(thresholds))
+        if separate is not None:
+            alone = measure(separate, args.repeat)
+            built["separate_interactive_ms"] = alone["interactive_ms"]
+            built["separate_details_ms"] = alone["details_ms"]
     result = {"n_cases": args.n, "seed": args.seed, "embed": args.embed, **built, **browser,
               "machine": f"{platform.python_implementation()} {platform.python_version()}, "
                          f"{platform.machine()}"}
@@ -202,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
           f"report.html: {built['report_mb']} MB (target < {TARGET_MB:g} MB: "
           f"{'ok' if ok_size else 'MISSED'})")
     print(f"render (Python): {built['render_s']} s   evaluate: {built['evaluate_s']} s")
+    if separate is not None:
+        print(f"K separate pages: {built['separate_mb']} MB, rendered in "
+              f"{built['separate_render_s']} s, interactive {built['separate_interactive_ms']:.0f}"
+              f" ms; the switch to the second threshold: {browser['switch_ms']:.0f} ms")
     print(f"interactive (window.__ready, median of {args.repeat}): "
           f"{browser['interactive_ms']:.0f} ms {browser['interactive_ms_all']} "
           f"(target < {TARGET_MS:g} ms: {'ok' if ok_time else 'MISSED'})")

@@ -78,10 +78,9 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
 
     def report(folders: list[Path]) -> None:  # before job.json: the reports are the job's
         links = [tracker.open(folder) for folder in folders]
-        # The K reports of a job in one call: their shared passages are read and packed once.
+        # One report of the job's K results, in the job folder when K > 1.
         reports.render_runs(folders, links)
-        for folder in folders:
-            scrub_files(folder / REPORT_FILE, secrets)  # the one file written since the results
+        scrub_files(out / REPORT_FILE, secrets)  # the one file written since the results
 
     try:
         outcomes = run_job(cfg, out, names, report)

@@ -205,6 +205,23 @@
     return this.detailsPromise;
   };
 
+  /* Another threshold of the job's page: its cases (the same, decided anew), details and
+     review; the filters and the sort kept. */
+  CaseTable.prototype.use = function (meta, cases, readDetails) {
+    var key = this.sortKey, dir = this.sortDir;
+    this.meta = meta;
+    this.cases = cases;
+    this.readDetails = readDetails;
+    this.details = this.detailsPromise = this.sortKey = null;
+    this.hay = new Array(cases.length);
+    this.open = Object.create(null);
+    this.order = cases.map(function (_, i) { return i; });
+    document.documentElement.removeAttribute("data-details");
+    if (this.review) { this.review.use(meta); }
+    if (key === null) { this.applyFilters(); } else { this.sortBy(key); }
+    if (key !== null && this.sortDir !== dir) { this.sortBy(key); }
+  };
+
   CaseTable.prototype.haystack = function (i) {
     var h = this.hay[i];
     if (h === undefined) {
@@ -607,6 +624,19 @@
     this.load();
   }
 
+  /* Another threshold's marks (each threshold has its own key). */
+  Review.prototype.use = function (meta) {
+    this.key = meta.review_key;
+    this.threshold = typeof meta.threshold === "number" ? meta.threshold : null;
+    this.marks = Object.create(null);
+    this.notes = Object.create(null);
+    this.pairs = null;
+    $("review-list").hidden = true;
+    $("review-closest").setAttribute("aria-expanded", "false");
+    this.load();
+    this.count();
+  };
+
   Review.prototype.load = function () {
     var saved = null;
     if (!this.store) { return; }
@@ -927,15 +957,43 @@
 
   /* ==== end of pair review ==================================================================== */
 
+  /* The threshold a job's page shows first: the one the URL fragment names (#t0.3), else the
+     first; its parts shown, the others hidden. */
+  function showView(sw) {
+    var name = decodeURIComponent(location.hash.slice(1)), index = 0;
+    Array.prototype.forEach.call(sw.options, function (o) {
+      if (o.getAttribute("data-name") === name) { index = Number(o.value); }
+    });
+    sw.value = String(index);
+    Array.prototype.forEach.call(document.querySelectorAll(".tview"), function (v) {
+      v.hidden = v.getAttribute("data-view") !== String(index);
+    });
+    document.documentElement.setAttribute("data-view", String(index));
+    document.documentElement.removeAttribute("data-details");
+    return index ? "-" + index : "";
+  }
+
+  function loadLater(table) {
+    /* The details are parsed after the first paint, so the table is usable at once. */
+    setTimeout(function () {
+      table.loadDetails().catch(function (error) {
+        table.status.textContent = "The case details could not be read: " + error.message;
+        table.status.className = "notice";
+      });
+    }, 0);
+  }
+
   function initCases() {
-    var meta = readJSON("ragcite-meta");
-    var block = readJSON("ragcite-cases");
+    var sw = $("threshold-switch"), sfx = sw ? showView(sw) : "";
+    var meta = readJSON("ragcite-meta" + sfx);
+    var block = readJSON("ragcite-cases" + sfx);
     if (!meta || !block) { return false; }
     timing.block = performance.now();
+    function reader(sfx) {
+      return function () { return [readJSON("ragcite-details" + sfx), readJSON("ragcite-texts")]; };
+    }
     unpack(block, "rows").then(function (cases) {
-      var table = new CaseTable(meta, cases, function () {
-        return [readJSON("ragcite-details"), readJSON("ragcite-texts")];
-      });
+      var table = new CaseTable(meta, cases, reader(sfx));
       if (meta.review_key && $("review-status")) {  /* pair review */
         table.review = new Review(meta, table);
         table.review.bind();
@@ -944,13 +1002,19 @@
       table.render();
       window.__ragcite = table;
       markReady();
-      /* The details are parsed after the first paint, so the table is usable at once. */
-      setTimeout(function () {
-        table.loadDetails().catch(function (error) {
-          table.status.textContent = "The case details could not be read: " + error.message;
-          table.status.className = "notice";
+      loadLater(table);
+      if (!sw) { return; }
+      sw.addEventListener("change", function () {
+        location.hash = "#" + encodeURIComponent(sw.options[sw.selectedIndex].getAttribute("data-name"));
+      });
+      window.addEventListener("hashchange", function () {
+        var next = showView(sw), chosen = sw.value;
+        unpack(readJSON("ragcite-cases" + next), "rows").then(function (rows) {
+          if (sw.value !== chosen) { return; }  /* another was chosen meanwhile */
+          table.use(readJSON("ragcite-meta" + next), rows, reader(next));
+          loadLater(table);
         });
-      }, 0);
+      });
     }).catch(function (error) {
       var status = $("case-status");
       status.textContent = "The case table could not be built: " + error.message;

@@ -32,9 +32,10 @@ def test_a_job_of_three_thresholds_writes_and_tracks_one_result_each(compose_cfg
     assert [(o.threshold.value, o.threshold.level) for o in outcomes] == [
         (0.05, None), (0.5, "default"), (0.75, "strict")]
     assert (tmp_path / "job" / PASSAGES_FILE).is_file()
+    assert (tmp_path / "job" / "report.html").is_file()  # one page, a threshold switch
     for folder in folders:
         assert sorted(p.name for p in folder.iterdir()) == [
-            CASES_FILE, "config.yaml", "metrics.json", "report.html"]
+            CASES_FILE, "config.yaml", "metrics.json"]
         assert read_json(folder / "metrics.json")["files"]["passages"] == f"../{PASSAGES_FILE}"
     # One MLflow run per threshold, each with its own params and metrics.
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")

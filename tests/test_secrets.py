@@ -118,9 +118,9 @@ def test_a_token_the_service_echoes_is_in_no_file_no_block_no_database_no_output
     assert read_json(job / "t0.3" / "metrics.json")["failed"]["listed"] == [
         {"id": "seed-1", "error": 'the service failed: HTTP 422: {"detail": "token *** may not '
                                   'read"}'}]
-    # The reports' compressed blocks were inflated and searched: the two results' reports and
-    # their MLflow copies hold the scrubbed echo.
-    assert sum(b"called with Bearer ***" in b for b in blocks) == 4
+    # The report's compressed blocks were inflated and searched: the job's one page (its two
+    # thresholds' passages embedded once) holds the scrubbed echo; no result folder has a copy.
+    assert sum(b"called with Bearer ***" in b for b in blocks) == 1
     # MLflow's artifacts were uploaded (and searched); the cache holds the scrubbed replies.
     assert any("mlartifacts" in p.parts and p.name == CASES_FILE for p in files)
     assert b"called with Bearer ***" in (tmp_path / "out" / "cache" / "cache.sqlite").read_bytes()

@@ -4,8 +4,8 @@
 :class:`NoReports`. The pipeline and the sweep call only the members of :class:`Reporter`:
 
 * ``render_run(result_dir, link)`` after a job that decides one threshold;
-* ``render_runs(result_dirs, links)`` after a job that decides several (their result folders
-  share one ``passages.parquet``, read once for all of them);
+* ``render_runs(result_dirs, links)`` after a job that decides several (one page in the job
+  folder with a threshold switch; their shared ``passages.parquet`` embedded once);
 * ``render_sweep(sweep_dir)`` once ``sweep.json`` is written.
 """
 

@@ -16,14 +16,14 @@ A report embeds three blocks per case (short keys keep big reports small):
 
 Only the first ``max_cases`` cases are read (:func:`read_embedded`). The passages come from the
 job's ``passages.parquet``, which the result folders of a job that decides several thresholds
-share: :class:`PassageTexts` holds what a report built from it, so that the other reports of the
-same call (:func:`runner.reports.run.render_run_reports`) embed it without reading it again.
+share: :class:`PassageTexts` holds what the page built from it, so that the other thresholds of a
+job's page (:func:`runner.reports.run.render_run_reports`) embed it once, without reading it again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, MutableMapping
+from collections.abc import Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,7 +41,7 @@ from runner.reports.common import (
     embed_packed,
     pack_text,
 )
-from runner.results import iter_decisions, iter_records, passages_path
+from runner.results import iter_decisions, iter_records
 from runner.scoring.records import explain_record, result_normalizer
 
 BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
@@ -140,11 +140,6 @@ class PassageTexts:
         return embed_packed(self.text, encoding, None if encoding == "json" else self.packed)
 
 
-PassagesKey = tuple[Path, "int | None", int]
-"""A passages file read for a report: the file, the cases read (``max_cases``), the text
-limit (``max_text_chars``)."""
-
-
 @dataclass
 class Embedded:
     """The embedded cases of one report: rows and scores as JSON, and their passages."""
@@ -155,21 +150,17 @@ class Embedded:
 
 
 def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | None,
-                  limit: int, known: MutableMapping[PassagesKey, PassageTexts] | None = None,
-                  ) -> Embedded:
+                  limit: int, texts: PassageTexts | None = None) -> Embedded:
     """The first `max_cases` cases (all when None) of a result folder, as a report embeds them.
 
-    With `known`, passages read before (by the reports of the same call, keyed by their file
-    and the options that shape them, :data:`PassagesKey`)
-    are taken from there, and this folder's cases read from ``cases.parquet`` alone; what is
-    read here is added to it.
+    With `texts`, the passages another result of the same job read (its ``embedded.texts``:
+    the job's results share one passages file), this folder's cases are read from
+    ``cases.parquet`` alone.
 
     Raises:
         ValueError: ``cases.parquet`` and the passages do not list the same cases.
     """
     norm = result_normalizer(metrics)
-    key = (passages_path(result_dir, metrics).resolve(), max_cases, limit)
-    texts = known.get(key) if known is not None else None
     fresh = texts is None  # read the passages too, from the joined records
     texts = PassageTexts() if texts is None else texts
     n, rows, scores = len(texts.ids), [], []
@@ -190,6 +181,4 @@ def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | No
                 explain_record({**texts.sources[pos], **case}, norm))))
     if not fresh and len(rows) < n:
         raise ValueError(f"{result_dir}: {len(rows)} cases, but the passages file has {n}")
-    if fresh and known is not None:
-        known[key] = texts
     return Embedded(rows, scores, texts)

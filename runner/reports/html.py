@@ -20,8 +20,8 @@ class HtmlReports(HtmlOptions):
         render_run_report(result_dir, tracking_link=link, options=self)
 
     def render_runs(self, result_dirs: Sequence[Path], links: Sequence[str | None]) -> None:
-        """Write ``report.html`` in each of a job's result folders, their shared passages
-        read once."""
+        """Write the job's ``report.html``: one folder's, or one page of several thresholds
+        with a switch."""
         render_run_reports(result_dirs, links, options=self)
 
     def render_sweep(self, sweep_dir: Path) -> None:

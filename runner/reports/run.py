@@ -23,10 +23,10 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows, check_fields
 from runner.errors import RagciteError
-from runner.reports.cases import Embedded, PassagesKey, PassageTexts, read_embedded
+from runner.reports.cases import Embedded, read_embedded
 from runner.reports.common import embed_json, embed_packed, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
-from runner.results import CONFIG_FILE, read_result, require_complete
+from runner.results import CONFIG_FILE, read_result, require_complete, result_dirs
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import declared
@@ -105,14 +105,18 @@ def review_key(result_dir: Path, run: Mapping[str, Any]) -> str:
 
 
 def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOptions,
-                  result_dir: Path, tracking_link: str | None = None) -> dict[str, Any]:
-    """Everything the run template shows: figures from `metrics` (``metrics.json``), the
-    table from the `embedded` cases."""
+                  result_dir: Path, tracking_link: str | None = None,
+                  index: int = 0) -> dict[str, Any]:
+    """Everything the run template shows of one result (the `index`-th view of its page):
+    figures from `metrics` (``metrics.json``), the table from the `embedded` cases."""
     sec = {name: metrics.get(name) or {} for name in ("run", "dataset", "model", "matcher",
                                                       "threshold", "scoring", "bootstrap")}
     run = {"name": sec["run"].get("name") or result_dir.name,
            "started_at": sec["run"].get("started_at"), "threshold": sec["threshold"].get("value"),
            "threshold_level": sec["threshold"].get("level")}
+    value, level = run["threshold"], run["threshold_level"]
+    line = (f"Threshold {value:g}" if isinstance(value, (int, float)) else "Threshold n/a") + (
+        f" (level {level})" if level else "")
     metric_list = declared(metrics.get("metrics") or {})
     meta = {
         "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
@@ -122,7 +126,8 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "threshold": run["threshold"], "review_key": review_key(result_dir, run),
     }
     return {
-        "run": run, "m": metrics, "sec": sec, "opts": opts,
+        "index": index, "sfx": f"-{index}" if index else "", "folder": result_dir.name,
+        "threshold_line": line,        "run": run, "m": metrics, "sec": sec, "opts": opts,
         "tracking_link": tracking_link,
         "declared": metric_list, "sentences": {m.name: card_sentence(m.name, metrics)
                                                for m in metric_list},
@@ -132,10 +137,38 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
     }
 
 
+def _options(result_dir: Path, options: Mapping[str, Any] | HtmlOptions | None) -> HtmlOptions:
+    """The report's options: `options`, or by default the ``report`` section of the folder's
+    ``config.yaml``."""
+    if options is None:
+        import yaml
+
+        path = result_dir / CONFIG_FILE
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        section = config.get("report") if isinstance(config, dict) else None
+        options = section if isinstance(section, dict) else {}
+    return options if isinstance(options, HtmlOptions) else HtmlOptions.from_config(options)
+
+
+def _page(result_dirs: Sequence[Path], links: Sequence[str | None], opts: HtmlOptions) -> str:
+    """The page of one or more result folders of a job: one view each, their shared passages
+    read and packed once."""
+    views: list[dict[str, Any]] = []
+    texts = None
+    # The embedded case data are cycle-free: with the collector on, its collections walk the
+    # growing row and score lists again and again.
+    with gc_paused():
+        for index, (folder, link) in enumerate(zip(result_dirs, links)):
+            metrics = read_result(folder)
+            embedded = read_embedded(folder, metrics, opts.max_cases, opts.max_text_chars, texts)
+            texts = embedded.texts
+            views.append(build_context(metrics, embedded, opts, folder, link, index))
+    return render("report_run.html.j2", views=views, **views[0])
+
+
 def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
                       options: Mapping[str, Any] | HtmlOptions | None = None,
-                      output: str | Path | None = None,
-                      known: dict[PassagesKey, PassageTexts] | None = None) -> Path:
+                      output: str | Path | None = None) -> Path:
     """Render ``report.html`` into a result folder from its results files.
 
     Args:
@@ -145,51 +178,39 @@ def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
         options: :class:`HtmlOptions` or a ``report`` config section; by default the ``report``
             section of the folder's ``config.yaml``.
         output: Where to write (default ``result_dir/report.html``).
-        known: The passages read by the reports of the same call (:func:`render_run_reports`).
 
     Returns:
         The path of the report.
     """
     result_dir = Path(result_dir)
-    if options is None:  # the report section of the folder's config.yaml
-        import yaml
-
-        path = result_dir / CONFIG_FILE
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-        section = config.get("report") if isinstance(config, dict) else None
-        options = section if isinstance(section, dict) else {}
-    opts = options if isinstance(options, HtmlOptions) else HtmlOptions.from_config(options)
-    metrics = read_result(result_dir)
-    # The embedded case data are cycle-free: with the collector on, its collections walk the
-    # growing row and score lists again and again.
-    with gc_paused():
-        embedded = read_embedded(result_dir, metrics, opts.max_cases, opts.max_text_chars,
-                                 known)
-        context = build_context(metrics, embedded, opts, result_dir, tracking_link)
     return write_html(Path(output) if output else result_dir / REPORT_FILE,
-                      render("report_run.html.j2", **context))
+                      _page([result_dir], [tracking_link], _options(result_dir, options)))
 
 
 def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | None],
                        options: Mapping[str, Any] | HtmlOptions | None = None) -> list[Path]:
-    """Render ``report.html`` into each result folder of a job (one tracking link each).
+    """Render the report of a job's result folders (one tracking link each).
 
-    The folders of a job that decides several thresholds share one ``passages.parquet``: it is
-    read, and its passages block built, once for all of them (nothing is kept after the call).
-    Options as in :func:`render_run_report` (by default each folder's own).
+    One folder: its ``report.html``. Several (a job that decides several thresholds): one
+    ``report.html`` in the job folder, with a threshold switch: each threshold's figures, cards,
+    charts and case table, the cases' passages (the folders' shared ``passages.parquet``)
+    embedded once. Options as in :func:`render_run_report` (by default the first folder's).
 
     Returns:
-        The paths of the reports, in order.
+        The path of the report, in a list.
     """
     if len(result_dirs) != len(links):
         raise ValueError(f"{len(result_dirs)} result folders but {len(links)} links")
-    known: dict[PassagesKey, PassageTexts] = {}
-    return [render_run_report(folder, link, options, known=known)
-            for folder, link in zip(result_dirs, links)]
+    dirs = [Path(d) for d in result_dirs]
+    if len(dirs) == 1:
+        return [render_run_report(dirs[0], links[0], options)]
+    return [write_html(dirs[0].parent / REPORT_FILE, _page(dirs, links,
+                                                           _options(dirs[0], options)))]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m runner.reports.run RESULT_DIR [--out FILE]``: (re)render a run report."""
+    """``python -m runner.reports.run RESULT_DIR [--out FILE]``: (re)render a run report (of a
+    job folder of several thresholds: its page with the switch)."""
     parser = argparse.ArgumentParser(prog="python -m runner.reports.run",
                                      description="Render report.html for a ragcite result "
                                                  "folder.")
@@ -198,9 +219,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-link", default=None)
     args = parser.parse_args(argv)
     try:
-        require_complete(args.result_dir)  # a job's own reports come before its job.json
-        path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
-                                 output=args.out)
+        dirs = result_dirs(args.result_dir)
+        if len(dirs) > 1:  # a job folder of several thresholds: its page with the switch
+            links = [args.tracking_link] * len(dirs)
+            path = write_html(args.out or args.result_dir / REPORT_FILE,
+                              _page(dirs, links, _options(dirs[0], None)))
+        else:
+            require_complete(args.result_dir)  # a job's own reports come before its job.json
+            path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
+                                     output=args.out)
     except (OSError, ValueError, RagciteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

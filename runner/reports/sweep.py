@@ -32,6 +32,19 @@ _QUIET_KEYS = ("output_root", "progress", "report", "tracking", "hydra.", "cache
                "experiment")
 
 
+def report_link(sweep_dir: Path, folder: str) -> str | None:
+    """A relative link to a result's report, each segment percent-encoded: its own
+    ``report.html``, or its job's page of several thresholds with the result's folder as the
+    fragment that selects it (``0/report.html#t0.3``); None when there is neither."""
+    parts = Path(folder).parts
+    if (sweep_dir / folder / RUN_REPORT).is_file():
+        return "/".join(quote(p, safe="") for p in (*parts, RUN_REPORT))
+    if len(parts) > 1 and (sweep_dir / folder).parent.joinpath(RUN_REPORT).is_file():
+        return "/".join(quote(p, safe="") for p in (*parts[:-1], RUN_REPORT)) + "#" + quote(
+            parts[-1], safe="")
+    return None
+
+
 def split_override(override: str) -> tuple[str, str]:
     """``key=value`` → (key without ``+``/``~``, value; a local path as :func:`place` shows
     it)."""
@@ -60,12 +73,9 @@ def _row(entry: Mapping[str, Any], sweep_dir: Path, varying: Sequence[str]) -> d
     folder = str(entry["dir"])
     threshold = dict(entry.get("threshold") or m.get("threshold") or {})
     matcher = m.get("matcher") or {}
-    report = sweep_dir / folder / RUN_REPORT
     return {
         "num": entry.get("num"), "dir": folder, "job": str(entry.get("job") or folder),
-        # A relative link to the result's report, each segment percent-encoded.
-        "link": "/".join(quote(p, safe="") for p in (*Path(folder).parts, RUN_REPORT))
-        if report.is_file() else None,
+        "link": report_link(sweep_dir, folder),
         "complete": bool(entry.get("complete")) and bool(m),
         "dataset": (m.get("dataset") or {}).get("name") or "?",
         "model": model_text(m.get("model") or {}),  # the model and its system

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -294,6 +293,43 @@ def test_run_report_in_chromium(tmp_path: Path, open_page: Any, embed: str) -> N
 
 
 @pytest.mark.slow
+def test_the_threshold_switch_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.3, 0.5])
+    [path] = render_run_reports(dirs, [None] * 3, options={"embed": "gzip"})
+    page, watch = open_page(path)
+    html = page.locator("html")
+
+    def shown(index: int) -> None:
+        """The page shows the `index`-th threshold: its parts, figures, table and review."""
+        value = ("0.05", "0.3", "0.5")[index]
+        assert page.locator('[data-field="threshold-line"]:visible').all_inner_texts() == [
+            f"Threshold {value}"]
+        assert page.locator('[data-metric="context_recall"][data-stat="mean"]:visible'
+                            ).all_inner_texts() == [("1.000", "0.500", "0.000")[index]]
+        cases = {c.id: c for c in _read(dirs[index])}
+        table = page.evaluate("window.__ragcite.cases.map(c => [c.id, c.m[1]])")
+        assert table == [[cid, c.metrics["context_recall"]] for cid, c in cases.items()]
+        assert page.evaluate("window.__ragcite.review.key") == json.loads(
+            parse(path).script("ragcite-meta" + (f"-{index}" if index else "")))["review_key"]
+
+    html.locator("xpath=self::*[@data-view='0'][@data-details='1']").wait_for(state="attached")
+    shown(0)
+    page.focus("#threshold-switch")  # by keyboard: the next threshold
+    page.keyboard.press("ArrowDown")
+    html.locator("xpath=self::*[@data-view='1'][@data-details='1']").wait_for(state="attached")
+    assert page.url.endswith("report.html#t0.3")
+    shown(1)
+    page.goto(path.resolve().as_uri() + "#t0.5")  # the fragment chooses, also on load
+    page.reload()
+    html.locator("xpath=self::*[@data-ready='1'][@data-view='2'][@data-details='1']").wait_for(
+        state="attached")
+    assert page.locator("#threshold-switch").input_value() == "2"
+    shown(2)
+    watch.requests.remove(watch.url)  # the reload: the file itself again, and nothing else
+    watch.assert_clean()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("embed", ["json", "gzip"])
 def test_xss_payloads_render_as_text(tmp_path: Path, open_page: Any, embed: str) -> None:
     run = build_run(tmp_path / "run", xss_cases(), name=f"run {SCRIPT}",
@@ -399,45 +435,67 @@ def test_only_the_embedded_cases_are_read(tmp_path: Path) -> None:
     assert page.texts(**{"class": "id"}) == ["c7"]
 
 
-def test_a_job_of_three_thresholds_renders_three_reports(tmp_path: Path) -> None:
+def test_a_job_of_three_thresholds_renders_one_page_with_a_switch(tmp_path: Path) -> None:
     dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.3, 0.5], level="custom")
     assert [d.name for d in dirs] == ["t0.05", "t0.3", "t0.5"]
     paths = render_run_reports(dirs, [None, "http://127.0.0.1:5000/#/r/2", None],
                                options={"embed": "json"})
-    assert paths == [d / "report.html" for d in dirs]
-    shown = []
-    for d, path, value in zip(dirs, paths, ("0.05", "0.3", "0.5")):
-        page, metrics = parse(path), load_json(d / "metrics.json")
-        assert page.text(data_field="threshold-line") == f"Threshold {value} (level custom)"
-        assert page.text(data_field="threshold") == value
-        _assert_numbers(page, metrics, page.text)
-        rows = _decode(json.loads(page.script("ragcite-cases")))
+    assert paths == [tmp_path / "job" / "report.html"]
+    assert not any((d / "report.html").exists() for d in dirs)
+    page = parse(paths[0])
+    assert [(a.get("value"), a.get("data-name"), text) for tag, a, text in page.parser.elements
+            if tag == "option" and a.get("data-name")] == [
+        ("0", "t0.05", "Threshold 0.05 (level custom)"),
+        ("1", "t0.3", "Threshold 0.3 (level custom)"),
+        ("2", "t0.5", "Threshold 0.5 (level custom)")]
+    # One part per threshold, the first shown; each shows its own metrics.json.
+    assert [(a["data-view"], a.get("data-name"), "hidden" in a)
+            for _, a, _ in page.parser.elements if a.get("class") == "tview"] == [
+        ("0", "t0.05", False), ("1", "t0.3", True), ("2", "t0.5", True)] * 3  # 3 parts each
+    for index, (d, value) in enumerate(zip(dirs, ("0.05", "0.3", "0.5"))):
+        metrics = load_json(d / "metrics.json")
+        assert page.texts(data_field="threshold-line")[index] == (
+            f"Threshold {value} (level custom)")
+        _assert_numbers(page, metrics, lambda index=index, **a: page.texts(**a)[index])
+        sfx = f"-{index}" if index else ""
+        rows = _decode(json.loads(page.script("ragcite-cases" + sfx)))
         cases = {c.id: c for c in _read(d)}
-        for row in rows:  # each report shows its own decisions
+        for row in rows:  # each threshold's table shows its own decisions
             assert row["m"] == pytest.approx(
                 [cases[row["id"]].metrics[k] for k in METRIC_KEYS], abs=1e-6)
-        shown.append((metrics["metrics"]["context_recall"], page.text(
-            data_metric="context_recall", data_stat="mean")))
-        # The passages are the same in the three: from the one ../passages.parquet.
-        texts = _decode(json.loads(page.script("ragcite-texts")))
-        assert [t["R"][0][1] for t in texts] == [c.references[0]["content"]
-                                                 for c in cases.values()]
+        assert json.loads(page.script("ragcite-meta" + sfx))["threshold"] == float(value)
+    # Similarities 0.375 and 0.0667: both match at 0.05, one at 0.3, none at 0.5.
+    assert page.texts(data_metric="context_recall", data_stat="mean") == [
+        "1.000", "0.500", "0.000"]
+    # The passages embedded once, from the one ../passages.parquet.
+    texts = _decode(json.loads(page.script("ragcite-texts")))
+    assert [t["R"][0][1] for t in texts] == [c.references[0]["content"] for c in _read(dirs[0])]
     assert (tmp_path / "job" / PASSAGES_FILE).is_file()
     assert not (dirs[0] / PASSAGES_FILE).exists()
-    # Similarities 0.375 and 0.0667: both match at 0.05, one at 0.3, none at 0.5.
-    assert shown == [(1.0, "1.000"), (0.5, "0.500"), (0.0, "0.000")]
-    assert "MLflow run" in parse(paths[1]).html and "MLflow run" not in parse(paths[0]).html
+    assert page.html.count(">MLflow run</a>") == 1  # the link of the second threshold only
+    assert page.texts(data_field="tracking-link") == ["MLflow run"]
 
 
-def test_reports_of_one_call_equal_reports_rendered_alone(tmp_path: Path) -> None:
+def test_a_job_folder_of_several_thresholds_is_rendered_again_by_hand(tmp_path: Path) -> None:
+    from runner.reports.run import main
+
     dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.5])
-    together = [p.read_text() for p in render_run_reports(dirs, [None, None],
-                                                          options={"embed": "gzip"})]
-    alone = [render_run_report(d, options={"embed": "gzip"}).read_text() for d in dirs]
+    assert main([str(tmp_path / "job")]) == 0
+    page = parse(tmp_path / "job" / "report.html")
+    assert page.texts(data_field="threshold-line") == ["Threshold 0.05", "Threshold 0.5"]
+    assert main([str(dirs[1]), "--out", str(tmp_path / "alone.html")]) == 0
+    assert parse(tmp_path / "alone.html").text(data_field="threshold-line") == "Threshold 0.5"
 
-    def strip(html: str) -> str:
-        return re.sub(r"Rendered by ragcite \S+ on [^.]+\.", "", html)
 
-    assert [strip(h) for h in together] == [strip(h) for h in alone]
+def test_each_threshold_of_the_page_embeds_what_its_own_report_would(tmp_path: Path) -> None:
+    dirs = build_job(tmp_path / "job", fuzzy_cases(), [0.05, 0.5])
+    [job_page] = render_run_reports(dirs, [None, None], options={"embed": "gzip"})
+    page = parse(job_page)
+    for index, d in enumerate(dirs):
+        alone = parse(render_run_report(d, options={"embed": "gzip"}))
+        sfx = f"-{index}" if index else ""
+        for block in ("ragcite-meta", "ragcite-cases", "ragcite-details"):
+            assert page.script(block + sfx) == alone.script(block)
+        assert page.script("ragcite-texts") == alone.script("ragcite-texts")
     with pytest.raises(ValueError, match="links"):
         render_run_reports(dirs, [None])

@@ -93,12 +93,14 @@ def test_sweep_report_numbers_best_and_links(tmp_path: Path) -> None:
         best = summary["best"][key]
         assert page.text(data_best_value=key) == fmt(best["value"])
         assert best["dir"] in page.text(data_best_jobs=key)
-    # Each complete result links to its own report; the unfinished job is listed.
-    links = dict(_links(page))
-    assert sorted(links) == sorted(j["dir"] for j in complete)
-    for job in complete:
-        assert (sweep / links[job["dir"]]).resolve() == (sweep / job["dir"] / "report.html")
-    assert links["0_precomputed_ngram/t0.3"] == "0_precomputed_ngram/t0.3/report.html"
+    # Each complete result links to its report (a threshold of a job of several: the job's page,
+    # the fragment choosing it); the unfinished job is listed.
+    assert dict(_links(page)) == {
+        "0_precomputed_ngram/t0.3": "0_precomputed_ngram/report.html#t0.3",
+        "0_precomputed_ngram/t0.5": "0_precomputed_ngram/report.html#t0.5",
+        "0_precomputed_ngram/t0.9": "0_precomputed_ngram/report.html#t0.9",
+        "1_precomputed_substring": "1_precomputed_substring/report.html"}
+    assert (sweep / "0_precomputed_ngram" / "report.html").is_file()
     assert "2_precomputed_ngram_n2" in page.html
     assert page.text(data_count="n_jobs") == "3"
     assert page.text(data_count="n_results") == "5"
@@ -193,12 +195,13 @@ def test_sweep_report_in_chromium(tmp_path: Path, open_page: Any) -> None:
     screenshot(page, "sweep")
     assert page.evaluate("window.__xss") is None
     watch.assert_clean()
-    # The link opens the job's own report, from disk.
-    page.locator('[data-report-link="0_precomputed_ngram/t0.3"]').click()
-    page.wait_for_url("**/0_precomputed_ngram/t0.3/report.html")
-    assert page.locator('[data-field="threshold-line"]').inner_text() == "Threshold 0.3"
+    # The link opens the job's page at that threshold, from disk.
+    page.locator('[data-report-link="0_precomputed_ngram/t0.5"]').click()
+    page.wait_for_url("**/0_precomputed_ngram/report.html#t0.5")
     page.locator("html[data-ready='1']").wait_for(state="attached")
-    assert page.locator('[data-metric="context_f1"][data-stat="mean"]').is_visible()
+    assert page.locator('[data-field="threshold-line"]:visible').inner_text() == "Threshold 0.5"
+    assert page.locator("#threshold-switch").input_value() == "1"
+    assert page.locator('[data-metric="context_f1"][data-stat="mean"]:visible').count() == 1
     assert all(url.startswith("file://") for url in watch.requests)
 
 
@@ -219,8 +222,9 @@ def test_multirun_writes_sweep_report(tmp_path: Path) -> None:
     page = parse(sweep / "sweep.html")
     links = dict(_links(page))
     assert len(links) == 4
-    for href in links.values():
-        assert (sweep / href).is_file()
+    for folder, href in links.items():  # each job's page, at the result's threshold
+        job, name = folder.split("/")
+        assert href == f"{job}/report.html#{name}" and (sweep / job / "report.html").is_file()
     summary = load_json(sweep / SWEEP_FILE)
     for entry in summary["jobs"]:
         assert page.text(data_job=entry["dir"], data_metric="context_f1") == fmt(
