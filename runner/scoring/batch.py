@@ -14,7 +14,9 @@ The batch is laid out flat:
   some citation" / "matches some reference" / "source in the case's set" are bincounts and
   sorted-set lookups over ``case * n_ids + id`` codes.
 
-Only the building of the per-case records (lists and dicts for the results tables) stays a Python
+Each threshold's rows of ``cases.parquet`` are cut from these arrays
+(:meth:`BatchResults.table <runner.scoring.records.BatchResults.table>`); only the building of
+the per-case records (lists and dicts: ``passages.parquet``, ``result.cases``) stays a Python
 loop, from lists converted once per batch.
 """
 

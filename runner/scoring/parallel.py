@@ -89,7 +89,7 @@ def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], mat
         for agg, batch in zip(aggs, scored):
             agg.add_batch(batch)
         passages = table.from_rows(map(table.passage_row, scored[0]), table.PASSAGES_SCHEMA)
-        decided = [table.from_rows(map(table.decision_row, b), schema) for b in scored]
+        decided = [b.table(schema) for b in scored]
     return ChunkResult(passages, decided, aggs)
 
 

@@ -1,6 +1,8 @@
 """The per-case records of a decided batch (:class:`Scored`, :class:`BatchResults`): the only
 per-case Python loop of scoring, run for the whole batch when a record is first read; a case's
-figures (memoised per count pattern) and its explanations (written on first read)."""
+figures (memoised per count pattern) and its explanations (written on first read). A
+threshold's rows of ``cases.parquet`` need no record: :meth:`BatchResults.table` cuts them from
+the decided arrays."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from itertools import accumulate
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
-from runner.results import CaseResult
+from runner.results import CaseResult, table
 from runner.results.sequence import CaseSequence
 from runner.scoring.bands import band
 from runner.scoring.case import ScoringOptions, error_case
@@ -146,9 +149,10 @@ class Scored:
         self.figures = [_figures(c, options.zero_division, bands, names) if k not in failed
                         else None for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
-        ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
+        self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
+        self.ref_case, self.cit_case = ref_case, cit_case
         self.rows = [f[2] for f in self.figures if f is not None]
-        totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
+        self.totals = totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
         self.counts = dict(zip(COUNT_KEYS, totals[ok_case].sum(axis=0).tolist()))
         cit_counts = np.bincount(self.cit_label[ok_case[cit_case]],
                                  minlength=len(CITATION_LABELS)).tolist()
@@ -250,6 +254,40 @@ class BatchResults(CaseSequence):
                 self._records = self._scored.records()
         return self._records[k]
 
+    def table(self, schema: pa.Schema) -> pa.Table:
+        """The batch's rows of ``cases.parquet`` (`schema`: :func:`table.decisions_schema`), in
+        case order, built from the decided arrays without building the records: what
+        :func:`table.decision_row` gives for each record."""
+        s, where = self._scored, np.array(self._where, dtype=np.int64)
+        if s is None:  # every case failed before scoring
+            return table.from_rows(map(table.decision_row, self), schema)
+        ok = (where >= 0) & s.ok_case[where]
+        ok_ref, ok_cit, n_cit = s.ok_case[s.ref_case], s.ok_case[s.cit_case], s.totals[:, 2]
+        n_refs, n_cits = (np.where(ok, s.totals[where, i], 0) for i in (0, 2))
+        row_len = n_cit[s.ref_case]  # each reference's row of matched bits
+        bits = pa.array(s.matched[np.repeat(ok_ref, row_len)])
+        # The metrics, counts and bands of each count pattern once; a failed case's: none.
+        seen: dict[tuple[int, ...], tuple[int, int]] = {}  # pattern -> (its code, a case)
+        inverse = [seen.setdefault(s.counts_rows[k], (len(seen), k))[0]
+                   for k in np.flatnonzero(s.ok_case).tolist()]
+        blank = dict.fromkeys(f.name for f in schema.field("metrics").type)
+        patterns = [{"metrics": fig[0], "counts": dict(zip(COUNT_KEYS, s.counts_rows[k])),
+                     "bands": fig[1]} for _, k in seen.values() if (fig := s.figures[k])]
+        patterns.append({"metrics": blank, "counts": None, "bands": blank})
+        codes = np.full(len(where), len(seen))
+        codes[ok] = np.array(inverse, dtype=np.int64)[(np.cumsum(s.ok_case) - 1)[where[ok]]]
+        figs = pa.array(patterns, pa.struct([schema.field(k) for k in (
+            "metrics", "counts", "bands")]), from_pandas=True).take(codes).flatten()
+        errors: list[dict[str, str | None]] = [{"error": None}] * len(where)
+        for pos, case in zip(np.flatnonzero(~ok).tolist(), self.error_cases()):
+            errors[pos] = {"error": case.error}
+        return pa.Table.from_arrays([
+            _lists(_lists(bits, row_len[ok_ref]), n_refs),
+            _lists(pa.array(CITATION_LABELS).take(s.cit_label[ok_cit]), n_cits),
+            _lists(pa.array(REFERENCE_LABELS).take(s.ref_label[ok_ref]), n_refs),
+            *figs, table.from_rows(errors, pa.schema([schema.field("error")])).column(0)],
+            schema=schema)
+
     def error_cases(self) -> Iterator[CaseResult]:
         """The failed cases' records, in case order (the scored ones are not built)."""
         failed = self._scored.failed if self._scored is not None else {}
@@ -258,3 +296,9 @@ class BatchResults(CaseSequence):
                 yield self._errors[pos]
             elif k in failed:
                 yield failed[k]
+
+
+def _lists(values: pa.Array, lengths: np.ndarray) -> pa.ListArray:
+    """`values` cut into consecutive lists of `lengths`."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(offsets, values)

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from runner.data.models import Case
 from runner.matchers import Matcher, NgramMatcher, SubstringMatcher
+from runner.results import table
 from runner.scoring.case import ScoringOptions
+from runner.scoring.metrics import COUNT_KEYS
 from tests.helpers import TableMatcher, case, failing, score_batch
 from tests.scoring.oracle import add_cases, case_pairs, score_case
 
@@ -50,6 +52,9 @@ def assert_same(batch: list[Case], matcher: Matcher, options: ScoringOptions) ->
     together = score_batch([(c, c.response) for c in batch], matcher, options)
     alone = one_by_one(batch, matcher, options)
     assert [r.to_dict() for r in together] == [r.to_dict() for r in alone]
+    # The batch's cases.parquet rows, built from its arrays, are the oracle's records' rows.
+    schema = table.decisions_schema(options.metrics, COUNT_KEYS)
+    assert together.table(schema).equals(table.from_rows(map(table.decision_row, alone), schema))
 
 
 @settings(max_examples=150, deadline=None)
@@ -93,6 +98,7 @@ def test_no_case_and_only_error_cases() -> None:
     c2 = case([("A", "x")], [("A", "x")], id="2", error="boom")
     out = score_batch([(c1, None), (c2, c2.response)], NgramMatcher(), ScoringOptions())
     assert [r.error for r in out] == ["no response for this case", "boom"]
+    assert_same([c1, c2], NgramMatcher(), ScoringOptions())
 
 
 @settings(max_examples=60, deadline=None)
