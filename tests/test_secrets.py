@@ -119,8 +119,9 @@ def test_a_token_the_service_echoes_is_in_no_file_no_block_no_database_no_output
         {"id": "seed-1", "error": 'the service failed: HTTP 422: {"detail": "token *** may not '
                                   'read"}'}]
     # The report's compressed blocks were inflated and searched: the job's one page (its two
-    # thresholds' passages embedded once) holds the scrubbed echo; no result folder has a copy.
-    assert sum(b"called with Bearer ***" in b for b in blocks) == 1
+    # thresholds' passages embedded once) and its one MLflow copy (with the job's first
+    # threshold) hold the scrubbed echo; no result folder has a copy.
+    assert sum(b"called with Bearer ***" in b for b in blocks) == 2
     # MLflow's artifacts were uploaded (and searched); the cache holds the scrubbed replies.
     assert any("mlartifacts" in p.parts and p.name == CASES_FILE for p in files)
     assert b"called with Bearer ***" in (tmp_path / "out" / "cache" / "cache.sqlite").read_bytes()

@@ -1,9 +1,10 @@
 """MLflow tracking of a job (``tracking=mlflow``): one MLflow run per result folder.
 
 The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
-what each run gets is listed in docs/tracking.md. A job's result folders share one
-``passages.parquet``: it is logged once, with the first run of the job, and every run names that
-run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
+what each run gets is listed in docs/tracking.md. What a job's result folders share is logged
+once, with the first run of the job: its ``passages.parquet``, the per-case table and the job
+folder's ``report.html`` (a page for every threshold, when the result folders have none); every run
+names that run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
 (:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
 folder makes its run a child of the sweep's parent run.
 """
@@ -28,7 +29,7 @@ from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking import sqlite_store
 from runner.tracking.base import TrackingLost
 from runner.tracking.flatten import all_secrets, flatten_params, metrics_from_results, result_tags
-from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table, passage_parts
+from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table
 
 log = logging.getLogger("ragcite")
 # The files of a result folder logged as artifacts (a run's, a calibration's).
@@ -140,8 +141,8 @@ class MlflowTracker:
         self.runs: dict[Path, str] = {}  # open runs by result folder (a job's K thresholds)
         self.parent_run_id: str | None = None
         self.link: str | None = None
-        # The job's passages.parquet → the run holding it and, shared by K results, table cells.
-        self._passages: dict[Path, tuple[str, list[bytes] | None]] = {}
+        # The job's passages.parquet → the run holding it and the case table (its first result's).
+        self._passages: dict[Path, str] = {}
 
     @contextmanager
     def _failing(self, what: str, up_front: bool = False) -> Iterator[None]:
@@ -255,17 +256,17 @@ class MlflowTracker:
                 self._log_batch(run_id, result_dir, data, config, tags, secrets)
                 return
             passages = passages_path(result_dir, data).resolve()
-            shared = passages.parent != result_dir.resolve()  # by the K results of a job
-            if not shared or passages not in self._passages:  # logged with the job's first run
+            if passages not in self._passages:  # the job's first result: what they share
+                self._passages = {passages: run_id}
                 store.log_artifact(self.client, run_id, passages, secrets)
-                parts = list(passage_parts(result_dir, self.table_rows)) \
-                    if shared and self.log_table else None
-                self._passages = {passages: (run_id, parts)}
-            holder, parts = self._passages[passages]
+                page = passages.parent / sweeps.REPORT  # a K-threshold job's one page
+                if page.parent != result_dir.resolve() and page.is_file() \
+                        and not (result_dir / sweeps.REPORT).is_file():
+                    store.log_artifact(self.client, run_id, page, secrets)
+                if self.log_table:
+                    log_case_table(self.client, run_id, result_dir, self.table_rows)
             self._log_batch(run_id, result_dir, data, config,
-                            {"ragcite.passages_run_id": holder}, secrets)
-            if self.log_table:
-                log_case_table(self.client, run_id, result_dir, parts, self.table_rows)
+                            {"ragcite.passages_run_id": self._passages[passages]}, secrets)
             if data.get("dataset"):
                 log_dataset(self.client, run_id, data["dataset"])
 

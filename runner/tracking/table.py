@@ -3,14 +3,15 @@
 The file is the JSON MLflow writes for ``mlflow.log_table`` (pandas' ``split`` orientation
 without an index: ``{"columns": [...], "data": [[...], ...]}``), written row by row so memory
 stays flat at any number of cases; the run's ``mlflow.loggedArtifacts`` tag lists it as a table,
-so the MLflow UI and ``MlflowClient.load_table`` read it as one.
+so the MLflow UI and ``MlflowClient.load_table`` read it as one. Built from the job's
+``passages.parquet``, it is logged once per job, with the job's first threshold (its decisions):
+the other thresholds' runs hold only their narrow ``cases.parquet``.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -37,41 +38,31 @@ def passage_cells(record: dict[str, Any]) -> list[Any]:
             len(record.get("references") or []), len(response.get("citations") or [])]
 
 
-def passage_parts(result_dir: Path, rows: int | None = None) -> Iterator[bytes]:
-    """The passage cells of the first `rows` cases, each as JSON without the closing bracket
-    (``[id,query,...``): listed once, the tables of every threshold of a job share them."""
-    return islice((orjson.dumps(passage_cells(r))[:-1]
-                   for r in iter_rows(passages_path(result_dir))), rows)
-
-
-def write_table(result_dir: Path, path: Path, parts: Iterable[bytes] | None = None,
-                rows: int | None = None) -> None:
+def write_table(result_dir: Path, path: Path, rows: int | None = None) -> None:
     """Write the table of `result_dir` (its first `rows` cases; None: all) to `path`, row by
-    row (with `parts`, from :func:`passage_parts` of its job, only its ``cases.parquet`` and
-    the case ids are read).
+    row.
 
     Raises:
         ValueError: ``passages.parquet`` and ``cases.parquet`` hold different numbers of cases.
     """
-    passages = passage_parts(result_dir) if parts is None else iter(parts)
-    pairs = zip(islice(passages, rows), islice(iter_decisions(result_dir), rows), strict=True)
+    pairs = zip(islice(iter_rows(passages_path(result_dir)), rows),
+                islice(iter_decisions(result_dir), rows), strict=True)
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-        for n, (part, decided) in enumerate(pairs):  # then the cells of its cases.parquet row
+        for n, (record, decided) in enumerate(pairs):
             metrics, labels = decided.get("metrics") or {}, decided.get("labels") or {}
-            cells = [*(metrics.get(name) for name in METRIC_KEYS),
+            cells = [*passage_cells(record), *(metrics.get(name) for name in METRIC_KEYS),
                      ", ".join(labels.get("citations") or []),
                      ", ".join(labels.get("references") or []), decided.get("error")]
-            fh.write((b"," if n else b"") + part + b"," + orjson.dumps(cells)[1:])
+            fh.write((b"," if n else b"") + orjson.dumps(cells))
         fh.write(b"]}")
 
 
-def log_case_table(mlflow: Any, run_id: str, result_dir: Path,
-                   parts: Iterable[bytes] | None = None, rows: int | None = None) -> None:
+def log_case_table(mlflow: Any, run_id: str, result_dir: Path, rows: int | None = None) -> None:
     """Log the table of `result_dir` (its first `rows` cases) to run `run_id` as the table
     ``cases_table.json``."""
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
-        write_table(result_dir, Path(tmp) / TABLE_FILE, parts, rows)
+        write_table(result_dir, Path(tmp) / TABLE_FILE, rows)
         mlflow.log_artifact(run_id, str(Path(tmp) / TABLE_FILE))
     tag, entry = "mlflow.loggedArtifacts", {"path": TABLE_FILE, "type": "table"}
     logged = json.loads(mlflow.get_run(run_id).data.tags.get(tag, "[]"))

@@ -14,7 +14,6 @@ from runner.tracking.table import (
     TABLE_COLUMNS,
     TABLE_FILE,
     log_case_table,
-    passage_parts,
     write_table,
 )
 from tests.tracking.conftest import client, download_text, sqlite_uri
@@ -41,11 +40,9 @@ def test_rows_are_the_records_of_the_result_folder(tmp_path: Path) -> None:
          "cited", None],
         ["few", "q", None, 1, 0, None, None, None, None, None, None, "wrong_passage",
          "passage_missed", "TimeoutError: no answer"]]
-    # The first rows only, and the same rows from a job's shared passage cells.
+    # The first rows only.
     write_table(folder, tmp_path / "two.json", rows=2)
     assert json.loads((tmp_path / "two.json").read_text())["data"] == table["data"][:2]
-    write_table(folder, tmp_path / "parts.json", passage_parts(folder, 2), rows=2)
-    assert json.loads((tmp_path / "parts.json").read_text())["data"] == table["data"][:2]
 
 
 def _no_response(rows: list[dict[str, object]]) -> None:

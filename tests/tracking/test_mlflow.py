@@ -35,7 +35,9 @@ from tests.tracking.conftest import (
 from tests.tracking.jobs import DIGEST, RECALL, make_job
 
 ENV_SECRET = "sk-test-env-secret-8910"
-RESULT_FILES = {"metrics.json", CASES_FILE, "config.yaml", TABLE_FILE}
+# What each threshold's run holds; the job's first also its passages and the case table.
+RESULT_FILES = {"metrics.json", CASES_FILE, "config.yaml"}
+JOB_FILES = {PASSAGES_FILE, TABLE_FILE}
 
 
 def sweep_config(uri: str, root: Path, **tracking: Any) -> Any:
@@ -93,7 +95,7 @@ def test_a_result_folder_is_one_run_with_its_params_metrics_tags_and_artifacts(
         "ragcite.job_dir": str(folder.resolve()), "ragcite.version": data["run"][
             "ragcite_version"]}
     assert "mlflow.parentRunId" not in tags
-    assert artifact_paths(uri, run_id) == RESULT_FILES | {PASSAGES_FILE, "report.html"}
+    assert artifact_paths(uri, run_id) == RESULT_FILES | JOB_FILES | {"report.html"}
     for name in ("metrics.json", CASES_FILE, PASSAGES_FILE, "report.html"):
         assert download_bytes(uri, run_id, name, tmp_path / "dl") == (folder / name).read_bytes()
     config = download_text(uri, run_id, "config.yaml", tmp_path / "dl")
@@ -142,9 +144,11 @@ def test_a_job_of_three_thresholds_under_a_sweep_is_three_child_runs_sharing_pas
             (folder / CASES_FILE).read_bytes()
     assert [c.data.tags.get("ragcite.threshold_level") for c in children] == [
         "lenient", None, "strict"]
-    # The passages are logged once, with the job's first threshold.
+    # The passages and the case table are logged once, with the job's first threshold.
     assert [artifact_paths(uri, c.info.run_id) for c in children] == [
-        RESULT_FILES | {PASSAGES_FILE}, RESULT_FILES, RESULT_FILES]
+        RESULT_FILES | JOB_FILES, RESULT_FILES, RESULT_FILES]
+    assert [c.data.tags.get("mlflow.loggedArtifacts") for c in children] == [
+        json.dumps([{"path": TABLE_FILE, "type": "table"}]), None, None]
     assert download_bytes(uri, holder, PASSAGES_FILE, tmp_path / "dl") == \
         (sweep / "0_python_ngram" / PASSAGES_FILE).read_bytes()
 
@@ -213,6 +217,19 @@ def test_runs_of_a_job_are_open_at_once_and_each_ends_as_it_is_closed(
     assert sorted((r.info.run_name, r.info.status) for r in all_runs(uri)) == [
         ("trio_python_ngram_t0.15", "FAILED"), ("trio_python_ngram_t0.3", "FAILED"),
         ("trio_python_ngram_t0.3", "KILLED"), ("trio_python_ngram_t0.8", "FINISHED")]
+
+
+def test_a_job_page_for_every_threshold_is_logged_once_with_the_first_run(
+        tmp_path: Path) -> None:
+    dirs = make_job(tmp_path / "job", [0.15, 0.3])
+    (tmp_path / "job" / "report.html").write_text("<p>both thresholds</p>", encoding="utf-8")
+    uri = sqlite_uri(tmp_path / "out")
+    track(mlflow_tracker(uri, tmp_path / "out"), dirs)
+    first, second = sorted(all_runs(uri), key=lambda r: r.info.run_name)
+    assert artifact_paths(uri, first.info.run_id) == RESULT_FILES | JOB_FILES | {"report.html"}
+    assert artifact_paths(uri, second.info.run_id) == RESULT_FILES
+    assert download_text(uri, first.info.run_id, "report.html", tmp_path / "dl") == \
+        "<p>both thresholds</p>"
 
 
 def test_an_unreachable_server_fails_up_front_or_is_a_warning(

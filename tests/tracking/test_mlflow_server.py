@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.results import CASES_FILE, PASSAGES_FILE, read_result
+from runner.results import CASES_FILE, read_result
 from runner.sweep import start_tracking
 from runner.tracking.flatten import metrics_from_results
 from tests.tracking.conftest import (
@@ -19,7 +19,7 @@ from tests.tracking.conftest import (
     track,
 )
 from tests.tracking.jobs import make_job
-from tests.tracking.test_mlflow import RESULT_FILES, sweep_config
+from tests.tracking.test_mlflow import JOB_FILES, RESULT_FILES, sweep_config
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ def test_run_logged_to_a_server_over_http(tmp_path: Path, mlflow_server: MlflowS
     (run,) = client(uri).search_runs([exp.experiment_id])
     assert run.info.status == "FINISHED"
     assert run.data.metrics == metrics_from_results(read_result(folder))
-    assert artifact_paths(uri, run.info.run_id) == RESULT_FILES | {PASSAGES_FILE, "report.html"}
+    assert artifact_paths(uri, run.info.run_id) == RESULT_FILES | JOB_FILES | {"report.html"}
     assert download_bytes(uri, run.info.run_id, CASES_FILE, tmp_path / "dl") == \
         (folder / CASES_FILE).read_bytes()
     # A remote store gives the report a link to the run in the server's UI.
@@ -64,7 +64,7 @@ def test_a_sweep_job_logged_to_a_server_over_http(
     assert [r.info.status for r in (parent, *children)] == ["FINISHED"] * 3
     assert [c.data.params["scoring.threshold"] for c in children] == ["0.15", "0.8"]
     assert [artifact_paths(uri, c.info.run_id) for c in children] == [
-        RESULT_FILES | {PASSAGES_FILE}, RESULT_FILES]
+        RESULT_FILES | JOB_FILES, RESULT_FILES]
     assert artifact_paths(uri, parent.info.run_id) == {"sweep.json"}
     assert (parent.data.metrics["n_results"], parent.data.metrics["best/context_recall"]) == (
         2.0, 1.0)
