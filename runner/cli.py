@@ -37,7 +37,7 @@ from runner.errors import (
 from runner.pipeline import Outcome, run_job, summary_line
 from runner.redact import env_secrets, guard_output, scrub_files, scrub_text, secret_values
 from runner.reports.base import make_reports
-from runner.reports.run import REPORT_FILE
+from runner.results import REPORT_FILE
 from runner.scoring.gates import check_gate_config
 from runner.sweep import SWEEPS, finish_sweep
 from runner.tracking.base import TrackingLost, make_tracker

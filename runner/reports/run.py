@@ -26,12 +26,10 @@ from runner.errors import RagciteError
 from runner.reports.cases import Embedded, read_embedded
 from runner.reports.common import embed_json, embed_packed, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
-from runner.results import CONFIG_FILE, read_result, require_complete, result_dirs
+from runner.results import CONFIG_FILE, REPORT_FILE, read_result, require_complete, result_dirs
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import declared
-
-REPORT_FILE = "report.html"
 
 EMBED_CHOICES = ("auto", "json", "gzip")
 

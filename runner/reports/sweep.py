@@ -23,10 +23,10 @@ from urllib.parse import quote
 from runner.config.naming import model_text
 from runner.reports import common
 from runner.reports.common import METRIC_KEYS, stacked_bars
+from runner.results import REPORT_FILE as RUN_REPORT
 
 SWEEP_FILE = "sweep.json"
 REPORT_FILE = "sweep.html"
-RUN_REPORT = "report.html"
 # Overrides that only name where or how a job writes: never a difference worth a column.
 _QUIET_KEYS = ("output_root", "progress", "report", "tracking", "hydra.", "cache.", "run_name",
                "experiment")

@@ -38,6 +38,7 @@ CASES_FILE = "cases.parquet"
 PASSAGES_FILE = "passages.parquet"
 CONFIG_FILE = "config.yaml"
 JOB_FILE = "job.json"
+REPORT_FILE = "report.html"  # a result's page (a job of several thresholds: one in its folder)
 PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "metadata",
                 "similarity")
 DECISION_KEYS = ("matched", "labels", "metrics", "counts", "bands", "error")

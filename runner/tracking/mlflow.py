@@ -24,6 +24,7 @@ from runner.config.constraints import COUNT, SECONDS
 from runner.errors import RagciteError
 from runner.redact import redact, scrub_text
 from runner.results import CASES_FILE, CONFIG_FILE, METRICS_FILE, passages_path, read_result
+from runner.results import REPORT_FILE as PAGE
 from runner.tracking import mlflow_store as store
 from runner.tracking import mlflow_sweep as sweeps
 from runner.tracking import sqlite_store
@@ -33,7 +34,7 @@ from runner.tracking.table import DEFAULT_TABLE_ROWS, log_case_table
 
 log = logging.getLogger("ragcite")
 # The files of a result folder logged as artifacts (a run's, a calibration's).
-ARTIFACTS = (METRICS_FILE, CASES_FILE, CONFIG_FILE, sweeps.REPORT, "calibration.json",
+ARTIFACTS = (METRICS_FILE, CASES_FILE, CONFIG_FILE, PAGE, "calibration.json",
              "calibration.html")
 
 
@@ -259,9 +260,9 @@ class MlflowTracker:
             if passages not in self._passages:  # the job's first result: what they share
                 self._passages = {passages: run_id}
                 store.log_artifact(self.client, run_id, passages, secrets)
-                page = passages.parent / sweeps.REPORT  # a K-threshold job's one page
+                page = passages.parent / PAGE  # a K-threshold job's one page
                 if page.parent != result_dir.resolve() and page.is_file() \
-                        and not (result_dir / sweeps.REPORT).is_file():
+                        and not (result_dir / PAGE).is_file():
                     store.log_artifact(self.client, run_id, page, secrets)
                 if self.log_table:
                     log_case_table(self.client, run_id, result_dir, self.table_rows)

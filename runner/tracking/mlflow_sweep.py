@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from runner.results import REPORT_FILE
 from runner.tracking import mlflow_store as store
 from runner.tracking.flatten import key
 
@@ -36,7 +37,6 @@ log = logging.getLogger("ragcite")
 # Where a sweep leaves its parent run id for the jobs, relative to the sweep folder.
 PARENT_FILE = Path(".ragcite") / "parent_run.json"
 SWEEP_FILES = ("sweep.json", "sweep.html")
-REPORT = "report.html"
 COPY_DIR = Path(".ragcite") / "mlflow"
 NOTE = ("<p class=\"small muted\" id=\"mlflow-note\">Each job's report link opens its MLflow "
         "run's report.html in a new tab. MLflow's artifact frame may block new tabs: then open "
@@ -132,9 +132,9 @@ def report_copy(page: Path, sweep_dir: Path, links: dict[str, str]) -> Path:
     text = page.read_text(encoding="utf-8")
     for folder, link in links.items():
         # The relative link as the page writes it (runner/reports/sweep.py, "link").
-        href = html.escape("/".join(quote(p, safe="") for p in (*folder.split("/"), REPORT)),
+        href = html.escape("/".join(quote(p, safe="") for p in (*folder.split("/"), REPORT_FILE)),
                            quote=True)
-        url = html.escape(f"{link}/artifacts/{REPORT}", quote=True)
+        url = html.escape(f"{link}/artifacts/{REPORT_FILE}", quote=True)
         text = text.replace(f'href="{href}"',
                             f'href="{url}" target="_blank" rel="noopener noreferrer"')
     text = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + NOTE, text, count=1)
