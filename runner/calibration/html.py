@@ -73,6 +73,8 @@ class CalibrationReports:
 
     def render_sweep(self, sweep_dir: Path) -> None:
         """Write ``calibration_summary.html`` in `sweep_dir` from its ``sweep.json``."""
+        sweep = _read(sweep_dir / SWEEP_FILE)
+        name = sweep.get("name") or sweep_dir.name
         write_html(sweep_dir / "calibration_summary.html", render(
-            "calibration_summary.html.j2", title=f"Calibration summary {sweep_dir.name}",
-            s=_read(sweep_dir / SWEEP_FILE), name=sweep_dir.name))
+            "calibration_summary.html.j2", title=f"Calibration summary: {name}", s=sweep,
+            name=name))

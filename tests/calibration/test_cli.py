@@ -185,4 +185,7 @@ def test_matchers_compared_on_the_same_labels(tmp_path: Path) -> None:
     assert [job["threshold"] for job in summary["jobs"]] == [
         {"value": 1.0, "level": "default"}, {"value": 0.5, "level": "default"}]
     assert summary["incomplete_jobs"] == [] and summary["best"] == {}
-    assert (sweep / "calibration_summary.html").is_file()
+    # Its title names what was swept (the sweep's name), not a time stamp.
+    page = (sweep / "calibration_summary.html").read_text(encoding="utf-8")
+    assert f"<title>Calibration summary: {summary['name']}</title>" in page
+    assert summary["name"] == "demo · extractive · sweep matcher"
