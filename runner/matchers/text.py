@@ -31,9 +31,9 @@ import numpy as np
 # An ellipsis marker: "…", three or more dots or ". . .", or "[…]" / "[...]".
 ELLIPSIS = re.compile(r"\[(?:…|\.{3})\]|…|\.{3,}|\.(?: \.){2,}")
 
-INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\u00ad\ufeff"))
-"""Invisible format characters removed before matching (a ``str.translate`` table): zero-width
-space, non-joiner and joiner, word joiner, soft hyphen, byte order mark."""
+INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\u00ad\ufeff]")
+"""Invisible format characters, removed before matching: zero-width space, non-joiner and
+joiner, word joiner, soft hyphen, byte order mark."""
 
 TOKENIZERS = ("auto", "words", "chars")
 """``matcher.tokenizer``: which characters are tokens of their own (module docstring)."""
@@ -100,7 +100,7 @@ def fold(text: str) -> str:
     """NFKC-normalise, case-fold and collapse whitespace (the `substring` normalisation)."""
     if text.isascii():
         return " ".join(text.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", text.translate(INVISIBLE)).casefold().split())
+    return " ".join(unicodedata.normalize("NFKC", INVISIBLE.sub("", text)).casefold().split())
 
 
 def split_ellipsis(text: str) -> list[str]:
@@ -172,11 +172,10 @@ def token_stream(texts: Sequence[str], tokenizer: str = "auto") -> tuple[bytes, 
     if plain:
         big = _joined(texts if not other else [texts[i] for i in plain])
         data += big.replace(". . .", "...").encode("ascii")
-    if other:
-        norm = [unicodedata.normalize("NFKC", texts[i].translate(INVISIBLE)).casefold()
-                for i in other]
-        text = _blank_nonword(_joined(norm).replace(". . .", "..."), split_table(tokenizer))
-        data += (b"\x01" if plain else b"") + text.encode("utf-8")
+    if other:  # normalised at once: "\x01" is stable under NFKC and case folding
+        big = INVISIBLE.sub("", _joined([texts[i] for i in other]))
+        norm = unicodedata.normalize("NFKC", big).casefold().replace(". . .", "...")
+        data += (b"\x01" if plain else b"") + _blank_nonword(norm, split_table(tokenizer)).encode()
     return data, np.array(plain + other, dtype=np.int64)
 
 
