@@ -183,7 +183,7 @@ def test_a_plugin_option_is_typed_by_the_class_it_names() -> None:
             seen[f"{group}/{path.stem}"] = [f.name for f in dataclasses.fields(
                 OmegaConf.get_type(node)) if f.name != "_target_"]
     assert len(seen) == 15  # matcher 5, model 5, tracking 2, report 3 (html, none, calibration)
-    assert seen["matcher/ngram"] == ["n", "threads", "kernel"]
+    assert seen["matcher/ngram"] == ["n", "tokenizer", "threads", "kernel"]
     assert seen["tracking/none"] == [] and seen["report/none"] == []
     assert seen["tracking/mlflow"] == ["tracking_uri", "artifact_location", "required",
                                        "timeout_s", "log_table", "table_rows", "ui_url", "tags"]

@@ -86,6 +86,21 @@ def test_matcher_instance_and_threshold() -> None:
         "value": 0.75, "level": "strict", "index": 0}
 
 
+def test_chinese_and_japanese_quotes_match_with_the_default_matcher() -> None:
+    # tests/matchers/test_ngram.py works these out: a truncated Chinese quote 6/6 trigrams, an
+    # elided Japanese one 8/8, another Chinese sentence 1/10 of its trigrams.
+    zh, ja = "城市的公共图书馆每天早上九点开门。", "市立図書館は午前九時から開いています。"
+    cits = [("A", "公共图书馆每天早"), ("B", "市立図書館は. . .開いています"),
+            ("A", "图书馆二楼设有儿童阅览区。")]
+    c = case([("A", zh), ("B", ja)], cits)
+    result = runner.evaluate([c])
+    assert result.cases[0].matched == [[True, False, False], [False, True, False]]
+    assert result.metrics["context_recall"] == 1.0
+    # Before matcher.tokenizer (words): each sentence is one token, and nothing matches.
+    words = runner.evaluate([c], matcher=NgramMatcher(tokenizer="words"))
+    assert words.metrics["context_recall"] == 0.0
+
+
 def test_several_thresholds_from_one_pass_equal_single_runs() -> None:
     cit = ("Employees must submit a remote work request at least five business days before the "
            "start date.")

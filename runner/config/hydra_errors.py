@@ -3,7 +3,7 @@
 Hydra reports a composition error as a block ending with a ``HYDRA_FULL_ERROR`` hint and exits
 1; with :data:`FULL_ERROR` set (runner.cli) it raises the exception instead, and :func:`describe`
 turns each kind into one line naming the key and what is allowed: ``matcher.foo: no such key;
-NgramMatcher takes: n, threads, kernel``.
+NgramMatcher takes: n, tokenizer, threads, kernel``.
 """
 
 from __future__ import annotations

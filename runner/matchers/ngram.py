@@ -39,7 +39,7 @@ from runner._gc import gc_paused
 from runner.config.constraints import OneOf, Range, allows
 from runner.matchers import ngram_numba
 from runner.matchers.base import BaseMatcher, Similarity, TextPair
-from runner.matchers.text import token_ids, token_stream, word_table
+from runner.matchers.text import TOKENIZERS, split_table, token_ids, token_stream, word_table
 
 CHUNK_PAIRS = 12_288
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
@@ -55,8 +55,8 @@ def resolve_threads(threads: int) -> int:
     return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
 
 
-def _gram_table(texts: list[str],
-                n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _gram_table(texts: list[str], n: int,
+                tokenizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """The n-gram multisets of the texts of one chunk (the module docstring, step 3).
 
     Returns:
@@ -65,7 +65,7 @@ def _gram_table(texts: list[str],
         ``entries[start[t]:start[t + 1]]``), and the number of n-grams of each text, repeats
         included.
     """
-    tok = token_ids(texts)
+    tok = token_ids(texts, tokenizer)
     ids = tok.ids
     n_texts = len(texts)
     last = max(len(ids) - n + 1, 0)  # window i covers tokens i .. i + n - 1
@@ -108,13 +108,17 @@ def _local(texts: Sequence[str], a: np.ndarray,
 class NgramMatcher(BaseMatcher):
     """Similarity = |G(ref) ∩ G(cit)| / min(|G(ref)|, |G(cit)|) over multisets of token n-grams.
 
-    Tokens are the case-folded word tokens (``\\w`` plus combining marks) of the NFKC text; no
-    n-gram crosses an ellipsis.
+    Tokens are the case-folded word tokens (``\\w`` plus combining marks) of the NFKC text,
+    single characters as `tokenizer` says; no n-gram crosses an ellipsis.
     When either side's longest ellipsis-free stretch has fewer than `n` tokens, both sides use
     that shorter length (at least 1). A side without tokens gives 0.
 
     Args:
         n: The n-gram length (default 3).
+        tokenizer: ``auto`` (the default): words, but each character of a script written without
+            spaces between words (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar) is a token;
+            ``words``: runs of word characters only; ``chars``: every word character is a
+            token (:mod:`runner.matchers.text`).
         threads: Threads that compute chunks of pairs at once within this process; 0 (the
             default) means one per CPU, at most 4. It does not change any similarity, so it is
             not part of :meth:`identity`.
@@ -129,6 +133,7 @@ class NgramMatcher(BaseMatcher):
     KERNELS: ClassVar[tuple[str, ...]] = ("auto", "numpy", "numba")
 
     n: int = field(default=3, metadata=allows(Range(low=1, integer=True)))
+    tokenizer: str = field(default="auto", metadata=allows(OneOf(TOKENIZERS, "tokenizer")))
     threads: int = field(default=0, metadata=allows(Range(low=0, integer=True), identity=False))
     kernel: str = field(default="auto", metadata=allows(OneOf(KERNELS, "kernel"),
                                                         identity=False))
@@ -154,7 +159,7 @@ class NgramMatcher(BaseMatcher):
             changes["kernel"] = "numba" if ngram_numba.worth_it(n_pairs) else "numpy"
         if processes > 1:
             changes["threads"] = 1
-            word_table()
+            word_table(), split_table(self.tokenizer)
         adapted = dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
         if adapted.kernel == "numba" and not ngram_numba.loaded():
             adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel, once
@@ -180,14 +185,14 @@ class NgramMatcher(BaseMatcher):
             chunk_texts, ca, cb = _local(texts, a[start:start + CHUNK_PAIRS],
                                          b[start:start + CHUNK_PAIRS])
             if compiled:
-                stream, order = token_stream(chunk_texts)
+                stream, order = token_stream(chunk_texts, self.tokenizer)
                 position = np.argsort(order)  # the stream position of each text
                 done = ngram_numba.similarities(stream, position, ca, cb, self.n)
                 if done is not None:  # else keys beyond int64: the numpy path
                     sims, total = done
-                    _short_pairs(chunk_texts, ca, cb, total, sims, self.n)
+                    _short_pairs(chunk_texts, ca, cb, total, sims, self.n, self.tokenizer)
                     return sims
-            return _overlap(chunk_texts, ca, cb, self.n)
+            return _overlap(chunk_texts, ca, cb, self.n, self.tokenizer)
 
         auto = self.kernel == "auto"  # the compiled kernel for this call?
         compiled = ngram_numba.worth_it(len(a)) if auto else self.kernel == "numba"
@@ -202,9 +207,10 @@ class NgramMatcher(BaseMatcher):
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.float64)
 
 
-def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int,
+             tokenizer: str) -> np.ndarray:
     """Similarities of the pairs (texts[a[p]], texts[b[p]]) by steps 1-4 (the numpy path)."""
-    entries, counts, start, total, base = _gram_table(texts, n)
+    entries, counts, start, total, base = _gram_table(texts, n, tokenizer)
     sims = np.zeros(len(a))
     # Pairs where both sides have an n-gram: step 4 of the module docstring.
     ok = np.flatnonzero((total[a] > 0) & (total[b] > 0))
@@ -228,12 +234,12 @@ def _overlap(texts: list[str], a: np.ndarray, b: np.ndarray, n: int) -> np.ndarr
                           np.minimum(counts[at], counts[pos]), 0)
         inter = np.bincount(pair_of, weights=shared, minlength=len(ok))
         sims[ok] = inter / np.minimum(total[src], total[dst])
-    _short_pairs(texts, a, b, total, sims, n)
+    _short_pairs(texts, a, b, total, sims, n, tokenizer)
     return sims
 
 
 def _short_pairs(texts: list[str], a: np.ndarray, b: np.ndarray, total: np.ndarray,
-                 sims: np.ndarray, n: int) -> None:
+                 sims: np.ndarray, n: int, tokenizer: str) -> None:
     """Fill in `sims` for the pairs with a side without n-grams (``total`` 0): the short-side
     rule, by scoring them again with n - 1.
 
@@ -243,4 +249,4 @@ def _short_pairs(texts: list[str], a: np.ndarray, b: np.ndarray, total: np.ndarr
     """
     short = np.flatnonzero((total[a] == 0) | (total[b] == 0))
     if len(short) and n > 1:
-        sims[short] = _overlap(*_local(texts, a[short], b[short]), n - 1)
+        sims[short] = _overlap(*_local(texts, a[short], b[short]), n - 1, tokenizer)

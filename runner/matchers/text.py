@@ -3,12 +3,17 @@
 Tokens are the runs of word characters of the NFKC-normalised, case-folded text: ``\\w`` plus
 the combining marks (Unicode category M), which Python's ``\\w`` leaves out although they are
 part of words in Devanagari, Thai, Arabic with diacritics and other scripts (``हिंदी`` is one
-token, not ``ह`` and ``द``). An ellipsis (``…`` or three or more dots) separates stretches that
-no n-gram crosses.
+token, not ``ह`` and ``द``). With the tokenizer ``auto`` (the default), each word character of
+the scripts written without spaces between words (Han, Hiragana, Katakana, Hangul, Thai, Lao,
+Khmer, Myanmar: :data:`CHAR_BLOCKS`) is a token of its own, in the same pass; ``words`` keeps
+runs of them whole, ``chars`` makes every word character a token. Invisible format characters
+(:data:`INVISIBLE`) are removed first. An ellipsis (``…``, three or more dots, ``. . .``, or
+either in square brackets) separates stretches that no n-gram crosses.
 
 The fast paths give exactly the same result as the plain Unicode path: for ASCII text NFKC is
 the identity, case folding is ``lower()``, ``\\w`` matches ``[A-Za-z0-9_]``, and the only
-ellipsis marker is a run of three or more dots (whitespace is what ``str.split()`` splits on).
+ellipsis marker is a run of three or more dots (whitespace is what ``str.split()`` splits on),
+and no character of :data:`CHAR_BLOCKS` or :data:`INVISIBLE` occurs.
 ``tests/matchers/test_ngram_reference.py`` checks this against a literal implementation.
 """
 
@@ -23,8 +28,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# An ellipsis marker: the single character "…" or three or more dots.
-ELLIPSIS = re.compile(r"…|\.{3,}")
+# An ellipsis marker: "…", three or more dots or ". . .", or "[…]" / "[...]".
+ELLIPSIS = re.compile(r"\[(?:…|\.{3})\]|…|\.{3,}|\.(?: \.){2,}")
+
+INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\u00ad\ufeff]")
+"""Invisible format characters, removed before matching: zero-width space, non-joiner and
+joiner, word joiner, soft hyphen, byte order mark."""
+
+TOKENIZERS = ("auto", "words", "chars")
+"""``matcher.tokenizer``: which characters are tokens of their own (module docstring)."""
+
+CHAR_BLOCKS = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1100, 0x11FF), (0x1780, 0x17FF),
+               (0x19E0, 0x19FF), (0x2E80, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+               (0xA960, 0xA97F), (0xA9E0, 0xA9FF), (0xAA60, 0xAA7F), (0xAC00, 0xD7FF),
+               (0xF900, 0xFAFF), (0xFF66, 0xFFDC), (0x1B000, 0x1B16F), (0x20000, 0x3FFFF))
+"""The Unicode blocks (first, last) of Thai, Lao, Myanmar, Hangul, Khmer, the CJK radicals,
+kana, Bopomofo and ideographs, their extensions and half-width forms (Blocks.txt)."""
 
 # Combining marks (Unicode category M) only occur in planes 0, 1 and 14: planes 2-3 hold CJK
 # ideographs, 4-13 are unassigned and 15-16 are private use. Scanning just these three planes
@@ -49,31 +68,44 @@ def word_table() -> np.ndarray:
     return table
 
 
-def _blank_nonword(text: str) -> str:
-    """`text` with every non-ASCII character that is not a word character replaced by a space.
+@functools.cache
+def split_table(tokenizer: str) -> np.ndarray | None:
+    """``table[c]`` is True when code point c is a token of its own under `tokenizer`."""
+    if tokenizer != "auto":
+        return word_table() if tokenizer == "chars" else None
+    table = np.zeros_like(word_table())
+    for first, last in CHAR_BLOCKS:
+        table[first:last + 1] = True
+    return table & word_table()
+
+
+def _blank_nonword(text: str, split: np.ndarray | None = None) -> str:
+    """`text` with every non-ASCII character that is not a word character replaced by a space,
+    and a space either side of every character c where ``split[c]``.
 
     A table lookup per code point instead of a regex.
     """
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     high = np.flatnonzero(codes >= 128)  # only these can need blanking: look up just them
     blank = high[~word_table()[codes[high]]]
-    if not len(blank):
+    at = np.flatnonzero(split[codes]) if split is not None else blank[:0]
+    if not len(blank) and not len(at):
         return text
     codes = codes.copy()
     codes[blank] = 32
-    return codes.tobytes().decode("utf-32-le")
+    return np.insert(codes, np.concatenate([at, at + 1]), 32).tobytes().decode("utf-32-le")
 
 
 def fold(text: str) -> str:
     """NFKC-normalise, case-fold and collapse whitespace (the `substring` normalisation)."""
     if text.isascii():
         return " ".join(text.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return " ".join(unicodedata.normalize("NFKC", INVISIBLE.sub("", text)).casefold().split())
 
 
 def split_ellipsis(text: str) -> list[str]:
     """Split a passage on ellipsis markers, dropping parts that are empty after stripping."""
-    if "..." not in text and "…" not in text:
+    if "..." not in text and "…" not in text and ". . ." not in text:
         stripped = text.strip()
         return [stripped] if stripped else []
     return [part.strip() for part in ELLIPSIS.split(text) if part.strip()]
@@ -120,32 +152,36 @@ def _joined(parts: Sequence[str]) -> str:
     return big
 
 
-def token_stream(texts: Sequence[str]) -> tuple[bytes, np.ndarray]:
+def token_stream(texts: Sequence[str], tokenizer: str = "auto") -> tuple[bytes, np.ndarray]:
     """All texts as one UTF-8 byte stream, each after the mark ``\\x01``, and their order.
 
-    ASCII texts come first, as they are; then the others, NFKC-normalised and case-folded, with
-    their non-ASCII non-word characters blanked, so every byte of a remaining non-ASCII
-    character is part of a word. A mark inside a text becomes a space.
+    ASCII texts come first, as they are (``chars`` excepted); then the others, without
+    invisible characters, NFKC-normalised and case-folded, with their non-ASCII non-word
+    characters blanked, so every byte of a remaining non-ASCII character is part of a word, and
+    the characters that are tokens of their own (:func:`split_table`) between spaces. A mark
+    inside a text becomes a space; ``. . .`` becomes ``...``.
 
     Returns:
         ``(stream, order)``: ``order[p]`` is the index in `texts` of the p-th text of the stream.
     """
     ascii_text = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
+    ascii_text &= tokenizer != "chars"
     plain: list[int] = np.flatnonzero(ascii_text).tolist()
     other: list[int] = np.flatnonzero(~ascii_text).tolist()
     data = b"\x01"
     if plain:
-        data += _joined(texts if not other else [texts[i] for i in plain]).encode("ascii")
-    if other:
-        norm = [unicodedata.normalize("NFKC", texts[i]).casefold() for i in other]
-        text = _blank_nonword(_joined(norm))
-        data += (b"\x01" if plain else b"") + text.encode("utf-8")
+        big = _joined(texts if not other else [texts[i] for i in plain])
+        data += big.replace(". . .", "...").encode("ascii")
+    if other:  # normalised at once: "\x01" is stable under NFKC and case folding
+        big = INVISIBLE.sub("", _joined([texts[i] for i in other]))
+        norm = unicodedata.normalize("NFKC", big).casefold().replace(". . .", "...")
+        data += (b"\x01" if plain else b"") + _blank_nonword(norm, split_table(tokenizer)).encode()
     return data, np.array(plain + other, dtype=np.int64)
 
 
-def token_ids(texts: Sequence[str]) -> TokenIds:
+def token_ids(texts: Sequence[str], tokenizer: str = "auto") -> TokenIds:
     """Tokenise many texts at once into the word tokens (``\\w`` plus combining
-    marks) of each ellipsis-free stretch.
+    marks; single characters as `tokenizer` says) of each ellipsis-free stretch.
 
     All texts go into one UTF-8 byte buffer (:func:`token_stream`). Numpy then finds the
     tokens (runs of word bytes) and the stretch breaks (runs of three or more dots: NFKC turns
@@ -154,7 +190,7 @@ def token_ids(texts: Sequence[str]) -> TokenIds:
     for byte with the first token of its group, so the ids are exact; a false group (never
     seen) falls back to a dict.
     """
-    data, order = token_stream(texts)
+    data, order = token_stream(texts, tokenizer)
     buf = np.frombuffer(data, dtype=np.uint8)
     # Word bytes: [0-9A-Za-z_] and every byte of a non-ASCII character (uint8 arithmetic wraps).
     word = ((buf | _U8(32)) - _U8(97)) < _U8(26)

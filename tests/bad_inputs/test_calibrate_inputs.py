@@ -34,7 +34,8 @@ ROWS = [
         "ragcite: error: matcher=nope: no such option; choose one of: embeddings, llm, "
         "local_embeddings, ngram, substring"),
     Row("a matcher key that does not exist", ["matcher.foo=1"], 2,
-        "ragcite: error: matcher.foo: no such key; NgramMatcher takes: n, threads, kernel"),
+        "ragcite: error: matcher.foo: no such key; NgramMatcher takes: n, tokenizer, threads, "
+        "kernel"),
     Row("a root key that does not exist", ["nokey=1"], 2,
         "ragcite: error: nokey: no such key; the config takes: dataset, model, matcher, "
         "scoring, tracking, report, gate, cache, output_root, seed, progress, experiment, "

@@ -35,7 +35,7 @@ ROOT_KEYS = ("dataset, model, matcher, scoring, tracking, report, gate, cache, o
              "progress, experiment, run_name, calibrate, prices")
 GATES = ("context_recall, context_precision, context_f1, source_recall, source_precision, "
          "source_f1, max_error_rate")
-NGRAM_KEYS = "n, threads, kernel"
+NGRAM_KEYS = "n, tokenizer, threads, kernel"
 STEPS = "nfc, strip, collapse_whitespace, casefold, basename"
 MATCHERS = "embeddings, llm, local_embeddings, ngram, substring"
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
@@ -122,6 +122,8 @@ ROWS = [
         f"{E}matcher.threads: must be an integer >= 0, got -1"),
     Row("unknown kernel", ["matcher.kernel=gpu"], 2,
         f"{E}matcher.kernel: unknown kernel 'gpu'; choose from: auto, numpy, numba"),
+    Row("unknown tokenizer", ["matcher.tokenizer=maybe"], 2,
+        f"{E}matcher.tokenizer: unknown tokenizer 'maybe'; choose from: auto, words, chars"),
     Row("negative limit", ["dataset.limit=-1"], 2,
         f"{E}dataset.limit: must be an integer >= 1, got -1"),
     Row("limit 0: an empty dataset", ["dataset.limit=0"], 2,

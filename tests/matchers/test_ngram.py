@@ -130,11 +130,53 @@ def test_full_width_digits_through_nfkc() -> None:
 
 
 def test_cjk_tokens() -> None:
-    # Tokens: 東京 タワー は 高い / 東京 タワー は 低い -> trigrams (東京 タワー は),
+    words = NgramMatcher(tokenizer="words")
+    # words: 東京 タワー は 高い / 東京 タワー は 低い -> trigrams (東京 タワー は),
     # (タワー は 高い) vs (東京 タワー は), (タワー は 低い) -> 1 / min(2, 2) = 1/2.
-    assert sim("東京 タワー は 高い", "東京 タワー は 低い") == 0.5
+    assert words.similarities([("東京 タワー は 高い", "東京 タワー は 低い")]) == [0.5]
     # Without spaces a CJK run is one \w+ token: 1 token each side -> unigrams, different -> 0.
-    assert sim("東京タワーは高い", "東京タワーは低い") == 0.0
+    assert words.similarities([("東京タワーは高い", "東京タワーは低い")]) == [0.0]
+    # auto: one token per character, spaces or not: 東京タワーは高い -> 6 trigrams, of which
+    # ーは高 and は高い are not in 東京タワーは低い -> 4 / 6.
+    assert sim("東京 タワー は 高い", "東京 タワー は 低い") == sim("東京タワーは高い",
+                                                                   "東京タワーは低い") == 4 / 6
+
+
+ZH = "城市的公共图书馆每天早上九点开门。"  # 16 characters and 。 -> 14 trigrams
+JA = "市立図書館は午前九時から開いています。"  # 18 characters and 。 -> 16 trigrams
+
+
+@pytest.mark.parametrize(("ref", "cit", "expected"), [
+    (ZH, ZH, 1.0),  # exact
+    (ZH, "公共图书馆每天早", 1.0),  # cut mid-clause: 8 characters, 6 trigrams, all in ZH -> 6/6
+    # Elided: 城市的公共 (3 trigrams) and 九点开门 (2), none across the ellipsis -> 5/5.
+    (ZH, "城市的公共……九点开门", 1.0),
+    (ZH, "城市的公共[…]九点\u200b开门", 1.0),  # the same, with a zero-width space inside
+    # One character changed (九 -> 十): 早上十, 上十点, 十点开 are not in ZH -> 11/14.
+    (ZH, "城市的公共图书馆每天早上十点开门。", 11 / 14),
+    # Another sentence of the same paragraph: shares only 图书馆 -> 1 / min(14, 10) (12 chars).
+    (ZH, "图书馆二楼设有儿童阅览区。", 1 / 10),
+    (ZH, "任何居民都可以凭身份证免费办理借书证。", 0.0),  # no trigram shared
+    (JA, JA, 1.0),
+    (JA, "図書館は午前九", 1.0),  # 7 characters, 5 trigrams -> 5/5
+    (JA, "市立図書館は. . .開いています", 1.0),  # 市立図書館は (4) and 開いています (4) -> 8/8
+    (JA, "市立図書館は午前十時から開いています。", 13 / 16),  # 前十時 午前十 十時か gone -> 13/16
+    (JA, "予約した本が届くと、メールで知らせてくれるので便利です。", 0.0),
+    # Mixed text, one pass: tokyo 東 京 タ ワ ー is tall / 東 京 タ ワ ー is -> 東京タ, 京タワ,
+    # タワー, ワーis: all 4 in the reference -> 4/4.
+    ("Tokyo 東京タワー is tall", "東京タワー is", 1.0),
+])
+def test_chinese_and_japanese_quotes(ref: str, cit: str, expected: float) -> None:
+    assert sim(ref, cit) == expected
+    # The default threshold (0.5) separates quotes of the reference from other sentences.
+    assert (expected >= NgramMatcher.levels["default"]) == (expected > 0.5)
+
+
+def test_words_tokenizer_misses_chinese_and_japanese_quotes() -> None:
+    # Before `auto`: each run of characters is one token, so a part of a run shares nothing.
+    words = NgramMatcher(tokenizer="words")
+    assert words.similarities([(ZH, "公共图书馆每天早"), (JA, "図書館は午前九")]) == [0.0, 0.0]
+    assert NgramMatcher().identity() != words.identity()  # separate cache entries
 
 
 def test_seed_passages() -> None:
@@ -265,7 +307,8 @@ def test_defaults_and_identity() -> None:
     assert m.levels == {"strict": 0.75, "default": 0.5, "lenient": 0.3}
     assert m.similarity_range == (0.0, 1.0)
     assert isinstance(m, Local) and isinstance(m, FastPath)  # never cached; ids, not strings
-    assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3}
+    assert m.identity() == {"class": "runner.matchers.ngram.NgramMatcher", "n": 3,
+                            "tokenizer": "auto"}
     # Threads change no similarity: not part of the identity either.
     assert NgramMatcher(threads=3).identity() == m.identity()
     assert NgramMatcher(n=2).identity() != m.identity()

@@ -1,11 +1,14 @@
 """The optimised `ngram` matcher equals a plain reference implementation of SPEC 4.2.
 
-The reference below follows the SPEC text literally and has no fast path: NFKC, case folding,
-split on ellipsis markers, ``\\w+`` tokens, multisets of n-grams as Counters, the short-side
-rule, overlap / min. The matcher must give exactly the same float for every pair, on the
-synthetic benchmark data (bench/synth.py) and on generated ASCII and Unicode text, whether a
-pair is scored alone or in a batch that shares texts, with either kernel (``numpy``, and the
-compiled ``numba`` one where numba is installed).
+The reference below follows the SPEC text literally and has no fast path: invisible characters
+removed, NFKC, case folding, split on ellipsis markers, ``\\w+`` tokens (each character of the
+scripts written without spaces a token of its own under ``tokenizer=auto``, every word
+character under ``chars``), multisets of n-grams as Counters, the short-side rule, overlap /
+min. The matcher must give exactly the same float for every pair, on the synthetic benchmark
+data (bench/synth.py) and on generated ASCII and Unicode text (Chinese, Japanese, Korean, Thai,
+Lao, Khmer and Myanmar included), whether a pair is scored alone or in a batch that shares
+texts, with either kernel (``numpy``, and the compiled ``numba`` one where numba is
+installed).
 """
 
 from __future__ import annotations
@@ -32,25 +35,39 @@ _NO_NUMBA = pytest.mark.skipif(not ngram_numba.available(),
                                reason="numba (the `fast` extra) not installed")
 KERNELS = pytest.mark.parametrize("kernel", ["numpy", pytest.param("numba", marks=_NO_NUMBA)])
 
-_ELLIPSIS = re.compile(r"…|\.{3,}")
+_ELLIPSIS = re.compile(r"\[(?:…|\.{3})\]|…|\.{3,}|\.(?: \.){2,}")
+_INVISIBLE = "\u200b\u200c\u200d\u2060\u00ad\ufeff"
+
+
 def _is_word(char: str) -> bool:
     # Python's \w (str.isalnum() or "_") plus the combining marks (category M).
     return char.isalnum() or char == "_" or unicodedata.category(char).startswith("M")
 
 
-def _words(part: str) -> list[str]:
-    return "".join(c if _is_word(c) else " " for c in part).split()
+def _alone(char: str, tokenizer: str) -> bool:
+    # A token of its own: every word character (chars), or one of the blocks of the scripts
+    # written without spaces (auto).
+    blocks = text_module.CHAR_BLOCKS
+    return tokenizer == "chars" or (tokenizer == "auto"
+                                    and any(a <= ord(char) <= b for a, b in blocks))
 
 
-def reference_stretches(text: str) -> list[list[str]]:
-    """Word tokens of each ellipsis-free stretch of the NFKC, case-folded text (empty dropped)."""
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    return [toks for part in _ELLIPSIS.split(norm) if (toks := _words(part))]
+def _words(part: str, tokenizer: str) -> list[str]:
+    return "".join((f" {c} " if _alone(c, tokenizer) else c) if _is_word(c) else " "
+                   for c in part).split()
 
 
-def reference_similarity(ref: str, cit: str, n: int) -> float:
+def reference_stretches(text: str, tokenizer: str = "auto") -> list[list[str]]:
+    """Word tokens of each ellipsis-free stretch of the NFKC, case-folded text without invisible
+    characters (empty stretches dropped)."""
+    visible = "".join(c for c in text if c not in _INVISIBLE)
+    norm = unicodedata.normalize("NFKC", visible).casefold()
+    return [toks for part in _ELLIPSIS.split(norm) if (toks := _words(part, tokenizer))]
+
+
+def reference_similarity(ref: str, cit: str, n: int, tokenizer: str = "auto") -> float:
     """|G(ref) ∩ G(cit)| / min(|G(ref)|, |G(cit)|) over multisets of n-grams (SPEC 4.2)."""
-    a, b = reference_stretches(ref), reference_stretches(cit)
+    a, b = reference_stretches(ref, tokenizer), reference_stretches(cit, tokenizer)
     longest_a = max((len(s) for s in a), default=0)
     longest_b = max((len(s) for s in b), default=0)
     if longest_a == 0 or longest_b == 0:
@@ -126,6 +143,16 @@ _WORDS = [
     "٣",
     "東京",
     "タワー",
+    "北京大学的图书馆",
+    "日本語のテキスト",
+    "한국어",
+    "ภาษาไทย",
+    "ພາສາລາວ",
+    "ភាសាខ្មែរ",
+    "မြန်မာစာ",
+    "ｶﾀｶﾅ",
+    "RAG系统",
+    "々〇",
     "Ω",
     "ω",
     "ß",
@@ -152,8 +179,18 @@ _SEPS = [
     "‥",
     "․․․",
     ". . .",
+    " . . . ",
+    "[...]",
+    "[…]",
+    "[..]",
     "!",
     "\u200b",
+    "\u00ad",
+    "\u2060",
+    "\ufeff",
+    "\u200d",
+    "。",
+    "、",
     "\u00a0",
     "\u3000",
 ]
@@ -167,11 +204,12 @@ _any_text = st.text(max_size=40)
 
 @KERNELS
 @settings(max_examples=400, deadline=None)
-@given(ref=_token_text, cit=_token_text, n=st.integers(1, 4))
-def test_generated_word_text_matches_the_reference(ref: str, cit: str, n: int,
+@given(ref=_token_text, cit=_token_text, n=st.integers(1, 4),
+       tokenizer=st.sampled_from(["auto", "words", "chars"]))
+def test_generated_word_text_matches_the_reference(ref: str, cit: str, n: int, tokenizer: str,
                                                    kernel: str) -> None:
-    got = NgramMatcher(n=n, kernel=kernel).similarities([(ref, cit)])
-    assert got == [reference_similarity(ref, cit, n)]
+    got = NgramMatcher(n=n, kernel=kernel, tokenizer=tokenizer).similarities([(ref, cit)])
+    assert got == [reference_similarity(ref, cit, n, tokenizer)]
 
 
 @KERNELS
@@ -187,9 +225,10 @@ def test_arbitrary_text_matches_the_reference(ref: str, cit: str, n: int, kernel
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.one_of(_ascii_text, _token_text, _any_text))
-def test_ascii_fast_path_equals_the_unicode_path(text: str) -> None:
-    assert token_stretches(text) == reference_stretches(text)
+@given(text=st.one_of(_ascii_text, _token_text, _any_text),
+       tokenizer=st.sampled_from(["auto", "words", "chars"]))
+def test_ascii_fast_path_equals_the_unicode_path(text: str, tokenizer: str) -> None:
+    assert token_stretches(text, tokenizer) == reference_stretches(text, tokenizer)
 
 
 @KERNELS
@@ -211,6 +250,12 @@ def test_batches_that_share_texts_match_the_reference(kernel: str) -> None:
         "The cat sat... on the mat",
         "café crème",
         "CAFÉ CRÈME brûlée",
+        "城市的公共图书馆每天早上九点开门。",
+        "九点开门",
+        "图书馆 [...] 九点\u200b开门",
+        "市立図書館は午前九時から開いています。",
+        "ภาษาไทย . . . ง่าย",
+        "RAG系统 cites 文档",
     ]
     pairs = [(rnd.choice(texts), rnd.choice(texts)) for _ in range(3000)]
     for n in (1, 2, 3, 5):

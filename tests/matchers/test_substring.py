@@ -65,6 +65,22 @@ def test_cjk() -> None:
     assert sim("東京タワーは高い", "大阪") == 0.0
 
 
+@pytest.mark.parametrize("citation", [
+    "ver\u200bbatim quote",  # zero-width space
+    "verbatim\u2060 quote\ufeff",  # word joiner, byte order mark
+    "ver\u00adba\u200ctim\u200d quote",  # soft hyphen, zero-width non-joiner and joiner
+    "the [...] quote", "the […] quote", "the . . . quote", "the [\u2026] quote",  # ellipses
+])
+def test_invisible_characters_and_ellipsis_forms(citation: str) -> None:
+    assert sim("The verbatim quote", citation) == 1.0
+
+
+def test_near_ellipses_and_visible_characters_still_count() -> None:
+    assert sim("The verbatim quote", "the [..] quote") == 0.0  # two dots: not an ellipsis
+    assert sim("The verbatim quote", "the . . quote") == 0.0
+    assert sim("The verbatim quote", "verb-atim") == 0.0  # a visible hyphen stays
+
+
 def test_normalize_false_compares_raw_text() -> None:
     assert sim("The Cat", "the cat", normalize=False) == 0.0
     assert sim("The Cat sat", "Cat", normalize=False) == 1.0

@@ -14,12 +14,13 @@ from runner.matchers import SubstringMatcher
 from runner.matchers.text import fold
 from tests.matchers.test_ngram_reference import _SEPS, _WORDS, _synthetic_pairs
 
-_ELLIPSIS = re.compile(r"…|\.{3,}")
+_ELLIPSIS = re.compile(r"\[(?:…|\.{3})\]|…|\.{3,}|\.(?: \.){2,}")
 
 
 def reference_fold(text: str) -> str:
-    """NFKC, case fold, whitespace collapsed and stripped."""
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """Invisible characters removed, NFKC, case fold, whitespace collapsed and stripped."""
+    visible = re.sub("[\u200b\u200c\u200d\u2060\u00ad\ufeff]", "", text)
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", visible).casefold()).strip()
 
 
 def reference_similarity(ref: str, cit: str, normalize: bool = True) -> float:

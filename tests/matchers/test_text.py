@@ -9,14 +9,14 @@ import pytest
 from runner.matchers.text import fold, split_ellipsis, token_ids, token_stream
 
 
-def token_stretches(text: str) -> list[list[str]]:
+def token_stretches(text: str, tokenizer: str = "auto") -> list[list[str]]:
     """The word tokens of each ellipsis-free stretch of `text`, as the `ngram` matcher sees them:
     the runs of word bytes (ASCII ``[0-9A-Za-z_]`` lower-cased, and every byte of a non-ASCII
     character) of the stream :func:`token_stream` makes, grouped by the stretches of
     :func:`token_ids` (``[]``: no word token)."""
-    data, _ = token_stream([text])
+    data, _ = token_stream([text], tokenizer)
     words = [m.group().lower().decode() for m in re.finditer(rb"[0-9A-Za-z_\x80-\xff]+", data)]
-    tok = token_ids([text])
+    tok = token_ids([text], tokenizer)
     assert len(words) == len(tok.ids)
     runs: list[list[str]] = []
     for i, word in enumerate(words):
@@ -33,6 +33,7 @@ def token_stretches(text: str) -> list[list[str]]:
     ("Cafe\u0301", "café"),  # NFKC composes e + combining acute into é
     ("ﬁle", "file"),  # NFKC: the fi ligature
     ("東京\u3000タワー", "東京 タワー"),  # ideographic space is whitespace
+    ("ver\u200bba\u00adtim\u2060 \ufeffquo\u200c\u200dte", "verbatim quote"),  # invisibles go
     ("", ""),
 ])
 def test_fold(text: str, expected: str) -> None:
@@ -49,6 +50,8 @@ def test_fold(text: str, expected: str) -> None:
     ("one … … two", ["one", "two"]),  # a blank part between markers is dropped
     ("...", []),
     ("no marker", ["no marker"]),
+    ("a [...] b […] c . . . d", ["a", "b", "c", "d"]),  # bracketed and spaced ellipses
+    ("a [..] b . . c", ["a [..] b . . c"]),  # two dots are not a marker, bracketed or spaced
 ])
 def test_split_ellipsis(text: str, expected: list[str]) -> None:
     assert split_ellipsis(text) == expected
@@ -62,12 +65,27 @@ def test_split_ellipsis(text: str, expected: list[str]) -> None:
     ("snake_case x-y", [["snake_case", "x", "y"]]),  # \w includes _, not -
     ("Café…CRÈME", [["café"], ["crème"]]),
     ("１２３ ＡＢＣ", [["123", "abc"]]),  # NFKC full-width digits and letters
-    ("東京タワー は 高い", [["東京タワー", "は", "高い"]]),  # CJK runs are single \w+ tokens
+    ("東京タワー は 高い", [["東", "京", "タ", "ワ", "ー", "は", "高", "い"]]),  # one per char
+    ("a b [...] c . . . d […] e", [["a", "b"], ["c"], ["d"], ["e"]]),
+    ("ver\u200bbatim\u00ad quote", [["verbatim", "quote"]]),  # invisible characters removed
+    ("RAG系统\u200b的引用 is 好", [["rag", "系", "统", "的", "引", "用", "is", "好"]]),  # mixed
+    ("한국어 ภาษา ລາວ ខ្មែរ မြန်မာ", [[*"한국어", *"ภาษา", *"ລາວ", *"ខ្មែរ", *"မြန်မာ"]]),  # marks too
     ("!!! ...", []),
     ("", []),
 ])
 def test_token_stretches(text: str, expected: list[list[str]]) -> None:
     assert token_stretches(text) == expected
+
+
+@pytest.mark.parametrize(("text", "words", "chars"), [
+    ("東京タワー は 高い", [["東京タワー", "は", "高い"]], [list("東京タワーは高い")]),
+    ("RAG系统 is", [["rag系统", "is"]], [list("rag系统is")]),
+    ("Ab_1 … é", [["ab_1"], ["é"]], [["a", "b", "_", "1"], ["é"]]),
+])
+def test_words_and_chars_tokenizers(text: str, words: list[list[str]],
+                                    chars: list[list[str]]) -> None:
+    assert token_stretches(text, "words") == words
+    assert token_stretches(text, "chars") == chars
 
 
 @pytest.mark.parametrize("text", [
@@ -86,7 +104,7 @@ def test_combining_marks_stay_inside_words() -> None:
     # into ह, द, भ, ष. Arabic harakat (Mn) and a Thai vowel sign (Mn) stay inside their words.
     assert token_stretches("हिंदी भाषा") == [["हिंदी", "भाषा"]]
     assert token_stretches("كَتَبَ الوَلَدُ") == [["كَتَبَ", "الوَلَدُ"]]
-    assert token_stretches("กินข้าว แล้ว") == [["กินข้าว", "แล้ว"]]
+    assert token_stretches("กินข้าว แล้ว", "words") == [["กินข้าว", "แล้ว"]]
 
 
 def test_word_table_equals_a_scan_of_every_code_point() -> None:
