@@ -30,7 +30,6 @@ from runner.tracking.base import NullTracker, Tracker, make_tracker
 
 log = logging.getLogger("ragcite")
 SWEEP_FILE = "sweep.json"
-SWEPT = ("range(", "choice(", "glob(", "interval(")
 
 
 @dataclass
@@ -58,13 +57,14 @@ def _select(config: Any, name: str, default: Any = None) -> Any:
 
 def swept_keys(config: Any) -> list[str]:
     """What a sweep varies: the keys given several values on the command line
-    (``matcher=substring,ngram``, ``range(...)``) or by the sweeper's ``params`` (a preset)."""
+    (``matcher=substring,ngram``, ``range(...)``: a sweep as Hydra's parser reads it) or by the
+    sweeper's ``params`` (a preset)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
     keys = [str(name) for name in _select(config, "hydra.sweeper.params") or {}]
-    for override in _select(config, "hydra.overrides.task", []) or []:
-        name, _, value = str(override).partition("=")
-        if ("," in value and not value.startswith(("[", "{", "'", '"'))) or \
-                value.startswith(SWEPT):
-            keys.append(name.lstrip("+~"))
+    task = [str(o) for o in _select(config, "hydra.overrides.task", []) or []]
+    keys += [override.key_or_group for override in OverridesParser.create().parse_overrides(task)
+             if override.is_sweep_override()]
     return list(dict.fromkeys("threshold" if k == "scoring.threshold" else k for k in keys))
 
 

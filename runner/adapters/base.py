@@ -12,13 +12,12 @@ error, never scored as 0. Any class with these members plugs in through Hydra
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from runner.config.constraints import check_fields
+from runner.config.constraints import check_fields, identity_of
 from runner.data.models import Case, Response
 
 if TYPE_CHECKING:
@@ -47,24 +46,19 @@ class ModelAdapter(Protocol):
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines the responses (a cache key; no secrets)."""
-        ...
 
     def bind(self, context: AdapterContext) -> None:
         """Receive the dataset (knowledge base, stored responses) before the first batch."""
-        ...
 
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """One response per case, in order."""
-        ...
 
     def check(self) -> None:
         """Raise :class:`~runner.errors.RagciteError` for a setting that cannot work (a
         missing key or URL), before any data is loaded or any call is made (default: none)."""
-        ...
 
     def usage(self) -> dict[str, Any] | None:
         """API requests and tokens spent so far, or None (the default) for none."""
-        ...
 
 
 @dataclass
@@ -100,9 +94,7 @@ class BaseAdapter:
 
     def identity(self) -> dict[str, Any]:
         """Class path plus every field that is part of the identity."""
-        return {"class": f"{type(self).__module__}.{type(self).__qualname__}",
-                **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                   if f.metadata.get("identity", True)}}
+        return identity_of(self)
 
     def bind(self, context: AdapterContext) -> None:
         """Store the context; subclasses extend this to prepare (index the KB, ...)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.adapters.base import AdapterContext, BaseAdapter
-from runner.config.constraints import OneOf, Range, allows
+from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows
 from runner.data.models import Case, Citation, Document, Response
 
 CHUNK_UNITS = ("sentence", "paragraph", "word", "document")
@@ -55,10 +55,10 @@ class ExtractiveModel(BaseAdapter):
         min_score: Passages scoring at or below this BM25 score are not cited.
     """
 
-    top_k: int = field(default=3, metadata=allows(Range(low=1, integer=True)))
+    top_k: int = field(default=3, metadata=allows(POSITIVE))
     chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
-    chunk_size: int = field(default=2, metadata=allows(Range(low=1, integer=True)))
-    chunk_overlap: int = field(default=0, metadata=allows(Range(low=0, integer=True)))
+    chunk_size: int = field(default=2, metadata=allows(POSITIVE))
+    chunk_overlap: int = field(default=0, metadata=allows(COUNT))
     stopwords: str | None = "en"
     min_score: float = field(default=0.0, metadata=allows(Range()))
 

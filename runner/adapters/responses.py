@@ -63,17 +63,16 @@ def get_responses(adapter: ModelAdapter, cases: Sequence[Case], dataset_digest: 
             found: dict[str, Any] = cache.get_many(ns, keys)
             out = [Response.model_validate(found[k]) if k in found else None for k in keys]
         missing = [i for i, r in enumerate(out) if r is None]
-        bar = tqdm(total=len(missing), desc="model", unit="case", leave=False, file=terminal(),
-                   disable=None if progress else True)  # None: on a terminal only
-        for start in range(0, len(missing), batch_size):
-            idx = missing[start:start + batch_size]
-            answers = _ask(adapter, [cases[i] for i in idx])
-            for i, resp in zip(idx, answers):
-                out[i] = resp
-            if cache is not None:
-                cache.put_many(ns, [(keys[i], r.model_dump(mode="json"))
-                                    for i, r in zip(idx, answers) if r.error is None])
-            bar.update(len(idx))
-        bar.close()
+        with tqdm(total=len(missing), desc="model", unit="case", leave=False, file=terminal(),
+                  disable=None if progress else True) as bar:  # None: on a terminal only
+            for start in range(0, len(missing), batch_size):
+                idx = missing[start:start + batch_size]
+                answers = _ask(adapter, [cases[i] for i in idx])
+                for i, resp in zip(idx, answers):
+                    out[i] = resp
+                if cache is not None:
+                    cache.put_many(ns, [(keys[i], r.model_dump(mode="json"))
+                                        for i, r in zip(idx, answers) if r.error is None])
+                bar.update(len(idx))
     stats.add("responses", len(cases) - len(missing), len(missing))
     return [r if r is not None else Response(error="no response") for r in out]

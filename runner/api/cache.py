@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -22,6 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 CACHE_VERSION = 1
 
@@ -95,15 +96,9 @@ class DiskCache:
         """Close the database connection."""
         self._conn.close()
 
-    @contextlib.contextmanager
-    def lock(self, namespace: str) -> Iterator[None]:
-        """Hold an exclusive inter-process lock on one namespace."""
-        with (self.dir / "locks" / f"{namespace}.lock").open("w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def lock(self, namespace: str) -> FileLock:
+        """An exclusive inter-process lock on one namespace, held inside ``with``."""
+        return FileLock(self.dir / "locks" / f"{namespace}.lock")
 
     def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, Any]:
         """The stored values of those `keys` that are present."""

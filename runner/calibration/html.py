@@ -60,7 +60,7 @@ class CalibrationReports:
     ``sweep.json``: one row per matcher of each finished job, in job order)."""
 
     def __init__(self, **_: Any) -> None:
-        pass
+        """Takes the ``report`` section's settings; the pages have none."""
 
     def render_run(self, result_dir: Path, link: str | None) -> None:
         """Write the folder's ``calibration.html``."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from runner.config.constraints import Range, allows
+from runner.config.constraints import COUNT, allows
 from runner.data.mapping import mapping_conf
 
 OPTIONAL_KEYS = ("reference_source", "citation_source", "case_id", "annotator", "note")
@@ -24,4 +24,4 @@ class CalibrateConf:
     labels: Optional[str] = None
     mapping: PairMappingConf = field(default_factory=PairMappingConf)  # type: ignore[valid-type]
     format: Optional[str] = None
-    worst: int = field(default=25, metadata=allows(Range(low=0, integer=True)))
+    worst: int = field(default=25, metadata=allows(COUNT))

@@ -142,6 +142,15 @@ def allows(constraint: Range | OneOf, **metadata: Any) -> dict[str, Any]:
     return {**metadata, CHECK: constraint}
 
 
+def identity_of(obj: Any) -> dict[str, Any]:
+    """A dataclass plug-in's identity (the cache key of what it produces): its class path and
+    every field not marked ``field(metadata={"identity": False})`` (secrets, transport)."""
+    cls = type(obj)
+    return {"class": f"{cls.__module__}.{cls.__qualname__}",
+            **{f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)
+               if f.metadata.get("identity", True)}}
+
+
 def check_fields(obj: Any, prefix: str) -> None:
     """Check a dataclass plug-in against the constraints of its fields, as the config check
     does (a value null where the field's type allows none is refused too).

@@ -51,8 +51,7 @@ def quote_override_value(value: str) -> str:
 class LaunchDirCallback(Callback):
     """Runs every sweep job from the folder the sweep was launched in (see the module doc)."""
 
-    def __init__(self) -> None:
-        self.launch_dir: str | None = None
+    launch_dir: str | None = None  # set in the main process, shipped with the callback
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Remember the launch folder and make the sweep folder absolute (main process)."""

@@ -28,7 +28,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf._utils import is_valid_value_annotation
 
 from runner.calibration.schema import CalibrateConf
-from runner.config.constraints import COUNT, EACH, CrossCheck, OneOf, Range, allows
+from runner.config.constraints import COUNT, EACH, POSITIVE, CrossCheck, OneOf, Range, allows
 from runner.config.plugins import locate
 from runner.data.mapping import CASE_KEYS, KB_KEYS, mapping_conf
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
@@ -138,7 +138,7 @@ class DatasetConf:
     format: Optional[str] = None
     mapping: CaseMappingConf = field(default_factory=CaseMappingConf)  # type: ignore[valid-type]
     transform: Any = None
-    limit: Optional[int] = field(default=None, metadata=allows(Range(low=1, integer=True)))
+    limit: Optional[int] = field(default=None, metadata=allows(POSITIVE))
     knowledge_base: Optional[KnowledgeBaseConf] = None
     systems: dict[str, ResponsesConf] = field(default_factory=dict)
     default_system: Optional[str] = None
@@ -200,8 +200,7 @@ class ScoringConf:
                                             metadata=allows(OneOf(tuple(STEPS), "step")))
     bands: BandsConf = field(default_factory=BandsConf)
     bootstrap: BootstrapConf = field(default_factory=BootstrapConf)
-    batch_size: int = field(default=DEFAULT_BATCH_SIZE,
-                            metadata=allows(Range(low=1, integer=True)))
+    batch_size: int = field(default=DEFAULT_BATCH_SIZE, metadata=allows(POSITIVE))
     workers: Optional[int] = field(default=None, metadata=allows(COUNT))
     metrics: dict[str, Any] = field(default_factory=dict)
 

@@ -36,7 +36,6 @@ MAX_DEPTH = 100
 #: How many values YAML aliases may add to a record beyond those written in the file.
 MAX_EXPANSION = 1_000_000
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 #: Text that may hold a value no record may hold: a surrogate escape, a NaN or an Infinity.
 HINTS = re.compile(r"\\u[dD][89a-fA-F]|NaN|Infinity")
 #: The same as plain strings, for a fast first look at a whole file (a superset of HINTS).
@@ -109,9 +108,8 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
 def may_break_bounds(text: str) -> bool:
     """Whether JSON text may hold a lone surrogate escape, a non-finite literal or deep nesting
     (when not, its parsed value needs no check; a cheap test on the raw text)."""
-    return ((("\\ud" in text or "\\uD" in text) and _SURROGATE_ESCAPE.search(text) is not None)
-            or "NaN" in text or "Infinity" in text
-            or text.count("[") + text.count("{") > MAX_DEPTH)
+    return (any(hint in text for hint in HINT_TEXTS) and HINTS.search(text) is not None) \
+        or text.count("[") + text.count("{") > MAX_DEPTH
 
 
 #: The problem of a value nested too deep.

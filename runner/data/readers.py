@@ -205,10 +205,6 @@ def _iter_csv(path: Path) -> Iterator[Record]:
 
 def _csv_record(path: Path, where: str, row: dict[str, str]) -> dict[str, Any]:
     """One CSV row as a record: JSON columns parsed, empty optional ones left out."""
-    record: dict[str, Any] = {}
-    for key, value in row.items():
-        if key in _CSV_OPTIONAL_COLUMNS and value.strip() == "":
-            continue
-        record[key] = (limits.parse_json(value, str(path), where, key)
-                       if key in _CSV_JSON_COLUMNS else value)
-    return record
+    return {key: limits.parse_json(value, str(path), where, key) if key in _CSV_JSON_COLUMNS
+            else value for key, value in row.items()
+            if key not in _CSV_OPTIONAL_COLUMNS or value.strip() != ""}

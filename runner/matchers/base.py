@@ -18,7 +18,6 @@ when it is built, and only writes :meth:`similarities`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from runner.config.constraints import check_fields
+from runner.config.constraints import check_fields, identity_of
 
 TextPair = tuple[str, str]
 """A (reference passage, citation passage) pair; both are non-blank when a matcher sees them."""
@@ -172,10 +171,7 @@ class BaseMatcher:
 
     def identity(self) -> dict[str, Any]:
         """Class path plus every field that is part of the identity (no secrets)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if f.metadata.get("identity", True)}
-        cls = type(self)
-        return {"class": f"{cls.__module__}.{cls.__qualname__}", **fields}
+        return identity_of(self)
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Implemented by each matcher."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from runner.api.cache import ResultStore, digest, text_key
 from runner.api.client import (
@@ -271,7 +271,7 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
             tokens = sum(estimate_tokens(t, self.chars_per_token) for t in batch)
         self._usage.add(requests=1, input_tokens=tokens)
         try:
-            data = sorted(_Reply.model_validate(resp).data, key=lambda d: d.index)
+            data = sorted(_Reply.model_validate(resp, strict=True).data, key=lambda d: d.index)
             if [d.index for d in data] != list(range(len(batch))):
                 raise ValueError(f"index values {reprlib.repr([d.index for d in data])} "
                                  f"instead of 0..{len(batch) - 1}, each once")
@@ -290,15 +290,14 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
 
 class _Vector(BaseModel):
     """One item of an embeddings reply, read strictly: an integer ``index`` and numbers (or
-    base64 text); numbers sent as strings (``"0.1"``) or booleans are refused."""
+    base64 text); numbers sent as strings (``"0.1"``) or booleans are refused (validated with
+    ``strict=True``)."""
 
-    model_config = ConfigDict(strict=True)
     index: int
     embedding: list[float] | str
 
 
 class _Reply(BaseModel):
-    model_config = ConfigDict(strict=True)
     data: list[_Vector]
 
 
