@@ -146,8 +146,12 @@ class Scored:
         self.ref_label = ref_label.astype(np.int8)
         self.norm = options.normalizer
         bands, names = tuple(options.bands.items()), tuple(options.metrics)
-        self.figures = [_figures(c, options.zero_division, bands, names) if k not in failed
-                        else None for k, c in enumerate(counts_rows)]
+        memo: dict[tuple[int, ...], Figures | None] = dict.fromkeys(counts_rows)
+        for c in memo:  # each distinct count pattern once
+            memo[c] = _figures(c, options.zero_division, bands, names)
+        self.figures = list(map(memo.__getitem__, counts_rows))
+        for k in failed:
+            self.figures[k] = None
         # Run-level sums over the cases that are not failed.
         self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.ref_case, self.cit_case = ref_case, cit_case
