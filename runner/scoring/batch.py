@@ -33,7 +33,7 @@ from runner.matchers.base import FastPath, Matcher, PairError
 from runner.results import CaseResult
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
-from runner.scoring.records import BatchResults, Scored
+from runner.scoring.records import BatchResults, Scored, record_fields
 
 DEFAULT_BATCH_SIZE = 10_000
 """Cases scored per matcher call (and answered per adapter call): bounds a batch's memory."""
@@ -222,6 +222,7 @@ class _Prepared:
         self.digest = ids_digest(cd["id"] for k, cd in enumerate(f.case_fields)
                                  if k not in self.failed)
         self.flat, self.n_cases, self.n_cits = f, n_cases, len(cit_tid)
+        self.fields = record_fields(f.case_fields, f.resp_fields)
         self.ref_case, self.cit_case = ref_case, cit_case
         self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
             per_ref, ref_slot_first, slot_ref, slot_cit)
@@ -286,6 +287,6 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
                          np.where(p.ref_cited, _PASSAGE_MISSED, _SOURCE_MISSED))
     counts = list(zip(f.n_ref, refs_matched.astype(np.int64).tolist(), f.n_cit,
                       cits_matched.astype(np.int64).tolist(), *p.source_counts))
-    return Scored(f.items, f.case_fields, f.resp_fields, f.ref_src, f.ref_text, f.cit_src,
+    return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
                   cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options)

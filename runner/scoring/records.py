@@ -116,11 +116,18 @@ def explain_record(case: Mapping[str, Any], normalizer: Callable[[str], str]) ->
     return {m.explains: m.explain(facts) for m in declared(case["metrics"]) if m.explains}
 
 
+def record_fields(case_fields: list[dict[str, Any]],
+                  resp_fields: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What a scored case's record takes from its case and response, whatever the threshold."""
+    return [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"], rd["answer"],
+             rd["usage"], rd["latency_s"]) for cd, rd in zip(case_fields, resp_fields)]
+
+
 class Scored:
     """The decided cases of a batch: flat arrays, run-level sums, and the way to records."""
 
-    def __init__(self, items: list[tuple[Case, Response]], case_fields: list[dict[str, Any]],
-                 resp_fields: list[dict[str, Any]], ref_src: list[str], ref_text: list[str],
+    def __init__(self, items: list[tuple[Case, Response]], fields: list[tuple[Any, ...]],
+                 ref_src: list[str], ref_text: list[str],
                  cit_src: list[str], cit_text: list[str], n_ref: list[int], n_cit: list[int],
                  counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
@@ -135,9 +142,7 @@ class Scored:
                 self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
                                                   slot_first + nr * nc, nc, options.metrics)
             slot_first += nr * nc
-        self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
-                        rd["answer"], rd["usage"], rd["latency_s"])
-                       for cd, rd in zip(case_fields, resp_fields)]
+        self.fields = fields  # record_fields: the same list at every threshold
         self.ref_src, self.ref_text, self.cit_src, self.cit_text = (ref_src, ref_text, cit_src,
                                                                     cit_text)
         self.n_ref, self.n_cit, self.counts_rows = n_ref, n_cit, counts_rows
@@ -285,11 +290,13 @@ class BatchResults(CaseSequence):
         errors: list[dict[str, str | None]] = [{"error": None}] * len(where)
         for pos, case in zip(np.flatnonzero(~ok).tolist(), self.error_cases()):
             errors[pos] = {"error": case.error}
+        error = (table.from_rows(errors, pa.schema([schema.field("error")])).column(0)
+                 if not ok.all() else pa.nulls(len(where), pa.string()))
         return pa.Table.from_arrays([
             _lists(_lists(bits, row_len[ok_ref]), n_refs),
             _lists(pa.array(CITATION_LABELS).take(s.cit_label[ok_cit]), n_cits),
             _lists(pa.array(REFERENCE_LABELS).take(s.ref_label[ok_ref]), n_refs),
-            *figs, table.from_rows(errors, pa.schema([schema.field("error")])).column(0)],
+            *figs, error],
             schema=schema)
 
     def error_cases(self) -> Iterator[CaseResult]:
