@@ -36,10 +36,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runner.reports.common import EXPLANATION_KEYS, clip
-from runner.results import CASES_FILE, table
+from runner.reports.common import EXPLANATION_KEYS, clip, dumps_compact, embed_packed
+from runner.results import CASES_FILE, passages_path, table
 from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
-from runner.scoring.records import explain_record
+from runner.scoring.records import explain_record, result_normalizer
 
 BANDS = ("green", "medium", "red")
 """The bands as the page codes them: g, m, r (``-``: none)."""
@@ -106,11 +106,12 @@ class Shared:
         return index
 
 
-def read_shared(path: Path, max_cases: int | None, limit: int,
-                normalizer: Callable[[str], str]) -> Shared:
-    """The first `max_cases` cases (all when None) of a ``passages.parquet``."""
-    shared = Shared(normalizer=normalizer)
-    for case in islice(table.iter_rows(path), max_cases):
+def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None,
+                limit: int) -> Shared:
+    """The first `max_cases` cases (all when None) of the passages file of a result folder
+    (`metrics`: its ``metrics.json``), explained with the result's source normalisation."""
+    shared = Shared(normalizer=result_normalizer(metrics))
+    for case in islice(table.iter_rows(passages_path(result_dir, metrics)), max_cases):
         shared.ids.append(case["id"])
         shared.queries.append(clip(case.get("query"), limit))
         shared.texts.append(texts_record(case, limit))
@@ -175,3 +176,15 @@ def read_decided(result_dir: Path, shared: Shared, limit: int) -> dict[str, Any]
     x = [shared.explanation(pos, key, names) for pos, key in enumerate(keys)]
     return {"f": figures, "k": entry.tolist(), "cl": cl, "rl": rl, "M": bits, "x": x,
             "err": [[pos, clip(e, limit)] for pos, e in enumerate(errors) if e is not None]}
+
+
+def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
+           gzip_above_mb: float) -> dict[str, Any]:
+    """The blocks of a page (its cases, passages and each threshold's decisions), gzipped when
+    `embed` says so (``auto``: once they hold more than `gzip_above_mb` megabytes together)."""
+    texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts),
+             *map(dumps_compact, decided)]
+    size = sum(len(text.encode("utf-8")) for text in texts)
+    gzip = embed == "gzip" or (embed == "auto" and size > gzip_above_mb * 1024 * 1024)
+    packed = [embed_packed(text, "gzip-base64" if gzip else "json") for text in texts]
+    return {"cases_json": packed[0], "texts_json": packed[1], "decided_json": packed[2:]}

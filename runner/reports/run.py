@@ -23,28 +23,13 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows, check_fields
 from runner.errors import RagciteError
-from runner.reports.cases import Shared, read_decided, read_shared
-from runner.reports.common import (
-    dumps_compact,
-    embed_json,
-    embed_packed,
-    render,
-    stacked_bars,
-    write_html,
-)
+from runner.reports.cases import blocks, read_decided, read_shared
+from runner.reports.common import embed_json, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
-from runner.results import (
-    CONFIG_FILE,
-    REPORT_FILE,
-    passages_path,
-    read_result,
-    require_complete,
-    result_dirs,
-)
+from runner.results import CONFIG_FILE, REPORT_FILE, read_result, require_complete, result_dirs
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import declared
-from runner.scoring.records import result_normalizer
 
 EMBED_CHOICES = ("auto", "json", "gzip")
 
@@ -88,20 +73,6 @@ class HtmlOptions:
         known = {f.name for f in fields(HtmlOptions)}
         return HtmlOptions(**{k: v for k, v in (data or {}).items()
                               if k in known and (v is not None or k == "max_cases")})
-
-
-def _blocks(shared: Shared, decided: list[dict[str, Any]], opts: HtmlOptions) -> dict[str, Any]:
-    """The embedded case blocks (cases, passages, each threshold's decisions) and their
-    encoding, one for the page."""
-    texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts)]
-    parts = [dumps_compact(d) for d in decided]
-    size = sum(len(t.encode("utf-8")) for t in texts + parts)
-    gzip = opts.embed == "gzip" or (opts.embed == "auto"
-                                    and size > opts.gzip_above_mb * 1024 * 1024)
-    encoding = "gzip-base64" if gzip else "json"
-    return {"encoding": encoding, "cases_json": embed_packed(texts[0], encoding),
-            "texts_json": embed_packed(texts[1], encoding),
-            "decided_json": [embed_packed(p, encoding) for p in parts]}
 
 
 def review_key(result_dir: Path, run: Mapping[str, Any]) -> str:
@@ -170,15 +141,14 @@ def _page(result_dirs: Sequence[Path], links: Sequence[str | None], opts: HtmlOp
     # The embedded case data are cycle-free: with the collector on, its collections walk the
     # growing lists again and again.
     with gc_paused():
-        shared = read_shared(passages_path(result_dirs[0], metrics[0]), opts.max_cases,
-                             opts.max_text_chars, result_normalizer(metrics[0]))
+        shared = read_shared(result_dirs[0], metrics[0], opts.max_cases, opts.max_text_chars)
         decided = [read_decided(folder, shared, opts.max_text_chars) for folder in result_dirs]
     views = [build_context(m, len(shared.ids), opts, folder, link, index) for index, (
         m, folder, link) in enumerate(zip(metrics, result_dirs, links))]
-    blocks = _blocks(shared, decided, opts)
-    for view, block in zip(views, blocks.pop("decided_json")):
+    embedded = blocks(shared, decided, opts.embed, opts.gzip_above_mb)
+    for view, block in zip(views, embedded.pop("decided_json")):
         view["decided_json"] = block
-    return render("report_run.html.j2", views=views, **views[0], **blocks)
+    return render("report_run.html.j2", views=views, **views[0], **embedded)
 
 
 def render_run_report(result_dir: str | Path, tracking_link: str | None = None,

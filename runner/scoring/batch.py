@@ -33,7 +33,7 @@ from runner.matchers.base import FastPath, Matcher, PairError
 from runner.results import CaseResult
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
-from runner.scoring.records import BatchResults, Scored, record_fields
+from runner.scoring.records import BatchResults, Scored
 
 DEFAULT_BATCH_SIZE = 10_000
 """Cases scored per matcher call (and answered per adapter call): bounds a batch's memory."""
@@ -222,7 +222,9 @@ class _Prepared:
         self.digest = ids_digest(cd["id"] for k, cd in enumerate(f.case_fields)
                                  if k not in self.failed)
         self.flat, self.n_cases, self.n_cits = f, n_cases, len(cit_tid)
-        self.fields = record_fields(f.case_fields, f.resp_fields)
+        self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
+                        rd["answer"], rd["usage"], rd["latency_s"])  # what Scored.records reads
+                       for cd, rd in zip(f.case_fields, f.resp_fields)]
         self.ref_case, self.cit_case = ref_case, cit_case
         self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
             per_ref, ref_slot_first, slot_ref, slot_cit)

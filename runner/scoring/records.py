@@ -116,13 +116,6 @@ def explain_record(case: Mapping[str, Any], normalizer: Callable[[str], str]) ->
     return {m.explains: m.explain(facts) for m in declared(case["metrics"]) if m.explains}
 
 
-def record_fields(case_fields: list[dict[str, Any]],
-                  resp_fields: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """What a scored case's record takes from its case and response, whatever the threshold."""
-    return [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"], rd["answer"],
-             rd["usage"], rd["latency_s"]) for cd, rd in zip(case_fields, resp_fields)]
-
-
 class Scored:
     """The decided cases of a batch: flat arrays, run-level sums, and the way to records."""
 
@@ -142,7 +135,7 @@ class Scored:
                 self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
                                                   slot_first + nr * nc, nc, options.metrics)
             slot_first += nr * nc
-        self.fields = fields  # record_fields: the same list at every threshold
+        self.fields = fields  # the same list at every threshold (batch._Prepared)
         self.ref_src, self.ref_text, self.cit_src, self.cit_text = (ref_src, ref_text, cit_src,
                                                                     cit_text)
         self.n_ref, self.n_cit, self.counts_rows = n_ref, n_cit, counts_rows
@@ -151,12 +144,8 @@ class Scored:
         self.ref_label = ref_label.astype(np.int8)
         self.norm = options.normalizer
         bands, names = tuple(options.bands.items()), tuple(options.metrics)
-        memo: dict[tuple[int, ...], Figures | None] = dict.fromkeys(counts_rows)
-        for c in memo:  # each distinct count pattern once
-            memo[c] = _figures(c, options.zero_division, bands, names)
-        self.figures = list(map(memo.__getitem__, counts_rows))
-        for k in failed:
-            self.figures[k] = None
+        memo = {c: _figures(c, options.zero_division, bands, names) for c in set(counts_rows)}
+        self.figures = [None if k in failed else memo[c] for k, c in enumerate(counts_rows)]
         # Run-level sums over the cases that are not failed.
         self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.ref_case, self.cit_case = ref_case, cit_case
@@ -290,8 +279,8 @@ class BatchResults(CaseSequence):
         errors: list[dict[str, str | None]] = [{"error": None}] * len(where)
         for pos, case in zip(np.flatnonzero(~ok).tolist(), self.error_cases()):
             errors[pos] = {"error": case.error}
-        error = (table.from_rows(errors, pa.schema([schema.field("error")])).column(0)
-                 if not ok.all() else pa.nulls(len(where), pa.string()))
+        error = pa.nulls(len(where), pa.string()) if ok.all() else table.from_rows(
+            errors, pa.schema([schema.field("error")])).column(0)
         return pa.Table.from_arrays([
             _lists(_lists(bits, row_len[ok_ref]), n_refs),
             _lists(pa.array(CITATION_LABELS).take(s.cit_label[ok_cit]), n_cits),
