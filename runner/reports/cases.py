@@ -85,15 +85,14 @@ class Shared:
     queries: list[str] = field(default_factory=list)
     texts: list[dict[str, Any]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
-    explained: list[dict[tuple[Any, ...], int]] = field(default_factory=list)
+    explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its X
     normalizer: Callable[[str], str] = str
 
     def explanation(self, pos: int, key: tuple[str, str, tuple[float, ...], str | None],
                     names: Sequence[str]) -> int:
         """The index in case `pos`'s ``X`` of the explanations of `key` (its citation and
         reference label digits, figures (-1: undefined) and error), made the first time."""
-        known = self.explained[pos]
-        index = known.get(key)
+        index = self.explained.get((pos, key))
         if index is None:
             cl, rl, figures, error = key
             made = explain_record({**self.sources[pos], "error": error, "labels": {
@@ -101,7 +100,7 @@ class Shared:
                 "references": [REFERENCE_LABELS[int(d)] for d in rl]},
                 "metrics": {k: None if v < 0 else v for k, v in zip(names, figures)}},
                 self.normalizer)
-            index = known[key] = len(self.texts[pos]["X"])
+            index = self.explained[pos, key] = len(self.texts[pos]["X"])
             self.texts[pos]["X"].append([made.get(k, "") for k in EXPLANATION_KEYS])
         return index
 
@@ -117,7 +116,6 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.texts.append(texts_record(case, limit))
         shared.sources.append({k: case.get(k) for k in ("references", "expected_sources",
                                                         "response")})
-        shared.explained.append({})
     return shared
 
 

@@ -145,10 +145,8 @@ def _page(result_dirs: Sequence[Path], links: Sequence[str | None], opts: HtmlOp
         decided = [read_decided(folder, shared, opts.max_text_chars) for folder in result_dirs]
     views = [build_context(m, len(shared.ids), opts, folder, link, index) for index, (
         m, folder, link) in enumerate(zip(metrics, result_dirs, links))]
-    embedded = blocks(shared, decided, opts.embed, opts.gzip_above_mb)
-    for view, block in zip(views, embedded.pop("decided_json")):
-        view["decided_json"] = block
-    return render("report_run.html.j2", views=views, **views[0], **embedded)
+    return render("report_run.html.j2", views=views, **views[0],
+                  **blocks(shared, decided, opts.embed, opts.gzip_above_mb))
 
 
 def render_run_report(result_dir: str | Path, tracking_link: str | None = None,

@@ -229,15 +229,21 @@ class _Prepared:
         self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
             per_ref, ref_slot_first, slot_ref, slot_cit)
         self.s_ref_blank, self.s_same, self.needs_sim = s_ref_blank, s_same, needs_sim
-        # Source sets of each case as sorted codes case * n_src + source id: no threshold
-        # changes them, nor the counts and label choices that follow from them.
-        expected = np.unique(exp_case * n_src + exp_sid)
-        cited = np.unique(cit_case * n_src + cit_sid)
-        hits = np.intersect1d(expected, cited, assume_unique=True)
-        self.source_counts = [np.bincount(codes // n_src, minlength=n_cases).tolist()
-                              for codes in (expected, cited, hits)]
-        self.cit_expected = np.isin(cit_case * n_src + cit_sid, expected)
-        self.ref_cited = np.isin(ref_case * n_src + ref_sid, cited)
+        self.source_counts, self.cit_expected, self.ref_cited = _source_sets(
+            (exp_case, exp_sid), (cit_case, cit_sid), (ref_case, ref_sid), n_src, n_cases)
+
+
+def _source_sets(exp: tuple[np.ndarray, np.ndarray], cit: tuple[np.ndarray, np.ndarray],
+                 ref: tuple[np.ndarray, np.ndarray], n_src: int,
+                 n_cases: int) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """What no threshold changes of the cases' sources (each a case and a source id): per case
+    how many sources are expected, cited and both; whether each citation's source is expected
+    and each reference's source cited. A case's sources are sorted codes case * n_src + id."""
+    expected, cited = (np.unique(case * n_src + sid) for case, sid in (exp, cit))
+    hits = np.intersect1d(expected, cited, assume_unique=True)
+    return ([np.bincount(codes // n_src, minlength=n_cases).tolist()
+             for codes in (expected, cited, hits)], np.isin(cit[0] * n_src + cit[1], expected),
+            np.isin(ref[0] * n_src + ref[1], cited))
 
 
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,

@@ -144,8 +144,12 @@ class Scored:
         self.ref_label = ref_label.astype(np.int8)
         self.norm = options.normalizer
         bands, names = tuple(options.bands.items()), tuple(options.metrics)
-        memo = {c: _figures(c, options.zero_division, bands, names) for c in set(counts_rows)}
-        self.figures = [None if k in failed else memo[c] for k, c in enumerate(counts_rows)]
+        # Each distinct count pattern (``patterns``) once; per case its pattern's number.
+        index = {c: i for i, c in enumerate(dict.fromkeys(counts_rows))}
+        self.patterns = [(c, _figures(c, options.zero_division, bands, names)) for c in index]
+        self.pattern = np.fromiter(map(index.__getitem__, counts_rows), np.int64, len(counts_rows))
+        self.figures = [None if k in failed else self.patterns[i][1]
+                        for k, i in enumerate(self.pattern.tolist())]
         # Run-level sums over the cases that are not failed.
         self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.ref_case, self.cit_case = ref_case, cit_case
@@ -265,15 +269,12 @@ class BatchResults(CaseSequence):
         row_len = n_cit[s.ref_case]  # each reference's row of matched bits
         bits = pa.array(s.matched[np.repeat(ok_ref, row_len)])
         # The metrics, counts and bands of each count pattern once; a failed case's: none.
-        seen: dict[tuple[int, ...], tuple[int, int]] = {}  # pattern -> (its code, a case)
-        inverse = [seen.setdefault(s.counts_rows[k], (len(seen), k))[0]
-                   for k in np.flatnonzero(s.ok_case).tolist()]
         blank = dict.fromkeys(f.name for f in schema.field("metrics").type)
-        patterns = [{"metrics": fig[0], "counts": dict(zip(COUNT_KEYS, s.counts_rows[k])),
-                     "bands": fig[1]} for _, k in seen.values() if (fig := s.figures[k])]
+        patterns = [{"metrics": fig[0], "counts": dict(zip(COUNT_KEYS, c)), "bands": fig[1]}
+                    for c, fig in s.patterns]
         patterns.append({"metrics": blank, "counts": None, "bands": blank})
-        codes = np.full(len(where), len(seen))
-        codes[ok] = np.array(inverse, dtype=np.int64)[(np.cumsum(s.ok_case) - 1)[where[ok]]]
+        codes = np.full(len(where), len(s.patterns))
+        codes[ok] = s.pattern[where[ok]]
         figs = pa.array(patterns, pa.struct([schema.field(k) for k in (
             "metrics", "counts", "bands")]), from_pandas=True).take(codes).flatten()
         errors: list[dict[str, str | None]] = [{"error": None}] * len(where)
