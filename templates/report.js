@@ -157,6 +157,32 @@
   var BAND_CLASS = { g: "band-green", m: "band-medium", r: "band-red", "-": "band-none" };
   var EXPLAIN = [["Passages", [0, 1, 2]], ["Sources", [3, 4, 5]]];
 
+  /* One threshold's rows: the shared cases (ragcite-cases) with what it decided
+     (ragcite-decided: columns of small values, runner/reports/cases.py) decoded. */
+  function decode(meta, shared, block) {
+    var err = Object.create(null);
+    block.err.forEach(function (e) { err[e[0]] = e[1]; });
+    function names(digits, list) { return digits.split("").map(function (d) { return list[Number(d)]; }); }
+    return shared.id.map(function (id, i) {
+      var f = block.f[block.k[i]];
+      var row = { id: id, q: shared.q[i], m: f[0], b: f[1], cl: names(block.cl[i], meta.citation_labels),
+                  rl: names(block.rl[i], meta.reference_labels), bits: block.M[i], x: block.x[i] };
+      if (i in err) { row.err = err[i]; }
+      return row;
+    });
+  }
+
+  /* A case's details: its passages (ragcite-texts, shared by the thresholds) with this
+     threshold's match matrix M (0/1, from its bits) and explanations X. */
+  function detailOf(c, t) {
+    var d = { M: [], X: t.X[c.x] || [] }, n = t.C.length;
+    for (var k in t) { if (Object.prototype.hasOwnProperty.call(t, k) && k !== "X") { d[k] = t[k]; } }
+    for (var r = 0; r < t.R.length; r++) {
+      d.M.push(c.bits.slice(r * n, (r + 1) * n).split("").map(Number));
+    }
+    return d;
+  }
+
   /* rows: what the table shows, sorts and filters on (parsed before the first render);
      details: passages, matrices and explanations, parsed right after the first render and
      needed only to expand a case or to search its text. */
@@ -183,23 +209,14 @@
   CaseTable.prototype.loadDetails = function () {
     var self = this;
     if (!this.detailsPromise) {
-      this.detailsPromise = Promise.resolve().then(function () {
-        var blocks = self.readDetails();
-        return Promise.all([unpack(blocks[0], "details"), unpack(blocks[1], "texts")]);
-      }).then(function (parts) {
-        var details = parts[0], texts = parts[1];
-        if (details.length !== self.cases.length || texts.length !== self.cases.length) {
+      this.detailsPromise = this.readDetails().then(function (texts) {
+        if (texts.length !== self.cases.length) {
           throw new Error("the case details do not match the cases");
         }
-        /* A case's details: its scores (S, M, X) and its passages (R, C, E, a, md). */
-        for (var i = 0; i < details.length; i++) {
-          var d = details[i], t = texts[i];
-          for (var k in t) { if (Object.prototype.hasOwnProperty.call(t, k)) { d[k] = t[k]; } }
-        }
-        self.details = details;
+        self.details = self.cases.map(function (c, i) { return detailOf(c, texts[i]); });
         window.__detailsReady = performance.now();
         document.documentElement.setAttribute("data-details", "1");
-        return details;
+        return self.details;
       });
     }
     return this.detailsPromise;
@@ -985,15 +1002,21 @@
 
   function initCases() {
     var sw = $("threshold-switch"), sfx = sw ? showView(sw) : "";
-    var meta = readJSON("ragcite-meta" + sfx);
-    var block = readJSON("ragcite-cases" + sfx);
-    if (!meta || !block) { return false; }
+    var meta = readJSON("ragcite-meta" + sfx), texts = null;
+    if (!meta || !$("ragcite-decided" + sfx)) { return false; }
+    var shared = unpack(readJSON("ragcite-cases"), "cases");
     timing.block = performance.now();
-    function reader(sfx) {
-      return function () { return [readJSON("ragcite-details" + sfx), readJSON("ragcite-texts")]; };
+    function readTexts() {  /* the passages, parsed once for every threshold */
+      if (!texts) { texts = unpack(readJSON("ragcite-texts"), "texts"); }
+      return texts;
     }
-    unpack(block, "rows").then(function (cases) {
-      var table = new CaseTable(meta, cases, reader(sfx));
+    function rows(meta, sfx) {
+      return Promise.all([shared, unpack(readJSON("ragcite-decided" + sfx), "rows")]).then(function (parts) {
+        return decode(meta, parts[0], parts[1]);
+      });
+    }
+    rows(meta, sfx).then(function (cases) {
+      var table = new CaseTable(meta, cases, readTexts);
       if (meta.review_key && $("review-status")) {  /* pair review */
         table.review = new Review(meta, table);
         table.review.bind();
@@ -1008,10 +1031,10 @@
         location.hash = "#" + encodeURIComponent(sw.options[sw.selectedIndex].getAttribute("data-name"));
       });
       window.addEventListener("hashchange", function () {
-        var next = showView(sw), chosen = sw.value;
-        unpack(readJSON("ragcite-cases" + next), "rows").then(function (rows) {
+        var next = showView(sw), chosen = sw.value, nextMeta = readJSON("ragcite-meta" + next);
+        rows(nextMeta, next).then(function (cases) {
           if (sw.value !== chosen) { return; }  /* another was chosen meanwhile */
-          table.use(readJSON("ragcite-meta" + next), rows, reader(next));
+          table.use(nextMeta, cases, readTexts);
           loadLater(table);
         });
       });

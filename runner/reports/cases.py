@@ -1,78 +1,48 @@
-"""The case data a run report embeds, read from the first cases of a result folder.
+"""The case data a run report embeds: the first cases of a job, read once for all its thresholds.
 
-A report embeds three blocks per case (short keys keep big reports small):
+The page holds its first ``max_cases`` cases (the same cases for every threshold of a job's
+page) in blocks the page's script decodes (short keys keep big reports small):
 
-* the **row** (``ragcite-cases``), all the table needs to show, sort and filter: ``id``; ``q``
-  query; ``m`` the metric values in the record's order; ``b`` their bands as one letter each
-  (g/m/r, ``-`` undefined); ``cl`` / ``rl`` the citation and reference labels; ``err`` the error;
-* the **scores** (``ragcite-details``), read when a case is expanded: ``S`` similarity matrix
-  [ref][cit]; ``M`` match matrix as 0/1; ``X`` explanations in EXPLANATION_KEYS order (made
-  here from the case's sources, labels and metrics: the results files do not store them);
-* the **passages** (``ragcite-texts``), read with the scores: ``R`` and ``C`` references and
-  citations as ``[source, content]``; ``E`` expected sources; ``a`` answer; ``md`` metadata as
-  JSON text; ``Rc`` / ``Cc`` the positions of the references and citations whose content is
-  cut in the report (``max_text_chars``), which the pair review does not export (the last four
-  when present).
+* once, the **cases** (``ragcite-cases``): ``id`` and ``q`` (query), one list each;
+* once, the **passages** (``ragcite-texts``), one record per case, read when a case is expanded
+  or searched: ``R`` and ``C`` references and citations as ``[source, content]``; ``E`` expected
+  sources; ``S`` similarity matrix [ref][cit]; ``X`` the case's distinct explanations, each a
+  list in EXPLANATION_KEYS order (made here from the case's sources, labels and metrics: the
+  results files do not store them; a case whose labels no threshold changes has one); ``a``
+  answer; ``md`` metadata as JSON text; ``Rc`` / ``Cc`` the positions of the references and
+  citations whose content is cut in the report (``max_text_chars``), which the pair review does
+  not export (the last four when present);
+* per threshold, what it **decided** (``ragcite-decided``), as columns of small values: ``f``
+  each distinct ``[metric values, bands]`` (the bands one letter each: g/m/r, ``-``
+  undefined); per case ``k`` its entry of ``f``, ``cl`` / ``rl`` its citation and reference
+  labels as one digit each (the label's position in CITATION_LABELS / REFERENCE_LABELS), ``M``
+  its match bits row-major as ``0``/``1``, ``x`` its entry of its ``X``; ``err`` the failed
+  cases as ``[position, error]``.
 
-Only the first ``max_cases`` cases are read (:func:`read_embedded`). The passages come from the
-job's ``passages.parquet``, which the result folders of a job that decides several thresholds
-share: :class:`PassageTexts` holds what the page built from it, so that the other thresholds of a
-job's page (:func:`runner.reports.run.render_run_reports`) embed it once, without reading it again.
+So a threshold adds a few bytes a case: its columns are cut from ``cases.parquet`` with array
+operations, and only a case's explanations for labels not met at another threshold are made.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
-from contextlib import closing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import islice
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from markupsafe import Markup
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from runner.reports.common import (
-    EXPLANATION_KEYS,
-    METRIC_KEYS,
-    clip,
-    dumps_compact,
-    embed_packed,
-    pack_text,
-)
-from runner.results import iter_decisions, iter_records
+from runner.reports.common import EXPLANATION_KEYS, clip, dumps_compact, embed_packed
+from runner.results import CASES_FILE, passages_path, table
+from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.records import explain_record, result_normalizer
 
-BAND_CODE = {"green": "g", "medium": "m", "red": "r"}
-
-
-def row_record(decided: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
-    """The table row of one case from its ``cases.parquet`` record and its (clipped) query."""
-    metrics = decided.get("metrics") or dict.fromkeys(METRIC_KEYS)  # the run's declared metrics
-    bands = decided.get("bands") or {}
-    labels = decided.get("labels") or {}
-    row: dict[str, Any] = {
-        "id": decided["id"],
-        "q": query,
-        "m": [None if v is None else round(float(v), 6) for v in metrics.values()],
-        "b": "".join(BAND_CODE.get(bands.get(k) or "", "-") for k in metrics),
-        "cl": list(labels.get("citations") or []),
-        "rl": list(labels.get("references") or []),
-    }
-    if decided.get("error") is not None:
-        row["err"] = clip(decided["error"], limit)
-    return row
-
-
-def scores_record(similarity: list[list[Any]], matched: list[list[Any]],
-                  explanations: dict[str, str]) -> dict[str, Any]:
-    """The similarity and match matrices and explanations of one case."""
-    return {
-        "S": [[None if v is None else round(v, 4) for v in r] for r in similarity],
-        "M": [[1 if v else 0 for v in r] for r in matched],
-        "X": [explanations.get(k, "") for k in EXPLANATION_KEYS],
-    }
+BANDS = ("green", "medium", "red")
+"""The bands as the page codes them: g, m, r (``-``: none)."""
 
 
 def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]], list[int]]:
@@ -88,12 +58,15 @@ def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]],
 
 
 def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
-    """The passages, expected sources, answer and metadata of one ``passages.parquet`` record."""
+    """The passages, expected sources, similarities, answer and metadata of one
+    ``passages.parquet`` record (its explanations, ``X``, are added per threshold)."""
     response = shared.get("response") or {}
     refs, refs_cut = _passages(shared.get("references") or [], limit)
     cits, cits_cut = _passages(response.get("citations") or [], limit)
     record: dict[str, Any] = {"R": refs, "C": cits,
-                              "E": [str(s) for s in shared.get("expected_sources") or []]}
+                              "E": [str(s) for s in shared.get("expected_sources") or []],
+                              "S": [[None if v is None else round(v, 4) for v in r]
+                                    for r in shared.get("similarity") or []], "X": []}
     record.update((k, cut) for k, cut in (("Rc", refs_cut), ("Cc", cits_cut)) if cut)
     if response.get("answer"):
         record["a"] = clip(response["answer"], limit)
@@ -104,81 +77,112 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
 
 
 @dataclass
-class PassageTexts:
-    """What a report embeds from the first cases of one ``passages.parquet``: their ids, clipped
-    queries, similarity matrices and sources (for the explanations), and the passages block
-    (packed once, when asked)."""
+class Shared:
+    """What a page embeds once: the first cases of a job's ``passages.parquet``, and for each
+    the explanations made so far (keyed by what they follow from)."""
 
     ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
-    similarity: list[list[list[Any]]] = field(default_factory=list)
+    texts: list[dict[str, Any]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
-    parts: list[str] = field(default_factory=list)  # each case's passages record as JSON
+    explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its X
+    normalizer: Callable[[str], str] = str
 
-    def add(self, shared: dict[str, Any], limit: int) -> None:
-        """Take one ``passages.parquet`` record (or a joined record holding it)."""
-        self.ids.append(shared["id"])
-        self.queries.append(clip(shared.get("query"), limit))
-        self.similarity.append(shared.get("similarity") or [])
-        self.sources.append({k: shared.get(k) for k in ("references", "expected_sources",
+    def explanation(self, pos: int, key: tuple[str, str, tuple[float, ...], str | None],
+                    names: Sequence[str]) -> int:
+        """The index in case `pos`'s ``X`` of the explanations of `key` (its citation and
+        reference label digits, figures (-1: undefined) and error), made the first time."""
+        index = self.explained.get((pos, key))
+        if index is None:
+            cl, rl, figures, error = key
+            made = explain_record({**self.sources[pos], "error": error, "labels": {
+                "citations": [CITATION_LABELS[int(d)] for d in cl],
+                "references": [REFERENCE_LABELS[int(d)] for d in rl]},
+                "metrics": {k: None if v < 0 else v for k, v in zip(names, figures)}},
+                self.normalizer)
+            index = self.explained[pos, key] = len(self.texts[pos]["X"])
+            self.texts[pos]["X"].append([made.get(k, "") for k in EXPLANATION_KEYS])
+        return index
+
+
+def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None,
+                limit: int) -> Shared:
+    """The first `max_cases` cases (all when None) of the passages file of a result folder
+    (`metrics`: its ``metrics.json``), explained with the result's source normalisation."""
+    shared = Shared(normalizer=result_normalizer(metrics))
+    for case in islice(table.iter_rows(passages_path(result_dir, metrics)), max_cases):
+        shared.ids.append(case["id"])
+        shared.queries.append(clip(case.get("query"), limit))
+        shared.texts.append(texts_record(case, limit))
+        shared.sources.append({k: case.get(k) for k in ("references", "expected_sources",
                                                         "response")})
-        self.parts.append(dumps_compact(texts_record(shared, limit)))
-
-    @cached_property
-    def text(self) -> str:
-        """The passages block's JSON text (the parts are let go once it is made)."""
-        text, self.parts = "[" + ",".join(self.parts) + "]", []
-        return text
-
-    @cached_property
-    def packed(self) -> tuple[int, str]:
-        """The passages block gzipped, packed once for every report that embeds it."""
-        return pack_text(self.text)
-
-    def block(self, encoding: str) -> Markup:
-        """The passages block as embedded (``json`` or ``gzip-base64``)."""
-        return embed_packed(self.text, encoding, None if encoding == "json" else self.packed)
+    return shared
 
 
-@dataclass
-class Embedded:
-    """The embedded cases of one report: rows and scores as JSON, and their passages."""
+def _digits(lists: pa.ListArray, names: Sequence[str], where: Path) -> list[str]:
+    """Each list of labels as one digit a label: its position in `names`."""
+    codes = pc.index_in(lists.flatten(), value_set=pa.array(names))
+    if codes.null_count:
+        raise ValueError(f"{where}: a label that is none of {', '.join(names)}")
+    return _strings(codes.to_numpy(zero_copy_only=False), np.asarray(lists.offsets))
 
-    rows: list[str]
-    scores: list[str]
-    texts: PassageTexts
+
+def _strings(codes: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """Small integers as digits, cut into one string per case at `offsets`."""
+    offsets = (offsets - offsets[0]).astype(np.int32)
+    data = (codes.astype(np.uint8) + ord("0")).tobytes()
+    return list(pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets.tobytes()),
+                                            pa.py_buffer(data)).to_pylist())
 
 
-def read_embedded(result_dir: Path, metrics: dict[str, Any], max_cases: int | None,
-                  limit: int, texts: PassageTexts | None = None) -> Embedded:
-    """The first `max_cases` cases (all when None) of a result folder, as a report embeds them.
+def _figures(decided: pa.Table) -> tuple[list[list[Any]], np.ndarray, list[tuple[float, ...]]]:
+    """The distinct ``[metric values (6 decimals), bands]`` of the cases, each case's entry,
+    and the distinct metric values unrounded (-1 for undefined)."""
+    values = np.column_stack([np.nan_to_num(c.to_numpy(zero_copy_only=False), nan=-1.0)
+                              for c in decided.column("metrics").combine_chunks().flatten()])
+    bands = np.column_stack([pc.fill_null(pc.index_in(c, value_set=pa.array(BANDS)), 3)
+                             for c in decided.column("bands").combine_chunks().flatten()])
+    rows = np.ascontiguousarray(np.hstack([values, bands]))  # a case's row as one byte string
+    _, first, inverse = np.unique(rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))),
+                                  return_index=True, return_inverse=True)
+    n, unique = values.shape[1], rows[first].tolist()
+    figures = [[[None if v < 0 else round(v, 6) for v in row[:n]],
+                "".join("gmr-"[int(b)] for b in row[n:])] for row in unique]
+    return figures, inverse.reshape(-1), [tuple(row[:n]) for row in unique]
 
-    With `texts`, the passages another result of the same job read (its ``embedded.texts``:
-    the job's results share one passages file), this folder's cases are read from
-    ``cases.parquet`` alone.
+
+def read_decided(result_dir: Path, shared: Shared, limit: int) -> dict[str, Any]:
+    """One threshold's block: its decisions of the shared cases, from its ``cases.parquet``.
 
     Raises:
-        ValueError: ``cases.parquet`` and the passages do not list the same cases.
+        ValueError: ``cases.parquet`` holds fewer cases than the passages file.
     """
-    norm = result_normalizer(metrics)
-    fresh = texts is None  # read the passages too, from the joined records
-    texts = PassageTexts() if texts is None else texts
-    n, rows, scores = len(texts.ids), [], []
-    lines = iter_records(result_dir, metrics) if fresh else iter_decisions(
-        result_dir, metrics=metrics)
-    # The readers of runner.results are generators: closed when left, a report that stops
-    # after its first cases leaves no file open.
-    with closing(cast("Generator[Any, None, None]", lines)) as cases:
-        for pos, case in enumerate(islice(cases, max_cases if fresh else n)):
-            if fresh:
-                texts.add(case, limit)
-            elif case["id"] != texts.ids[pos]:
-                raise ValueError(f"{result_dir}, case {pos + 1}: id {case['id']!r} does not "
-                                 f"match the passages file ({texts.ids[pos]!r})")
-            rows.append(dumps_compact(row_record(case, texts.queries[pos], limit)))
-            scores.append(dumps_compact(scores_record(
-                texts.similarity[pos], case.get("matched") or [],
-                explain_record({**texts.sources[pos], **case}, norm))))
-    if not fresh and len(rows) < n:
-        raise ValueError(f"{result_dir}: {len(rows)} cases, but the passages file has {n}")
-    return Embedded(rows, scores, texts)
+    path, n = result_dir / CASES_FILE, len(shared.ids)
+    decided = table.open_table(path).read().slice(0, n)
+    if decided.num_rows < n:
+        raise ValueError(f"{path}: {decided.num_rows} cases, but the passages file has more")
+    figures, entry, raw = _figures(decided)
+    names = [f.name for f in decided.schema.field("metrics").type]
+    cl, rl = (_digits(decided.column(c).combine_chunks(), labels, path) for c, labels in (
+        ("citation_labels", CITATION_LABELS), ("reference_labels", REFERENCE_LABELS)))
+    rows = decided.column("matched").combine_chunks()
+    inner = rows.flatten()
+    bits = _strings(inner.flatten().to_numpy(zero_copy_only=False),
+                    np.asarray(inner.offsets)[np.asarray(rows.offsets) - rows.offsets[0].as_py()])
+    errors = decided.column("error").to_pylist()
+    keys = zip(cl, rl, map(raw.__getitem__, entry.tolist()), errors)
+    x = [shared.explanation(pos, key, names) for pos, key in enumerate(keys)]
+    return {"f": figures, "k": entry.tolist(), "cl": cl, "rl": rl, "M": bits, "x": x,
+            "err": [[pos, clip(e, limit)] for pos, e in enumerate(errors) if e is not None]}
+
+
+def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
+           gzip_above_mb: float) -> dict[str, Any]:
+    """The blocks of a page (its cases, passages and each threshold's decisions), gzipped when
+    `embed` says so (``auto``: once they hold more than `gzip_above_mb` megabytes together)."""
+    texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts),
+             *map(dumps_compact, decided)]
+    size = sum(len(text.encode("utf-8")) for text in texts)
+    gzip = embed == "gzip" or (embed == "auto" and size > gzip_above_mb * 1024 * 1024)
+    packed = [embed_packed(text, "gzip-base64" if gzip else "json") for text in texts]
+    return {"cases_json": packed[0], "texts_json": packed[1], "decided_json": packed[2:]}

@@ -23,8 +23,8 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows, check_fields
 from runner.errors import RagciteError
-from runner.reports.cases import Embedded, read_embedded
-from runner.reports.common import embed_json, embed_packed, render, stacked_bars, write_html
+from runner.reports.cases import blocks, read_decided, read_shared
+from runner.reports.common import embed_json, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
 from runner.results import CONFIG_FILE, REPORT_FILE, read_result, require_complete, result_dirs
 from runner.scoring.bands import DEFAULT_BANDS
@@ -75,20 +75,6 @@ class HtmlOptions:
                               if k in known and (v is not None or k == "max_cases")})
 
 
-def _blocks(embedded: Embedded, opts: HtmlOptions) -> dict[str, Any]:
-    """The three embedded case blocks (rows, scores, passages) and their encoding."""
-    rows_text = "[" + ",".join(embedded.rows) + "]"
-    scores_text = "[" + ",".join(embedded.scores) + "]"
-    size = len(rows_text) + len(scores_text) + len(embedded.texts.text.encode("utf-8"))
-    gzip = opts.embed == "gzip" or (opts.embed == "auto"
-                                    and size > opts.gzip_above_mb * 1024 * 1024)
-    encoding = "gzip-base64" if gzip else "json"
-    return {"encoding": encoding,
-            "cases_json": embed_packed(rows_text, encoding),
-            "details_json": embed_packed(scores_text, encoding),
-            "texts_json": embedded.texts.block(encoding)}
-
-
 def review_key(result_dir: Path, run: Mapping[str, Any]) -> str:
     """The key of the report's pair review marks in the browser's local storage.
 
@@ -102,11 +88,11 @@ def review_key(result_dir: Path, run: Mapping[str, Any]) -> str:
         "" if threshold is None else str(threshold)])
 
 
-def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOptions,
+def build_context(metrics: Mapping[str, Any], n_embedded: int, opts: HtmlOptions,
                   result_dir: Path, tracking_link: str | None = None,
                   index: int = 0) -> dict[str, Any]:
     """Everything the run template shows of one result (the `index`-th view of its page):
-    figures from `metrics` (``metrics.json``), the table from the `embedded` cases."""
+    figures from `metrics` (``metrics.json``); its table holds `n_embedded` cases."""
     sec = {name: metrics.get(name) or {} for name in ("run", "dataset", "model", "matcher",
                                                       "threshold", "scoring", "bootstrap")}
     run = {"name": sec["run"].get("name") or result_dir.name,
@@ -120,7 +106,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
         "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
         "citation_labels": list(CITATION_LABELS), "reference_labels": list(REFERENCE_LABELS),
         "label_text": LABEL_TEXT, "page_size": opts.page_size,
-        "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": len(embedded.rows),
+        "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": n_embedded,
         "threshold": run["threshold"], "review_key": review_key(result_dir, run),
     }
     return {
@@ -131,7 +117,7 @@ def build_context(metrics: Mapping[str, Any], embedded: Embedded, opts: HtmlOpti
                                                for m in metric_list},
         "bands": dict((metrics.get("scoring") or {}).get("bands") or DEFAULT_BANDS),
         "label_bars": stacked_bars(metrics), "diagnosis": diagnosis(metrics),
-        **_blocks(embedded, opts), "meta": meta, "meta_json": embed_json(meta),
+        "meta": meta, "meta_json": embed_json(meta),
     }
 
 
@@ -149,19 +135,18 @@ def _options(result_dir: Path, options: Mapping[str, Any] | HtmlOptions | None) 
 
 
 def _page(result_dirs: Sequence[Path], links: Sequence[str | None], opts: HtmlOptions) -> str:
-    """The page of one or more result folders of a job: one view each, their shared passages
-    read and packed once."""
-    views: list[dict[str, Any]] = []
-    texts = None
+    """The page of one or more result folders of a job: one view each; their cases read once
+    from the job's passages, each threshold's decisions as a few columns."""
+    metrics = [read_result(folder) for folder in result_dirs]
     # The embedded case data are cycle-free: with the collector on, its collections walk the
-    # growing row and score lists again and again.
+    # growing lists again and again.
     with gc_paused():
-        for index, (folder, link) in enumerate(zip(result_dirs, links)):
-            metrics = read_result(folder)
-            embedded = read_embedded(folder, metrics, opts.max_cases, opts.max_text_chars, texts)
-            texts = embedded.texts
-            views.append(build_context(metrics, embedded, opts, folder, link, index))
-    return render("report_run.html.j2", views=views, **views[0])
+        shared = read_shared(result_dirs[0], metrics[0], opts.max_cases, opts.max_text_chars)
+        decided = [read_decided(folder, shared, opts.max_text_chars) for folder in result_dirs]
+    views = [build_context(m, len(shared.ids), opts, folder, link, index) for index, (
+        m, folder, link) in enumerate(zip(metrics, result_dirs, links))]
+    return render("report_run.html.j2", views=views, **views[0],
+                  **blocks(shared, decided, opts.embed, opts.gzip_above_mb))
 
 
 def render_run_report(result_dir: str | Path, tracking_link: str | None = None,

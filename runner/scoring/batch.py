@@ -221,12 +221,29 @@ class _Prepared:
         self.failed = {int(ref_case[slot_ref[s]]) for s in self.failed_msg}  # their cases
         self.digest = ids_digest(cd["id"] for k, cd in enumerate(f.case_fields)
                                  if k not in self.failed)
-        self.flat, self.n_cases, self.n_src, self.n_cits = f, n_cases, n_src, len(cit_tid)
-        self.ref_case, self.cit_case, self.exp_case = ref_case, cit_case, exp_case
-        self.ref_sid, self.cit_sid, self.exp_sid = ref_sid, cit_sid, exp_sid
+        self.flat, self.n_cases, self.n_cits = f, n_cases, len(cit_tid)
+        self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
+                        rd["answer"], rd["usage"], rd["latency_s"])  # what Scored.records reads
+                       for cd, rd in zip(f.case_fields, f.resp_fields)]
+        self.ref_case, self.cit_case = ref_case, cit_case
         self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
             per_ref, ref_slot_first, slot_ref, slot_cit)
         self.s_ref_blank, self.s_same, self.needs_sim = s_ref_blank, s_same, needs_sim
+        self.source_counts, self.cit_expected, self.ref_cited = _source_sets(
+            (exp_case, exp_sid), (cit_case, cit_sid), (ref_case, ref_sid), n_src, n_cases)
+
+
+def _source_sets(exp: tuple[np.ndarray, np.ndarray], cit: tuple[np.ndarray, np.ndarray],
+                 ref: tuple[np.ndarray, np.ndarray], n_src: int,
+                 n_cases: int) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """What no threshold changes of the cases' sources (each a case and a source id): per case
+    how many sources are expected, cited and both; whether each citation's source is expected
+    and each reference's source cited. A case's sources are sorted codes case * n_src + id."""
+    expected, cited = (np.unique(case * n_src + sid) for case, sid in (exp, cit))
+    hits = np.intersect1d(expected, cited, assume_unique=True)
+    return ([np.bincount(codes // n_src, minlength=n_cases).tolist()
+             for codes in (expected, cited, hits)], np.isin(cit[0] * n_src + cit[1], expected),
+            np.isin(ref[0] * n_src + ref[1], cited))
 
 
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,
@@ -261,7 +278,7 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
 
 def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     """The decisions, counts and labels of a prepared batch at `threshold`."""
-    f, n_cases, n_src = p.flat, p.n_cases, p.n_src
+    f, n_cases = p.flat, p.n_cases
     matched = np.where(p.s_ref_blank, p.s_same, p.needs_sim & (p.sim >= threshold))
 
     # Per reference / citation / case.
@@ -270,20 +287,14 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     cit_matched = np.bincount(p.slot_cit, weights=matched, minlength=p.n_cits) > 0
     refs_matched = np.bincount(p.ref_case, weights=ref_matched, minlength=n_cases)
     cits_matched = np.bincount(p.cit_case, weights=cit_matched, minlength=n_cases)
-    # Source sets of each case as sorted codes case * n_src + source id.
-    expected = np.unique(p.exp_case * n_src + p.exp_sid)
-    cited = np.unique(p.cit_case * n_src + p.cit_sid)
-    hits = np.intersect1d(expected, cited, assume_unique=True)
     # A matched citation whose every match is a reference of another source: other_source.
     cit_own = np.bincount(p.slot_cit, weights=matched & p.s_same, minlength=p.n_cits) > 0
-    cit_label = np.where(cit_matched, np.where(cit_own, _SUPPORTED, _OTHER_SOURCE), np.where(
-        np.isin(p.cit_case * n_src + p.cit_sid, expected), _WRONG_PASSAGE, _UNEXPECTED))
-    ref_label = np.where(ref_matched, _CITED, np.where(
-        np.isin(p.ref_case * n_src + p.ref_sid, cited), _PASSAGE_MISSED, _SOURCE_MISSED))
+    cit_label = np.where(cit_matched, np.where(cit_own, _SUPPORTED, _OTHER_SOURCE),
+                         np.where(p.cit_expected, _WRONG_PASSAGE, _UNEXPECTED))
+    ref_label = np.where(ref_matched, _CITED,
+                         np.where(p.ref_cited, _PASSAGE_MISSED, _SOURCE_MISSED))
     counts = list(zip(f.n_ref, refs_matched.astype(np.int64).tolist(), f.n_cit,
-                      cits_matched.astype(np.int64).tolist(),
-                      *(np.bincount(codes // n_src, minlength=n_cases).tolist()
-                        for codes in (expected, cited, hits))))
-    return Scored(f.items, f.case_fields, f.resp_fields, f.ref_src, f.ref_text, f.cit_src,
+                      cits_matched.astype(np.int64).tolist(), *p.source_counts))
+    return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
                   cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options)

@@ -119,8 +119,8 @@ def explain_record(case: Mapping[str, Any], normalizer: Callable[[str], str]) ->
 class Scored:
     """The decided cases of a batch: flat arrays, run-level sums, and the way to records."""
 
-    def __init__(self, items: list[tuple[Case, Response]], case_fields: list[dict[str, Any]],
-                 resp_fields: list[dict[str, Any]], ref_src: list[str], ref_text: list[str],
+    def __init__(self, items: list[tuple[Case, Response]], fields: list[tuple[Any, ...]],
+                 ref_src: list[str], ref_text: list[str],
                  cit_src: list[str], cit_text: list[str], n_ref: list[int], n_cit: list[int],
                  counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
@@ -135,9 +135,7 @@ class Scored:
                 self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
                                                   slot_first + nr * nc, nc, options.metrics)
             slot_first += nr * nc
-        self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
-                        rd["answer"], rd["usage"], rd["latency_s"])
-                       for cd, rd in zip(case_fields, resp_fields)]
+        self.fields = fields  # the same list at every threshold (batch._Prepared)
         self.ref_src, self.ref_text, self.cit_src, self.cit_text = (ref_src, ref_text, cit_src,
                                                                     cit_text)
         self.n_ref, self.n_cit, self.counts_rows = n_ref, n_cit, counts_rows
@@ -146,8 +144,12 @@ class Scored:
         self.ref_label = ref_label.astype(np.int8)
         self.norm = options.normalizer
         bands, names = tuple(options.bands.items()), tuple(options.metrics)
-        self.figures = [_figures(c, options.zero_division, bands, names) if k not in failed
-                        else None for k, c in enumerate(counts_rows)]
+        # Each distinct count pattern (``patterns``) once; per case its pattern's number.
+        index = {c: i for i, c in enumerate(dict.fromkeys(counts_rows))}
+        self.patterns = [(c, _figures(c, options.zero_division, bands, names)) for c in index]
+        self.pattern = np.fromiter(map(index.__getitem__, counts_rows), np.int64, len(counts_rows))
+        self.figures = [None if k in failed else self.patterns[i][1]
+                        for k, i in enumerate(self.pattern.tolist())]
         # Run-level sums over the cases that are not failed.
         self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.ref_case, self.cit_case = ref_case, cit_case
@@ -267,25 +269,24 @@ class BatchResults(CaseSequence):
         row_len = n_cit[s.ref_case]  # each reference's row of matched bits
         bits = pa.array(s.matched[np.repeat(ok_ref, row_len)])
         # The metrics, counts and bands of each count pattern once; a failed case's: none.
-        seen: dict[tuple[int, ...], tuple[int, int]] = {}  # pattern -> (its code, a case)
-        inverse = [seen.setdefault(s.counts_rows[k], (len(seen), k))[0]
-                   for k in np.flatnonzero(s.ok_case).tolist()]
         blank = dict.fromkeys(f.name for f in schema.field("metrics").type)
-        patterns = [{"metrics": fig[0], "counts": dict(zip(COUNT_KEYS, s.counts_rows[k])),
-                     "bands": fig[1]} for _, k in seen.values() if (fig := s.figures[k])]
+        patterns = [{"metrics": fig[0], "counts": dict(zip(COUNT_KEYS, c)), "bands": fig[1]}
+                    for c, fig in s.patterns]
         patterns.append({"metrics": blank, "counts": None, "bands": blank})
-        codes = np.full(len(where), len(seen))
-        codes[ok] = np.array(inverse, dtype=np.int64)[(np.cumsum(s.ok_case) - 1)[where[ok]]]
+        codes = np.full(len(where), len(s.patterns))
+        codes[ok] = s.pattern[where[ok]]
         figs = pa.array(patterns, pa.struct([schema.field(k) for k in (
             "metrics", "counts", "bands")]), from_pandas=True).take(codes).flatten()
         errors: list[dict[str, str | None]] = [{"error": None}] * len(where)
         for pos, case in zip(np.flatnonzero(~ok).tolist(), self.error_cases()):
             errors[pos] = {"error": case.error}
+        error = pa.nulls(len(where), pa.string()) if ok.all() else table.from_rows(
+            errors, pa.schema([schema.field("error")])).column(0)
         return pa.Table.from_arrays([
             _lists(_lists(bits, row_len[ok_ref]), n_refs),
             _lists(pa.array(CITATION_LABELS).take(s.cit_label[ok_cit]), n_cits),
             _lists(pa.array(REFERENCE_LABELS).take(s.ref_label[ok_ref]), n_refs),
-            *figs, table.from_rows(errors, pa.schema([schema.field("error")])).column(0)],
+            *figs, error],
             schema=schema)
 
     def error_cases(self) -> Iterator[CaseResult]:

@@ -17,6 +17,7 @@ from runner.reports.common import EXPLANATION_KEYS, embed_json, fmt, safe_href
 from runner.reports.run import HtmlOptions, render_run_report, render_run_reports
 from runner.reports.sentences import card_sentence
 from runner.results import PASSAGES_FILE
+from runner.scoring.labels import CITATION_LABELS, REFERENCE_LABELS
 from runner.scoring.metrics import METRIC_KEYS, METRICS
 from tests.conftest import REPO, only_run_dir, run_cli
 from tests.reports.conftest import (
@@ -37,14 +38,29 @@ from tests.reports.conftest import (
 STATS = (("mean", "metrics"), ("micro", "micro"))
 
 
-def _decode(block: dict[str, Any]) -> list[dict[str, Any]]:
+def _decode(block: dict[str, Any]) -> Any:
     if block["encoding"] == "json":
-        data: list[dict[str, Any]] = block["data"]
-        return data
+        return block["data"]
     assert block["encoding"] == "gzip-base64"
-    raw = gzip.decompress(base64.b64decode(block["data"]))
-    decoded: list[dict[str, Any]] = json.loads(raw)
-    return decoded
+    return json.loads(gzip.decompress(base64.b64decode(block["data"])))
+
+
+def _cases(page: Any, sfx: str = "") -> list[dict[str, Any]]:
+    """One threshold's embedded cases as the page's script decodes them (report.js decode and
+    detailOf): the shared ids, queries and passages with that threshold's decisions."""
+    shared, decided, texts = (_decode(json.loads(page.script(f"ragcite-{name}"))) for name in (
+        "cases", f"decided{sfx}", "texts"))
+    errors = dict(decided["err"])
+    out = []
+    for i, (cid, query, t) in enumerate(zip(shared["id"], shared["q"], texts, strict=True)):
+        bits, n = [int(d) for d in decided["M"][i]], len(t["C"])
+        out.append({**t, "id": cid, "q": query, "m": decided["f"][decided["k"][i]][0],
+                    "b": decided["f"][decided["k"][i]][1], "err": errors.get(i),
+                    "cl": [CITATION_LABELS[int(d)] for d in decided["cl"][i]],
+                    "rl": [REFERENCE_LABELS[int(d)] for d in decided["rl"][i]],
+                    "M": [bits[r * n:(r + 1) * n] for r in range(len(t["R"]))],
+                    "X": t["X"][decided["x"][i]]})
+    return out
 
 
 def _assert_numbers(page: Any, metrics: dict[str, Any], text_of: Any) -> None:
@@ -98,17 +114,16 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", xss_cases())
     page = parse(render_run_report(run, options={"embed": "json"}))
     scored = {c.id: c for c in runner.evaluate(xss_cases()).cases}  # their explanations
-    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "details", "texts")]
+    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "decided", "texts")]
     for text in blocks:
         assert "<" not in text and ">" not in text and "&" not in text
-    rows, scores, texts = (_decode(json.loads(text)) for text in blocks)
+    rows, texts = _cases(page), _decode(json.loads(blocks[2]))
     originals = {c.id: c for c in _read(run)}
     assert [c["id"] for c in rows] == list(originals)
-    assert len(scores) == len(texts) == len(rows)
-    for row, score, passages in zip(rows, scores, texts):
-        assert set(score) == {"S", "M", "X"} and {"R", "C", "E"} <= set(passages) <= {
-            "R", "C", "E", "a", "md"}
-        detail = {**score, **passages}
+    assert len(texts) == len(rows)
+    for row, passages in zip(rows, texts):
+        assert {"R", "C", "E", "S", "X"} <= set(passages) <= {"R", "C", "E", "S", "X", "a", "md"}
+        detail = row
         case = originals[row["id"]]
         assert row["q"] == case.query
         assert row["m"] == pytest.approx([case.metrics[k] for k in METRIC_KEYS], abs=1e-6)
@@ -134,7 +149,7 @@ def test_gzip_embedding_round_trips(tmp_path: Path) -> None:
                                         output=tmp_path / "a.html"))
     gzip_page = parse(render_run_report(run, options={"embed": "gzip"},
                                         output=tmp_path / "b.html"))
-    for block in ("ragcite-cases", "ragcite-details", "ragcite-texts"):
+    for block in ("ragcite-cases", "ragcite-decided", "ragcite-texts"):
         plain = json.loads(json_page.script(block))
         packed = json.loads(gzip_page.script(block))
         assert plain["encoding"] == "json" and packed["encoding"] == "gzip-base64"
@@ -415,8 +430,7 @@ def test_only_the_embedded_cases_are_read(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", _thirty())
     metrics = load_json(run / "metrics.json")
     page = parse(render_run_report(run, options={"max_cases": 10, "embed": "json"}))
-    rows = _decode(json.loads(page.script("ragcite-cases")))
-    assert [r["id"] for r in rows] == [f"c{i}" for i in range(10)]
+    assert [r["id"] for r in _cases(page)] == [f"c{i}" for i in range(10)]
     assert len(_decode(json.loads(page.script("ragcite-texts")))) == 10
     meta = json.loads(page.script("ragcite-meta"))
     assert (meta["n_cases"], meta["n_embedded"]) == (30, 10)
@@ -458,7 +472,7 @@ def test_a_job_of_three_thresholds_renders_one_page_with_a_switch(tmp_path: Path
             f"Threshold {value} (level custom)")
         _assert_numbers(page, metrics, lambda index=index, **a: page.texts(**a)[index])
         sfx = f"-{index}" if index else ""
-        rows = _decode(json.loads(page.script("ragcite-cases" + sfx)))
+        rows = _cases(page, sfx)
         cases = {c.id: c for c in _read(d)}
         for row in rows:  # each threshold's table shows its own decisions
             assert row["m"] == pytest.approx(
@@ -494,8 +508,7 @@ def test_each_threshold_of_the_page_embeds_what_its_own_report_would(tmp_path: P
     for index, d in enumerate(dirs):
         alone = parse(render_run_report(d, options={"embed": "gzip"}))
         sfx = f"-{index}" if index else ""
-        for block in ("ragcite-meta", "ragcite-cases", "ragcite-details"):
-            assert page.script(block + sfx) == alone.script(block)
-        assert page.script("ragcite-texts") == alone.script("ragcite-texts")
+        assert page.script("ragcite-meta" + sfx) == alone.script("ragcite-meta")
+        assert _cases(page, sfx) == _cases(alone)
     with pytest.raises(ValueError, match="links"):
         render_run_reports(dirs, [None])
