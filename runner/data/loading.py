@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from runner._gc import gc_paused
 from runner.data import readers
-from runner.data.citations import ShapeError
 from runner.data.errors import DataError
 from runner.data.limits import may_break_bounds, parse_json
 from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
@@ -70,8 +69,9 @@ def validation_to_data_error(exc: ValidationError, path: str, where: str | None)
     err = exc.errors()[0]
     field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
                     for part in err.get("loc", ())).removeprefix(".")
-    if isinstance(shape := (err.get("ctx") or {}).get("error"), ShapeError):  # SPEC 2.1
-        return DataError(path, where, f"{field}.{shape.field}", shape.problem)
+    if err["type"] == "value_error" and err["loc"][-1:] in (("response",), ()):  # a shape's
+        sub, _, problem = str(err["ctx"]["error"]).partition(": ")  # runner.data.citations
+        return DataError(path, where, ".".join(filter(None, (field, sub))), problem)
     problem = _PROBLEMS.get(err.get("type", "")) or (
         f"{err.get('msg', 'invalid value')} (got {_cut(repr(err.get('input')), 60)})")
     return DataError(path, where, field or None, problem)

@@ -78,7 +78,7 @@ class Document(_Model):
     text: str
 
 
-class RetrievedDocument(_Model):
+class RetrievedDocument(Document):
     """A document a system retrieved for one answer, in the order it numbered them.
 
     Attributes:
@@ -88,8 +88,6 @@ class RetrievedDocument(_Model):
     """
 
     id: str | None = None
-    source: Source
-    text: str
 
 
 class Response(_Model):
@@ -129,15 +127,13 @@ class Response(_Model):
     def _read_shape(cls, data: Any) -> Any:
         """Turn a citation shape into ``citations`` (:func:`runner.data.citations.canonical`);
         documents that do not validate are left to their field's located error."""
-        if not isinstance(data, dict) or not (data.get("documents") or data.get("provider")
-                                              or "[" in str(data.get("answer"))
-                                              or "【" in str(data.get("answer"))):
-            return data
-        try:
-            docs = _DOCUMENTS.validate_python(data.get("documents") or [])
-        except ValidationError:
-            return data
-        return canonical(data, docs)
+        if isinstance(data, dict) and (data.get("documents") or data.get("provider") or any(
+                mark in str(data.get("answer")) for mark in "[【")):
+            try:
+                return canonical(data, _DOCUMENTS.validate_python(data.get("documents") or []))
+            except ValidationError:
+                pass
+        return data
 
 
 _DOCUMENTS = TypeAdapter(list[RetrievedDocument])

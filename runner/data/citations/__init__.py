@@ -28,14 +28,6 @@ NOT_PROVIDERS = frozenset({"markers"})
 """The modules of this package that read no provider's reply."""
 
 
-class ShapeError(ValueError):
-    """A malformed citation shape: the field path (below ``response``) and what is wrong."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        self.field, self.problem = field, problem
-        super().__init__(f"{field}: {problem}")
-
-
 def providers() -> list[str]:
     """The provider names: the modules of this package, found by listing it."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__)
@@ -45,29 +37,24 @@ def providers() -> list[str]:
 def canonical(data: dict[str, Any], documents: Sequence[Any]) -> dict[str, Any]:
     """A response's data with ``citations`` and ``dangling`` read from its shape: the
     provider's reply when ``provider`` is set, else the answer's markers when ``documents`` are
-    given and ``citations`` are not. With ``citations`` given, the markers the answer carries
-    are counted as ``unread_markers``.
+    given and ``citations`` are not. With ``citations`` given, the numeric markers the answer
+    carries are counted as ``unread_markers``.
 
     Raises:
-        ShapeError: An unknown provider, or a malformed reply.
+        ValueError: ``"<field path>: <problem>"`` for an unknown provider or a malformed reply;
+            :func:`runner.data.loading.validation_to_data_error` locates it below ``response``.
     """
     provider, answer = data.get("provider"), str(data.get("answer") or "")
-    try:
-        if provider is not None:
-            if provider not in providers():
-                raise ValueError(f"provider: unknown provider {provider!r}; expected one of "
-                                 f"{', '.join(providers())}")
-            found = importlib.import_module(f"{__name__}.{provider}").read(data.get("raw"),
-                                                                           documents)
-        elif data.get("citations") is None and documents:
-            found = markers.read(answer, documents)
-        elif data.get("citations") is not None and "unread_markers" not in data:
-            return {**data, "unread_markers": markers.count(answer)}
-        else:
-            return data
-    except ShapeError:
-        raise
-    except ValueError as exc:
-        field, _, problem = str(exc).partition(": ")
-        raise ShapeError(field, problem) from None
+    if provider is not None:
+        if provider not in providers():
+            raise ValueError(f"provider: unknown provider {provider!r}; expected one of "
+                             f"{', '.join(providers())}")
+        found = importlib.import_module(f"{__name__}.{provider}").read(data.get("raw"), documents)
+    elif data.get("citations") is not None:
+        return data if "unread_markers" in data else {**data,
+                                                      "unread_markers": markers.count(answer)}
+    elif documents:
+        found = markers.read(answer, documents)
+    else:
+        return data
     return {**data, "citations": found[0], "dangling": found[1]}
