@@ -37,16 +37,10 @@ def count(answer: str) -> int:
 
 def _targets(match: re.Match[str]) -> list[str]:
     """The numbers (as text) or the id a marker names."""
-    if match["id"] is not None:
-        return [match["id"].strip()]
-    if match["wide"] is not None:
-        return [match["wide"]]
-    out = []
-    for part in match["num"].split(","):
-        low, _, high = part.replace("–", "-").partition("-")
-        out += [str(k) for k in range(int(low), min(int(high or low), int(low) + _RANGE_LIMIT
-                                                     - 1) + 1)]
-    return out
+    if match["num"] is None:
+        return [(match["id"] or match["wide"]).strip()]
+    return [str(k) for low, high in re.findall(r"(\d+)(?:\s*[-–]\s*(\d+))?", match["num"])
+            for k in range(int(low), min(int(high or low), int(low) + _RANGE_LIMIT - 1) + 1)]
 
 
 def read(answer: str, documents: Sequence[Any]) -> tuple[list[dict[str, Any]], int]:
