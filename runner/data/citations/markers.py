@@ -17,6 +17,7 @@ sentence before it. A document cited twice in one sentence is one citation.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +53,7 @@ def read(answer: str, documents: Sequence[Any]) -> tuple[list[dict[str, Any]], i
     for match in MARKER.finditer(answer):
         if match["id"] is not None and not by_id:
             continue
-        sentence = max(i for i, s in enumerate(starts) if s <= match.start())
+        sentence = bisect_right(starts, match.start()) - 1
         for key in _targets(match):
             doc = by_id.get(key) or (documents[int(key) - 1] if match["id"] is None
                                      and 0 < int(key) <= len(documents) else None)
