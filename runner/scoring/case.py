@@ -42,9 +42,9 @@ class ScoringOptions:
 
 
 #: What a case's record keeps of its response (the columns of passages.parquet).
-STORED: dict[str, Any] = {**dict.fromkeys(("answer", "usage", "latency_s", "error", "dangling"),
-                                          True), "citations": {"__all__": {"source", "content",
-                                                                           "claim"}}}
+_CITED = {"source", "content", "claim"}
+STORED: dict[str, Any] = {"answer": True, "usage": True, "latency_s": True, "error": True,
+                          "dangling": True, "citations": {"__all__": _CITED}}
 
 
 def error_case(case: Case, response: Response | None, error: str,
