@@ -162,3 +162,19 @@ def test_the_cli_scores_markers_and_shows_dangling_ones(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.html").read_text()
     assert ("1 citation (markers or provider citations) in 1 answer points at no document: "
             "counted, not cited.") in report
+
+
+def test_a_mapping_reads_the_documents_of_a_foreign_record(tmp_path: Path) -> None:
+    # `documents` maps like `answer` and `citations` (into the response): the markers cite a
+    # and b, a matches the one reference (recall 1/1, precision 1/2), b cites another source
+    # (source precision 1/2).
+    record = {"q": "Where did the cat sit?", "out": "On the mat [1]. Dogs bark [2].",
+              "docs": [{"title": "a", "body": A}, {"title": "b", "body": B}],
+              "gold": [{"title": "a", "body": A}]}
+    (tmp_path / "f.jsonl").write_text(json.dumps(record) + "\n")
+    cases = runner.load_cases(tmp_path / "f.jsonl", mapping={
+        "query": "q", "answer": "out", "documents": "docs[].{source: title, text: body}",
+        "references": "gold[].{source: title, content: body}"})
+    m = runner.evaluate(cases).metrics
+    assert (m["context_recall"], m["context_precision"], m["source_precision"]) == (1.0, 0.5,
+                                                                                     0.5)
