@@ -104,5 +104,7 @@ class ExtractiveModel(BaseAdapter):
             cits = [Citation(source=self._passages[i][0], content=self._passages[i][1])
                     for i, s in zip(row_ids.tolist(), row_scores.tolist())
                     if s > self.min_score]
-            out.append(Response(answer=cits[0].content if cits else "", citations=cits))
+            # The answer quotes a passage: a [n] in it is the passage's text, not a marker.
+            out.append(Response(answer=cits[0].content if cits else "", citations=cits,
+                                unread_markers=0))
         return out

@@ -17,7 +17,7 @@ from runner._gc import gc_paused
 from runner.data import readers
 from runner.data.errors import DataError
 from runner.data.limits import may_break_bounds, parse_json
-from runner.data.mapping import CASE_KEYS, KB_KEYS, FieldMapping, as_mapping
+from runner.data.mapping import CASE_KEYS, KB_KEYS, RESPONSE_KEYS, FieldMapping, as_mapping
 from runner.data.models import Case, Document
 from runner.data.text import read_text
 
@@ -69,6 +69,9 @@ def validation_to_data_error(exc: ValidationError, path: str, where: str | None)
     err = exc.errors()[0]
     field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
                     for part in err.get("loc", ())).removeprefix(".")
+    if err["type"] == "value_error" and err["loc"][-1:] in (("response",), ()):  # a shape's
+        sub, _, problem = str(err["ctx"]["error"]).partition(": ")  # runner.data.citations
+        return DataError(path, where, ".".join(filter(None, (field, sub))), problem)
     problem = _PROBLEMS.get(err.get("type", "")) or (
         f"{err.get('msg', 'invalid value')} (got {_cut(repr(err.get('input')), 60)})")
     return DataError(path, where, field or None, problem)
@@ -176,8 +179,8 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
     if not isinstance(record, dict) or "__raw__" in record:
         raise DataError(shown, where, None,
                         f"expected an object, got {type(raw).__name__}")
-    # Mapped top-level `citations`/`answer` move into the `response` object.
-    moved = {k: v for k in ("citations", "answer") if (v := record.pop(k, None)) is not None}
+    # Mapped top-level `citations`, `answer`, `documents`, ... move into the `response` object.
+    moved = {k: v for k in RESPONSE_KEYS if (v := record.pop(k, None)) is not None}
     if moved:
         record["response"] = dict(record.get("response") or {}, **moved)
     record.setdefault("id", str(index))

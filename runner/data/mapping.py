@@ -1,8 +1,9 @@
 """JMESPath field mapping: load records of any shape by configuration alone (SPEC 2).
 
 Each key of a mapping is a JMESPath expression evaluated on one raw record. Keys:
-``id``, ``query``, ``references``, ``expected_sources``, ``citations``, ``answer``, ``metadata``
-(and, for knowledge bases, ``source`` and ``text``). A key left out is read from the record's
+``id``, ``query``, ``references``, ``expected_sources``, ``citations``, ``answer``, ``documents``,
+``provider``, ``raw`` (a response's citation shapes, docs/formats.md), ``metadata`` (and, for
+knowledge bases, ``source`` and ``text``). A key left out is read from the record's
 field of the same name when the record is already in the canonical shape.
 """
 
@@ -18,7 +19,9 @@ from jmespath.functions import Functions
 
 from runner.data.errors import DataError
 
-CASE_KEYS = ("id", "query", "references", "expected_sources", "citations", "answer", "metadata")
+#: The keys a mapping may set; those of :data:`RESPONSE_KEYS` move into the case's response.
+RESPONSE_KEYS = ("citations", "answer", "documents", "provider", "raw")
+CASE_KEYS = ("id", "query", "references", "expected_sources", *RESPONSE_KEYS, "metadata")
 KB_KEYS = ("source", "text")
 
 

@@ -46,14 +46,16 @@ BANDS = ("green", "medium", "red")
 
 
 def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]], list[int]]:
-    """Passages as ``[source, content]`` (clipped), and the positions of those clipped."""
+    """Passages as ``[source, content]`` (clipped; a citation's claim third when it has one),
+    and the positions of those clipped."""
     out, cut = [], []
     for i, item in enumerate(items):
         content = item.get("content")
         text = "" if content is None else str(content)
         if len(text) > limit:
             cut.append(i)
-        out.append([str(item.get("source", "")), clip(text, limit)])
+        out.append([str(item.get("source", "")), clip(text, limit),
+                    *([clip(item["claim"], limit)] if item.get("claim") else [])])
     return out, cut
 
 
@@ -68,6 +70,8 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
                               "S": [[None if v is None else round(v, 4) for v in r]
                                     for r in shared.get("similarity") or []], "X": []}
     record.update((k, cut) for k, cut in (("Rc", refs_cut), ("Cc", cits_cut)) if cut)
+    if response.get("dangling"):
+        record["dg"] = response["dangling"]
     if response.get("answer"):
         record["a"] = clip(response["answer"], limit)
     if shared.get("metadata"):

@@ -102,6 +102,7 @@ class _Flat:
         self.ref_text: list[str] = []
         self.cit_src: list[str] = []
         self.cit_text: list[str] = []
+        self.cit_claim: list[str] = []
         self.exp_src: list[str] = []
         self.n_ref: list[int] = []
         self.n_cit: list[int] = []
@@ -120,6 +121,7 @@ class _Flat:
             self.ref_text += [d["content"] for d in refs]
             self.cit_src += [d["source"] for d in cits]
             self.cit_text += [d["content"] for d in cits]
+            self.cit_claim += [d["claim"] for d in cits]
             self.exp_src += cd["expected_sources"]
             self.n_ref.append(len(refs))
             self.n_cit.append(len(cits))
@@ -223,7 +225,7 @@ class _Prepared:
                                  if k not in self.failed)
         self.flat, self.n_cases, self.n_cits = f, n_cases, len(cit_tid)
         self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
-                        rd["answer"], rd["usage"], rd["latency_s"])  # what Scored.records reads
+                        rd["answer"], rd["usage"], rd["latency_s"], rd["dangling"])  # records read
                        for cd, rd in zip(f.case_fields, f.resp_fields)]
         self.ref_case, self.cit_case = ref_case, cit_case
         self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
@@ -296,5 +298,5 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     counts = list(zip(f.n_ref, refs_matched.astype(np.int64).tolist(), f.n_cit,
                       cits_matched.astype(np.int64).tolist(), *p.source_counts))
     return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
-                  f.cit_text, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
+                  f.cit_text, f.cit_claim, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
                   cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options)
