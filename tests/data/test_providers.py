@@ -13,10 +13,11 @@ import copy
 import importlib
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
+from runner.data.models import RetrievedDocument
 
 FIXTURES = Path(__file__).parent / "providers"
 D0 = "Employees get 25 days of paid leave per year. Unused days expire at the end of March."
@@ -31,8 +32,8 @@ def fixture(provider: str) -> dict[str, Any]:
 
 
 def docs(items: list[dict[str, Any]]) -> list[Any]:
-    """The documents as the readers see them: id (or None), source and text."""
-    return [SimpleNamespace(id=d.get("id"), source=d["source"], text=d["text"]) for d in items]
+    """The documents as the readers get them (validated)."""
+    return [RetrievedDocument(**d) for d in items]
 
 
 def read(provider: str, raw: Any, documents: list[dict[str, Any]]) -> tuple[list[Any], int]:
