@@ -30,10 +30,12 @@ import pytest
 
 import runner
 from tests.conftest import only_run_dir, read_json, run_cli
+from tests.helpers import read_passages
 
 FIXTURES = Path(__file__).parent / "providers"
 R = "Employees get 25 days of paid leave per year."
 PROVIDERS = ("anthropic", "openai", "gemini", "cohere")
+URL = "https://employment-social-affairs.ec.europa.eu/working-time"
 
 
 def response(provider: str) -> dict[str, Any]:
@@ -75,14 +77,13 @@ def test_provider_replies_through_evaluate() -> None:
     assert result.metrics == pytest.approx(MEANS)
 
 
-def test_provider_claims_and_dangling_reach_the_response() -> None:
-    got = {c["id"]: runner.Response.model_validate(c["response"]) for c in cases()}
-    assert [(c.source, c.claim) for c in got["openai"].citations] == [
+def test_provider_claims_and_dangling_reach_the_results() -> None:
+    got = {c.id: c.response for c in runner.evaluate(cases()).cases}
+    assert [(c["source"], c["claim"]) for c in got["openai"]["citations"]] == [
         ("leave-policy.txt", "Employees get 25 days of paid leave a year."),
         ("travel-policy.txt", "Travel is approved by the line manager"),
-        ("https://employment-social-affairs.ec.europa.eu/working-time",
-         "the statutory minimum in the EU is four weeks")]
-    assert {p: got[p].dangling for p in PROVIDERS} == {
+        (URL, "the statutory minimum in the EU is four weeks")]
+    assert {p: got[p]["dangling"] for p in PROVIDERS} == {
         "anthropic": 0, "openai": 0, "gemini": 0, "cohere": 1}
 
 
@@ -95,5 +96,13 @@ def test_provider_replies_through_the_command_line(tmp_path: Path) -> None:
     # 7/12 = 0.583 and 17/24 = 0.708 as printed; every reference matched.
     assert ("context R/P/F1 1.000/0.583/0.708  source R/P/F1 1.000/0.583/0.708  (means over 4 "
             "scored cases, 0 failed; 4 of 4 ground-truth passages matched") in proc.stderr
-    metrics = read_json(only_run_dir(tmp_path / "outputs") / "metrics.json")["metrics"]
-    assert {k: metrics[k] for k in MEANS} == pytest.approx(MEANS)
+    run = only_run_dir(tmp_path / "outputs")
+    figures = read_json(run / "metrics.json")
+    assert {k: figures["metrics"][k] for k in MEANS} == pytest.approx(MEANS)
+    # Cohere's doc:1 is the run's one dangling citation, in one answer.
+    assert figures["dangling"] == {"citations": 1, "answers": 1}
+    rows = {row["id"]: row["response"] for row in read_passages(run)}
+    assert [c["claim"] for c in rows["anthropic"]["citations"]] == [
+        "employees get 25 days of paid leave a year", "travel is approved by the line manager"]
+    assert ([c["claim"] for c in rows["cohere"]["citations"]], rows["cohere"]["dangling"]) == (
+        ["25 days of paid leave a year"], 1)
