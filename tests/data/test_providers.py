@@ -80,13 +80,20 @@ def test_anthropic_other_locations() -> None:
         {"type": "web_search_result_location", "cited_text": "at least four weeks",
          "url": URL, "title": "Working time", "encrypted_index": "Eo8BCioI"},
         {"type": "page_location", "cited_text": "four weeks of paid leave", "document_index": 0,
-         "document_title": "Directive.pdf", "start_page_number": 3, "end_page_number": 4}]}]}
-    # A web result names its url; a page location has no character span.
+         "document_title": "Directive.pdf", "start_page_number": 3, "end_page_number": 4},
+        {"type": "search_result_location", "cited_text": "Four weeks.", "source": "kb://leave",
+         "title": "Leave", "search_result_index": 0, "start_block_index": 0,
+         "end_block_index": 1}]}]}
+    # A web result names its url, a search result its source; a page location has no
+    # character span.
+    claim = "It is four weeks."
     assert read("anthropic", raw, []) == ([
-        {"source": URL, "content": "at least four weeks", "claim": "It is four weeks.",
+        {"source": URL, "content": "at least four weeks", "claim": claim,
          "start": None, "end": None},
-        {"source": "Directive.pdf", "content": "four weeks of paid leave",
-         "claim": "It is four weeks.", "start": None, "end": None}], 0)
+        {"source": "Directive.pdf", "content": "four weeks of paid leave", "claim": claim,
+         "start": None, "end": None},
+        {"source": "kb://leave", "content": "Four weeks.", "claim": claim,
+         "start": None, "end": None}], 0)
 
 
 # --- openai ----------------------------------------------------------------------------------
@@ -121,6 +128,16 @@ def test_openai_matches_a_document_by_filename_and_a_file_naming_none_dangles() 
         {"source": "leave-policy.txt", "text": D0}])
     assert ([(c["source"], c["content"]) for c in found], dangling) == (
         [("leave-policy.txt", D0), (URL, "")], 1)
+
+
+def test_openai_file_citation_after_the_space_claims_the_sentence_before() -> None:
+    text = "Leave is 25 days. Travel needs approval."
+    raw = {"output": [{"type": "message", "content": [{"type": "output_text", "text": text,
+           "annotations": [{"type": "file_citation", "file_id": "f", "filename": "a.txt",
+                            "index": 18}]}]}]}
+    # text[:18] is "Leave is 25 days. " (the space included): its last sentence is the first.
+    assert read("openai", raw, []) == ([
+        {"source": "a.txt", "content": "", "claim": "Leave is 25 days."}], 0)
 
 
 def test_openai_skips_file_paths() -> None:
@@ -167,6 +184,13 @@ def test_cohere_without_documents_reads_the_cited_documents() -> None:
     found, dangling = read("cohere", fixture("cohere")["raw"], [])
     assert ([(c["source"], c["content"]) for c in found], dangling) == (
         [("leave-policy.txt", D0), ("travel-policy.txt", D1)], 0)
+
+
+def test_cohere_tool_source_without_documents_names_its_id() -> None:
+    raw = {"message": {"citations": [{"start": 0, "end": 7, "text": "25 days", "sources": [
+        {"type": "tool", "id": "search_kb_7f2:0", "tool_output": {"hits": 3}}]}]}}
+    assert read("cohere", raw, []) == ([
+        {"source": "search_kb_7f2:0", "content": "", "claim": "25 days"}], 0)
 
 
 def test_cohere_source_naming_no_given_document_dangles() -> None:

@@ -35,5 +35,5 @@ def read(raw: Any, documents: list[Any]) -> tuple[list[dict[str, Any]], int]:
     return [{"source": doc.source if doc else note.get("filename") or note["url"],
              "content": doc.text if doc else "",
              "claim": text[note["start_index"]:note["end_index"]] if "start_index" in note
-             else re.split(r"(?<=[.!?])\s+", text[:note["index"]])[-1]}
+             else re.split(r"(?<=[.!?])\s+", text[:note["index"]].rstrip())[-1]}
             for text, note, doc in kept], len(notes) - len(kept)
