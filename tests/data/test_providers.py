@@ -116,6 +116,18 @@ def test_openai_file_and_url_citations() -> None:
         0)
 
 
+def test_the_openai_fixture_is_a_reply_the_openai_library_reads() -> None:
+    # The project's own dependency checks the fixture's shape field by field, and a reply
+    # stored from the library (model_dump) reads the same as the raw JSON.
+    from openai.types.responses import Response as OpenAIResponse
+
+    data = fixture("openai")
+    reply = OpenAIResponse.model_validate(data["raw"])
+    assert reply.output_text == TEXT
+    assert read("openai", reply.model_dump(mode="json"), data["documents"]) == read(
+        "openai", data["raw"], data["documents"])
+
+
 def test_openai_without_documents_quotes_nothing() -> None:
     found, dangling = read("openai", fixture("openai")["raw"], [])
     assert ([(c["source"], c["content"]) for c in found], dangling) == (
