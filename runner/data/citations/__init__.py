@@ -53,8 +53,7 @@ def canonical(data: dict[str, Any], documents: Sequence[Any]) -> dict[str, Any]:
         try:
             found = module.read(data.get("raw"), documents)
         except (LookupError, TypeError, AttributeError) as exc:  # a field missing or mistyped
-            raise ValueError(f"raw: not a {provider} reply as its API returns it ({exc!r}); "
-                             "see docs/formats.md") from None
+            raise ValueError(f"raw: not a {provider} API reply ({exc!r})") from None
     elif data.get("citations") is not None:
         return data if "unread_markers" in data else {**data,
                                                       "unread_markers": markers.count(answer)}
