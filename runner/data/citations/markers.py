@@ -17,6 +17,7 @@ sentence before it. A document cited twice in one sentence is one citation.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,16 +38,10 @@ def count(answer: str) -> int:
 
 def _targets(match: re.Match[str]) -> list[str]:
     """The numbers (as text) or the id a marker names."""
-    if match["id"] is not None:
-        return [match["id"].strip()]
-    if match["wide"] is not None:
-        return [match["wide"]]
-    out = []
-    for part in match["num"].split(","):
-        low, _, high = part.replace("–", "-").partition("-")
-        out += [str(k) for k in range(int(low), min(int(high or low), int(low) + _RANGE_LIMIT
-                                                     - 1) + 1)]
-    return out
+    if match["num"] is None:
+        return [(match["id"] or match["wide"]).strip()]
+    return [str(k) for low, high in re.findall(r"(\d+)(?:\s*[-–]\s*(\d+))?", match["num"])
+            for k in range(int(low), min(int(high or low), int(low) + _RANGE_LIMIT - 1) + 1)]
 
 
 def read(answer: str, documents: Sequence[Any]) -> tuple[list[dict[str, Any]], int]:
@@ -58,7 +53,7 @@ def read(answer: str, documents: Sequence[Any]) -> tuple[list[dict[str, Any]], i
     for match in MARKER.finditer(answer):
         if match["id"] is not None and not by_id:
             continue
-        sentence = max(i for i, s in enumerate(starts) if s <= match.start())
+        sentence = bisect_right(starts, match.start()) - 1
         for key in _targets(match):
             doc = by_id.get(key) or (documents[int(key) - 1] if match["id"] is None
                                      and 0 < int(key) <= len(documents) else None)
