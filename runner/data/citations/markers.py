@@ -3,10 +3,10 @@
 Numeric markers ``[1]``, ``[1, 3]``, ``[1-3]``, ``[1][2]``, footnotes ``[^1]`` and
 ``【4:0†source】`` (the number before ``:`` or ``†``) point at ``documents[k-1]``, or at the
 document whose ``id`` is ``k`` when one has it; a range names at most 100 documents. Any other
-bracketed text (``[doc-7]``, ``[Source A]``) is an id marker, read only when some document has
-an ``id``: then it cites the document with that id, or is dangling. So ``[sic]`` or ``[a]`` over
-documents without ids is text, never a dangling count; a markdown link ``[text](url)`` and an
-ellipsis ``[...]`` are never markers.
+bracketed text that starts with a letter or digit (``[doc-7]``, ``[Source A]``) is an id
+marker, read only when some document has an ``id``: then it cites the document with that id,
+or is dangling. So ``[sic]`` or ``[a]`` over documents without ids is text, never a dangling
+count; a markdown link ``[text](url)`` and an ellipsis ``[...]`` are never markers.
 
 A citation's content is the cited document's text, its claim the sentence carrying the marker.
 Sentences end after ``.``, ``!`` or ``?`` followed by white space, after ``。``, ``！`` or ``？``,
@@ -23,7 +23,7 @@ from typing import Any
 
 _NUMBERS = r"\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*"
 _FORMS = (rf"\[\^?(?P<num>{_NUMBERS})\]", r"【(?P<wide>\d+)(?:[:†][^】]*)?】",
-          r"\[(?P<id>[^\[\]\n]*\w[^\[\]\n]*)\](?!\()")
+          r"\[(?P<id>\s*\w[^\[\]\n]*)\](?!\()")
 MARKER = re.compile("|".join(_FORMS))
 _ANY = "(?:" + "|".join(re.sub(r"P<\w+>", ":", form) for form in _FORMS) + ")"
 # A sentence ends after its full stop and the markers that follow it.
