@@ -46,7 +46,11 @@ def canonical(data: dict[str, Any], documents: Sequence[Any]) -> dict[str, Any]:
         if provider not in providers():
             raise ValueError(f"provider: unknown provider {provider!r}; expected one of "
                              f"{', '.join(providers())}")
-        found = importlib.import_module(f"{__name__}.{provider}").read(data.get("raw"), documents)
+        module = importlib.import_module(f"{__name__}.{provider}")
+        try:
+            found = module.read(data.get("raw"), documents)
+        except (LookupError, TypeError, AttributeError) as exc:  # a field missing or mistyped
+            raise ValueError(f"raw: not a {provider} API reply ({exc!r})") from None
     elif data.get("citations") is not None:
         return data if "unread_markers" in data else {**data,
                                                       "unread_markers": markers.count(answer)}
