@@ -163,6 +163,8 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
     if transform is not None:
         try:
             record = transform(raw)
+        except DataError as exc:  # a transform naming the field: located here
+            raise DataError(shown, where, exc.field, exc.problem) from None
         except Exception as exc:  # a user transform: locate whatever it raised
             raise DataError(shown, where, None,
                             f"transform failed: {type(exc).__name__}: {exc}") from exc
@@ -177,7 +179,8 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
         raise DataError(shown, where, None,
                         f"expected an object, got {type(raw).__name__}")
     # Mapped top-level `citations`/`answer` move into the `response` object.
-    moved = {k: v for k in ("citations", "answer") if (v := record.pop(k, None)) is not None}
+    moved = {k: v for k in ("citations", "answer", "documents")
+             if (v := record.pop(k, None)) is not None}
     if moved:
         record["response"] = dict(record.get("response") or {}, **moved)
     record.setdefault("id", str(index))

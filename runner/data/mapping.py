@@ -1,7 +1,8 @@
 """JMESPath field mapping: load records of any shape by configuration alone (SPEC 2).
 
 Each key of a mapping is a JMESPath expression evaluated on one raw record. Keys:
-``id``, ``query``, ``references``, ``expected_sources``, ``citations``, ``answer``, ``metadata``
+``id``, ``query``, ``references``, ``expected_sources``, ``citations``, ``answer``,
+``documents`` (a stored response's retrieved documents), ``metadata``
 (and, for knowledge bases, ``source`` and ``text``). A key left out is read from the record's
 field of the same name when the record is already in the canonical shape.
 """
@@ -18,7 +19,8 @@ from jmespath.functions import Functions
 
 from runner.data.errors import DataError
 
-CASE_KEYS = ("id", "query", "references", "expected_sources", "citations", "answer", "metadata")
+CASE_KEYS = ("id", "query", "references", "expected_sources", "citations", "answer", "documents",
+             "metadata")
 KB_KEYS = ("source", "text")
 
 
@@ -79,7 +81,7 @@ class FieldMapping:
         out: dict[str, Any] = {}
         if isinstance(record, dict):  # unmapped canonical keys pass through unchanged
             out = {k: record[k] for k in self.allowed if k not in compiled and k in record}
-            if "response" in record and "citations" not in compiled and "answer" not in compiled:
+            if "response" in record and not {"citations", "answer", "documents"} & set(compiled):
                 out["response"] = record["response"]
         for key, expr in compiled.items():
             try:
@@ -132,6 +134,7 @@ def _is_str(value: Any) -> bool:
 _SHAPES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     "references": (lambda v: isinstance(v, list), "a list of {source, content} objects", False),
     "citations": (lambda v: isinstance(v, list), "a list of {source, content} objects", True),
+    "documents": (lambda v: isinstance(v, list), "a list of {source, text} objects", True),
     "expected_sources": (lambda v: isinstance(v, list) and all(map(_is_str, v)),
                          "a list of strings", True),
     "metadata": (lambda v: isinstance(v, dict), "an object", True),
