@@ -1,0 +1,56 @@
+"""Rows of other tools' files read by name (issue 26, item 4): `dataset=ragas`, `dataset=alce`,
+`dataset=langchain`, each refusing what it cannot score with one located line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.bad_inputs.table import Row, ids, run_row
+
+STORED = ["model=precomputed"]
+SAMPLE = {"user_input": "q", "response": "a", "reference_contexts": ["r"],
+          "reference_context_ids": ["x"]}
+
+
+def err(text: str) -> str:
+    return "ragcite: error: " + text
+
+
+def lines(*records: dict) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+ROWS = [
+    *(Row(f"dataset={name} without a path", [f"dataset={name}", *STORED], 2,
+          err("dataset.path: required and not set; give it as dataset.path=..."))
+      for name in ("ragas", "alce", "langchain")),
+    Row("a RAGAS sample whose retrieved contexts have no ids",
+        ["dataset=ragas", "dataset.path=s.jsonl", *STORED], 2,
+        err("s.jsonl, line 2, field 'retrieved_context_ids': missing; give the id (the source "
+            "ragcite compares) of each of the retrieved_contexts"),
+        {"s.jsonl": lines(SAMPLE, {**SAMPLE, "retrieved_contexts": ["c"]})}),
+    Row("an unknown RAGAS citation rule",
+        ["dataset=ragas", "dataset.path=s.jsonl", "dataset.transform.cited=all", *STORED], 2,
+        err("s.jsonl, line 1, field 'dataset.transform.cited': unknown value 'all'; expected "
+            "one of retrieved, markers"),
+        {"s.jsonl": lines(SAMPLE)}),
+    Row("a LangChain source document without metadata.source",
+        ["dataset=langchain", "dataset.path=o.jsonl", *STORED], 2,
+        err("o.jsonl, line 1, field 'response.citations[0].source': Input should be a valid "
+            "string (got None)"),
+        {"o.jsonl": lines({"query": "q", "result": "a", "references": [],
+                           "source_documents": [{"page_content": "x", "metadata": {}}]})}),
+    Row("a LangChain output without ground truth",
+        ["dataset=langchain", "dataset.path=o.jsonl", *STORED], 2,
+        err("o.jsonl, line 1, field 'mapping.references': expression 'references' yielded "
+            "null; expected a list of {source, content} objects"),
+        {"o.jsonl": lines({"query": "q", "result": "a", "source_documents": []})}),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
+def test_row(row: Row, tmp_path: Path) -> None:
+    run_row(row, tmp_path)

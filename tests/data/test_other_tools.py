@@ -1,0 +1,122 @@
+"""Other tools' files load by name (issue 26, item 4): `dataset=ragas`, `dataset=alce`,
+`dataset=langchain`, each over its ten hand-written cases (tests/data/<tool>/, CC0, the tools'
+own field names), through ``runner.evaluate`` and through the command line.
+
+The figures are worked by hand with the `substring` matcher (a match when the reference occurs
+in the cited text or the cited text in the reference): every fixture tells the same ten library
+questions, with a reference sentence each (two for cases 4 and 10), and each tool's system
+cites other passages. P/R are per case (context | source); the headline is their mean.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner import evaluate
+from runner.data.dataset import Dataset
+from runner.data.errors import DataError
+from tests.conftest import only_run_dir, read_json, run_cli
+from tests.data.test_shipped_datasets import dataset_conf
+
+HERE = Path(__file__).resolve().parent
+KEYS = ("context_recall", "context_precision", "context_f1", "source_recall",
+        "source_precision", "source_f1")
+
+# RAGAS, every retrieved context cited (cited=retrieved). Case: retrieved contexts → (ctx P,
+# ctx R | src P, src R):
+#  1 hours doc, parking doc → 1/2, 1 | 1/2, 1      2 card doc → 1, 1 | 1, 1
+#  3 loans' 2nd sentence, fines doc → 0, 0 | 1/2, 1   4 fines doc (2 refs) → 1, 2/2 | 1, 1
+#  5 wifi, rooms, print docs → 1/3, 1 | 1/3, 1     6 rooms' 1st sentence → 1, 1 | 1, 1
+#  7 e-books doc → 0, 0 | 0, 0                      8 kids, hours docs → 1/2, 1 | 1/2, 1
+#  9 nothing retrieved → 0, 0 | 0, 0 (nothing cited, something expected)
+# 10 e-books' 1st sentence, loans doc (refs e-books 1st, loans 2nd) → 1, 1 | 1, 1
+# context R = 7/10; P = (.5+1+0+1+1/3+1+0+.5+0+1)/10 = 5.3333/10; F1 per case .6667, 1, 0, 1,
+# .5, 1, 0, .6667, 0, 1 → 5.8333/10. source R = 8/10; P = 5.8333/10; F1 .6667, 1, .6667, 1,
+# .5, 1, 0, .6667, 0, 1 → 6.5/10.
+RAGAS = (0.7, 0.53333, 0.58333, 0.8, 0.58333, 0.65)
+# LangChain, every source document cited:
+#  1 hours, parking docs → 1/2, 1 | 1/2, 1         2 card's 1st sentence → 1, 1 | 1, 1
+#  3 loans' 2nd sentence → 0, 0 | 1, 1             4 fines doc (2 refs) → 1, 1 | 1, 1
+#  5 print, wifi docs → 1/2, 1 | 1/2, 1            6 rooms doc → 1, 1 | 1, 1
+#  7 e-books' 1st sentence, card doc → 0, 0 | 0, 0
+#  8 kids' 1st and 2nd sentences → 1/2, 1 | 1, 1   9 nothing → 0, 0 | 0, 0
+# 10 e-books, loans, hours docs → 2/3, 1 | 2/3, 1
+# context R 7/10, P 5.1667/10, F1 (.6667+1+0+1+.6667+1+0+.6667+0+.8)/10 = 5.8/10;
+# source R 8/10, P 6.6667/10, F1 (.6667+1+1+1+.6667+1+0+1+0+.8)/10 = 7.1333/10.
+LANGCHAIN = (0.7, 0.51667, 0.58, 0.8, 0.66667, 0.71333)
+
+
+def cases(name: str, path: Path, **overrides: object) -> list:
+    return list(Dataset(dataset_conf(name, path=str(path), **overrides)).iter_cases())
+
+
+def headline(metrics: dict) -> tuple[float, ...]:
+    return tuple(round(metrics[k], 5) for k in KEYS)
+
+
+def cli_metrics(tmp_path: Path, *args: str) -> dict:
+    proc = run_cli(["model=precomputed", "matcher=substring", "tracking=none", "report=none",
+                    "progress=false", f"output_root={tmp_path}", *args], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return read_json(only_run_dir(tmp_path) / "metrics.json")["metrics"]
+
+
+def test_ragas_samples_read_references_and_retrieved_contexts_by_their_ids() -> None:
+    loaded = cases("ragas", HERE / "ragas" / "samples.jsonl")
+    first = loaded[0]
+    assert first.query == "When does the library close on weekdays?"
+    assert [(r.source, r.content) for r in first.references] == [
+        ("lib-hours", "The library opens at 9 a.m. and closes at 8 p.m. on weekdays.")]
+    assert first.response is not None
+    assert [c.source for c in first.response.citations] == ["lib-hours", "lib-parking"]
+    assert first.metadata == {"reference": "It closes at 8 p.m. on weekdays."}
+    assert loaded[1].metadata == {}  # no `reference` in the second sample
+    assert headline(evaluate(loaded, matcher="substring").metrics) == RAGAS
+
+
+def test_ragas_through_the_command_line(tmp_path: Path) -> None:
+    metrics = cli_metrics(tmp_path, "dataset=ragas",
+                          f"dataset.path={HERE / 'ragas' / 'samples.jsonl'}")
+    assert headline(metrics) == RAGAS
+
+
+def test_langchain_outputs_cite_their_source_documents() -> None:
+    loaded = cases("langchain", HERE / "langchain" / "outputs.jsonl")
+    assert loaded[7].response is not None
+    assert [(c.source, c.content) for c in loaded[7].response.citations] == [
+        ("docs/kids.md", "Story time for children runs every Saturday at 10 a.m. in the "
+                         "children's corner."),
+        ("docs/kids.md", "Parents stay with children under six.")]
+    assert headline(evaluate(loaded, matcher="substring").metrics) == LANGCHAIN
+
+
+def test_langchain_through_the_command_line(tmp_path: Path) -> None:
+    metrics = cli_metrics(tmp_path, "dataset=langchain",
+                          f"dataset.path={HERE / 'langchain' / 'outputs.jsonl'}")
+    assert headline(metrics) == LANGCHAIN
+
+
+GOOD = {"user_input": "q", "response": "a", "reference_contexts": ["r"],
+        "reference_context_ids": ["x"]}
+
+
+@pytest.mark.parametrize("row,field,problem", [
+    ({**GOOD, "retrieved_contexts": ["a"]}, "retrieved_context_ids",
+     "missing; give the id (the source ragcite compares) of each of the retrieved_contexts"),
+    ({"user_input": "q", "response": "a"}, "reference_context_ids",
+     "missing; give the id (the source ragcite compares) of each of the reference_contexts: "
+     "they are the ground truth"),
+    ({**GOOD, "reference_context_ids": ["x", "y"]}, "reference_context_ids",
+     "expected a list of one id per item of reference_contexts, got ['x', 'y'] for 1 of them"),
+])
+def test_a_ragas_sample_without_its_ids_is_refused_with_its_line_and_field(
+        tmp_path: Path, row: dict, field: str, problem: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(DataError) as caught:
+        cases("ragas", path)
+    assert (caught.value.where, caught.value.field, caught.value.problem) == (
+        "line 2", field, problem)
