@@ -14,6 +14,8 @@ STORED = ["model=precomputed"]
 SAMPLE = {"user_input": "q", "response": "a", "reference_contexts": ["r"],
           "reference_context_ids": ["x"]}
 
+ITEM = {"question": "q", "output": "a [1].", "docs": [{"title": "t", "text": "x"}]}
+
 
 def err(text: str) -> str:
     return "ragcite: error: " + text
@@ -48,6 +50,14 @@ ROWS = [
         err("o.jsonl, line 1, field 'mapping.references': expression 'references' yielded "
             "null; expected a list of {source, content} objects"),
         {"o.jsonl": lines({"query": "q", "result": "a", "source_documents": []})}),
+    Row("an ALCE item without ground truth", ["dataset=alce", "dataset.path=r.json", *STORED], 2,
+        err("r.json, record 2, field 'mapping.references': expression 'references' yielded "
+            "null; expected a list of {source, content} objects"),
+        {"r.json": json.dumps({"args": {}, "data": [{**ITEM, "references": []}, ITEM]})}),
+    Row("an ALCE doc without text", ["dataset=alce", "dataset.path=r.json", *STORED], 2,
+        err("r.json, record 1, field 'response.documents[0].text': Input should be a valid "
+            "string (got None)"),
+        {"r.json": json.dumps({"data": [{**ITEM, "references": [], "docs": [{"title": "t"}]}]})}),
 ]
 
 

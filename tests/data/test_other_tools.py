@@ -48,6 +48,20 @@ RAGAS = (0.7, 0.53333, 0.58333, 0.8, 0.58333, 0.65)
 # source R 8/10, P 6.6667/10, F1 (.6667+1+1+1+.6667+1+0+1+0+.8)/10 = 7.1333/10.
 LANGCHAIN = (0.7, 0.51667, 0.58, 0.8, 0.66667, 0.71333)
 
+# ALCE, the docs the [k] markers point at cited (docs[k-1]); the ground truth is the
+# `references` added to each item (ALCE files hold gold answers, not passages):
+#  1 "[1]" hours → 1, 1 | 1, 1       2 "[1][2]" card, hours → 1/2, 1 | 1/2, 1
+#  3 "[1]" fines (wrong doc) → 0, 0 | 0, 0
+#  4 two sentences, each "[1]" fines (2 refs) → 2 citations, 2/2, 2/2 | 1, 1
+#  5 "[1][3]" wifi, print → 1/2, 1 | 1/2, 1
+#  6 "[4]" over 3 docs → dangling, nothing cited → 0, 0 | 0, 0
+#  7 "[1]" print → 1, 1 | 1, 1         8 "[2]" kids → 1, 1 | 1, 1
+#  9 no marker → nothing cited → 0, 0 | 0, 0
+# 10 "[1]" e-books, "[2]" loans in one sentence → 1, 1 | 1, 1
+# R = 7/10 both; P = (1+.5+0+1+.5+0+1+1+0+1)/10 = 6/10 both; F1 (1+.6667+0+1+.6667+0+1+1+0+1)
+# /10 = 6.3333/10 both.
+ALCE = (0.7, 0.6, 0.63333, 0.7, 0.6, 0.63333)
+
 
 def cases(name: str, path: Path, **overrides: object) -> list:
     return list(Dataset(dataset_conf(name, path=str(path), **overrides)).iter_cases())
@@ -120,3 +134,44 @@ def test_a_ragas_sample_without_its_ids_is_refused_with_its_line_and_field(
         cases("ragas", path)
     assert (caught.value.where, caught.value.field, caught.value.problem) == (
         "line 2", field, problem)
+
+
+def test_alce_outputs_cite_the_docs_their_markers_point_at() -> None:
+    loaded = cases("alce", HERE / "alce" / "result.json")
+    assert [c.id for c in loaded][:2] == ["lib-1", "lib-2"]
+    second = loaded[1].response
+    assert second is not None
+    assert [(c.source, c.claim) for c in second.citations] == [
+        ("Library cards", "Residents get a library card for free [1][2]."),
+        ("Opening hours", "Residents get a library card for free [1][2].")]
+    assert second.citations[0].content == (
+        "A library card is free for residents of Harbor City. Visitors pay 20 euros a year "
+        "for a card.")
+    assert [len(c.response.citations) for c in loaded if c.response] == [
+        1, 2, 1, 2, 2, 0, 1, 1, 0, 2]
+    assert [c.response.dangling for c in loaded if c.response] == [0] * 5 + [1] + [0] * 4
+    assert loaded[0].metadata == {"answer": "It closes at 8 p.m. on weekdays."}
+    assert headline(evaluate(loaded, matcher="substring").metrics) == ALCE
+
+
+def test_alce_through_the_command_line(tmp_path: Path) -> None:
+    metrics = cli_metrics(tmp_path, "dataset=alce",
+                          f"dataset.path={HERE / 'alce' / 'result.json'}")
+    assert headline(metrics) == ALCE
+
+
+def test_ragas_answers_with_markers_cite_only_the_marked_contexts(tmp_path: Path) -> None:
+    # cited=markers: the first answer's [2] cites the second context (the reference: every
+    # figure 1); the second answer carries no marker, so it cites nothing (every figure 0).
+    path = tmp_path / "s.jsonl"
+    rows = [{"user_input": "q1", "response": "It closes at eight [2].",
+             "retrieved_contexts": ["x", "r"], "retrieved_context_ids": ["d1", "d2"],
+             "reference_contexts": ["r"], "reference_context_ids": ["d2"]},
+            {"user_input": "q2", "response": "No idea.", "retrieved_contexts": ["r"],
+             "retrieved_context_ids": ["d2"], "reference_contexts": ["r"],
+             "reference_context_ids": ["d2"]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    loaded = cases("ragas", path, transform={"cited": "markers"})
+    assert [[(c.source, c.content, c.claim) for c in case.response.citations]
+            for case in loaded if case.response] == [[("d2", "r", "It closes at eight [2].")], []]
+    assert headline(evaluate(loaded, matcher="substring").metrics) == (0.5,) * 6
