@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
 from runner._gc import gc_paused
 from runner.data import inputs
-from runner.data.models import Case, Response
+from runner.data.citations import Tally, with_offsets
+from runner.data.models import Case, Document, Response
+from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
 from runner.results import RunResult, ThresholdResults
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
@@ -64,6 +67,7 @@ def evaluate(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    knowledge_base: Mapping[str, str] | Iterable[Document] | None = None,
 ) -> Any:
     """Score cases and return the run-level and per-case results.
 
@@ -82,6 +86,8 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
+        knowledge_base: The documents citations given by offsets cite (SPEC 2.1): text by
+            source, or :class:`Document` objects.
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -107,25 +113,33 @@ def evaluate(
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size)
+    kb = knowledge_base or {}
+    texts = dict(kb) if isinstance(kb, Mapping) else {d.source: d.text for d in kb}
+    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size, texts)
     return ThresholdResults(results) if thresholds is not None else results[0]
 
 
 def _score_inputs(cases: Iterable[inputs.CaseLike],
                   responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
-                  empty: Aggregator, batch_size: int) -> list[RunResult]:
+                  empty: Aggregator, batch_size: int, texts: Mapping[str, str]
+                  ) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them at every threshold
     of `decided`: one result each. A list stays a list (its size known, the matcher plans for
     it), a stream a stream."""
     valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
                              else inputs.iter_as_cases(cases))  # a list: checked first
     table = inputs.as_responses(responses) if responses is not None else None
-    first_id, answered = None, 0  # counted as the cases pass
+    first_id, answered, tally = None, 0, Tally()  # counted as the cases pass
 
     def pair(c: Case) -> tuple[Case, Response | None]:
         nonlocal first_id, answered
-        response = table.get(c.id) if table is not None else c.response
+        try:
+            response = with_offsets(table.get(c.id) if table is not None else c.response,
+                                    lambda: texts)
+        except ValueError as exc:
+            raise RagciteError(f"case {c.id!r}: response.{exc}") from None
+        tally.add([response])
         first_id, answered = first_id or c.id, answered + (response is not None)
         return c, response
 
@@ -146,7 +160,9 @@ def _score_inputs(cases: Iterable[inputs.CaseLike],
                 agg.add_batch(one)  # the sums now; a case's record is built when it is read
         results = [agg.result() for agg in aggs]
     for t, result in zip(decided, results):
-        result.extra["threshold"] = t.to_dict()
+        result.extra.update(threshold=t.to_dict(), dangling=tally.figure())
+    if warning := tally.warning():
+        logging.getLogger("ragcite").warning("ragcite: warning: %s", warning)
     if first_id is not None and not answered:
         raise inputs.no_response_error(results[0].n_cases, table is not None, first_id)
     return results

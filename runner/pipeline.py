@@ -29,7 +29,9 @@ from runner.api.usage import usage_section
 from runner.config.folders import check_folder
 from runner.config.naming import system_name
 from runner.config.plugins import build
+from runner.data.citations import Tally, with_offsets
 from runner.data.dataset import Dataset
+from runner.data.errors import DataError
 from runner.data.models import Case
 from runner.errors import RagciteError
 from runner.evaluate import count_pairs
@@ -90,6 +92,7 @@ class _Run:
     n_cases: int = 0
     answered: int = 0
     dataset_cases: int = 0
+    tally: Tally = field(default_factory=Tally)
     writer: ResultWriter = field(init=False)
 
 
@@ -236,6 +239,8 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             t0 = time.perf_counter()
             responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
                                       len(cases), False)
+            responses = _with_offsets(run, cases, responses)
+            run.tally.add(responses)
             timings["model_s"] = timings.get("model_s", 0.0) + time.perf_counter() - t0
             run.answered += sum(1 for r in responses if r.error is None)
             t0 = time.perf_counter()
@@ -265,6 +270,26 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     return [agg.result() for agg in aggs]
 
 
+def _with_offsets(run: _Run, cases: list[Case], responses: list[Any]) -> list[Any]:
+    """The responses with the citations given by offsets read from the knowledge base.
+
+    Raises:
+        DataError: A source it does not hold or a span past a document's end, located at the
+            case.
+    """
+    out = []
+    for case, response in zip(cases, responses):
+        try:
+            out.append(with_offsets(response, lambda: run.dataset.texts))
+        except DataError:  # the knowledge base's own
+            raise
+        except ValueError as exc:
+            field, _, problem = str(exc).partition(": ")
+            raise DataError(run.dataset.path, f"case {case.id!r}", f"response.{field}",
+                            problem) from None
+    return out
+
+
 def _finish(run: _Run, results: list[RunResult],
             report: Callable[[list[Path]], None] | None) -> list[Outcome]:
     """Describe each result, check its gates and write the rest of the files: the results,
@@ -290,7 +315,7 @@ def _finish(run: _Run, results: list[RunResult],
         result.extra = describe(run, threshold, folder) | {"usage": usage, "gates": {
             "passed": not failures, "failures": failures, "config": gates}}
         outcomes.append(Outcome(threshold, folder, result, failures))
-    for note in getattr(run.adapter, "notes", list)():
+    for note in [*getattr(run.adapter, "notes", list)(), *filter(None, [run.tally.warning()])]:
         log.warning("ragcite: warning: %s", note)
     run.writer.finish(results, redact(run.cfg))
     scrub_files(run.out, secret_values(run.cfg) | env_secrets())
@@ -323,6 +348,7 @@ def describe(run: _Run, threshold: Threshold, folder: Path) -> dict[str, Any]:
         "dataset": {"name": run.dataset.name, "path": str(run.dataset.path),
                     "digest": run.dataset.digest, "n_cases": run.n_cases},
         "coverage": {"answered": run.answered, "dataset_cases": run.dataset_cases},
+        "dangling": run.tally.figure(),
         "model": {"name": names.get("model", type(run.adapter).__name__), "system": system,
                   "identity": redact(run.adapter.identity())},
         "matcher": {"name": names.get("matcher", type(run.matcher).__name__),

@@ -209,3 +209,4 @@ class Figures(BaseModel):
     model: Section = None
     matcher: Section = None
     coverage: Section = None
+    dangling: dict[str, Count] | None = None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from runner.data.citations import markers
@@ -58,3 +58,59 @@ def canonical(data: dict[str, Any], documents: Sequence[Any]) -> dict[str, Any]:
     else:
         return data
     return {**data, "citations": found[0], "dangling": found[1]}
+
+
+def with_offsets(response: Any, texts: Callable[[], Mapping[str, str]]) -> Any:
+    """`response` with the content of each citation given by offsets without content: the text
+    of its source in the knowledge base, ``text[start:end]`` (to the end without ``end``);
+    `texts` (source → text) is called only when some citation needs it.
+
+    Raises:
+        ValueError: ``"citations[i].<field>: <problem>"``: a source the knowledge base does not
+            hold, or a span that does not fit in its document.
+    """
+    if response is None or all(c.start is None or c.content for c in response.citations):
+        return response
+    kb, cits = texts(), list(response.citations)
+    for i, c in enumerate(cits):
+        if c.start is None or c.content:
+            continue
+        if (text := kb.get(c.source)) is None:
+            raise ValueError(f"citations[{i}].source: {c.source!r} is not a document of the "
+                             "knowledge base, whose text offsets cite")
+        end = len(text) if c.end is None else c.end
+        if not c.start <= end <= len(text):
+            raise ValueError(f"citations[{i}].end: the span {c.start}:{end} does not fit in "
+                             f"{c.source!r}; expected 0 <= start <= end <= {len(text)}, the "
+                             "document's length")
+        cits[i] = c.model_copy(update={"content": text[c.start:end]})
+    return response.model_copy(update={"citations": cits})
+
+
+class Tally:
+    """What a run's answers carried beside their citations: dangling markers or provider
+    citations, and markers left unread because ``citations`` was given (their answers too)."""
+
+    def __init__(self) -> None:
+        self.dangling, self.dangling_answers, self.unread, self.unread_answers = 0, 0, 0, 0
+
+    def add(self, responses: Iterable[Any]) -> None:
+        """Count the responses (None for no response)."""
+        for r in responses:
+            if r is not None:
+                self.dangling, self.dangling_answers = (self.dangling + r.dangling,
+                                                        self.dangling_answers + (r.dangling > 0))
+                self.unread, self.unread_answers = (self.unread + r.unread_markers,
+                                                    self.unread_answers + (r.unread_markers > 0))
+
+    def figure(self) -> dict[str, int]:
+        """``metrics.json``'s ``dangling``: the dangling citations and the answers with one."""
+        return {"citations": self.dangling, "answers": self.dangling_answers}
+
+    def warning(self) -> str | None:
+        """The run's warning about unread markers, or None."""
+        n, k = self.unread, self.unread_answers
+        return None if not n else (
+            f"{n} [n] marker{'s' * (n > 1)} in {k} answer{'s' * (k > 1)} "
+            f"{'were' if n > 1 else 'was'} not read: the citations come from the `citations` "
+            "field (docs/formats.md: leave it out to read the markers over `documents`)")
