@@ -42,10 +42,9 @@ def _pairs(record: dict[str, Any], texts_key: str, ids_key: str,
         raise DataError("", None, ids_key, f"missing; give the id (the source ragcite "
                         f"compares) of each of the {texts_key}" + (
                             ": they are the ground truth" if required else ""))
-    if ids is None:
-        return []
+    ids = [] if ids is None else ids
     texts = [""] * len(ids) if texts is None else texts
-    if not isinstance(ids, list) or not isinstance(texts, list) or len(ids) != len(texts):
+    if not isinstance(ids, list) or len(ids) != len(texts):
         raise DataError("", None, ids_key, f"expected a list of one id per item of "
                         f"{texts_key}, got {ids!r:.60} for {len(texts)} of them")
     return [{"source": str(i), "content": text} for i, text in zip(ids, texts)]
@@ -59,7 +58,9 @@ def sample(record: dict[str, Any], cited: str = "retrieved") -> dict[str, Any]:
         cited: ``retrieved`` or ``markers`` (see the module).
 
     Returns:
-        ``{query, references, metadata, response}``.
+        ``{query, references, metadata, response}``; the response's documents are the
+        retrieved contexts, its citations all of them (``retrieved``) or none given (read from
+        the answer's markers).
 
     Raises:
         DataError: A context without its id, or an unknown `cited` (the field named).
@@ -68,12 +69,10 @@ def sample(record: dict[str, Any], cited: str = "retrieved") -> dict[str, Any]:
         raise DataError("", None, "dataset.transform.cited",
                         f"unknown value {cited!r}; expected one of {', '.join(CITED)}")
     retrieved = _pairs(record, "retrieved_contexts", "retrieved_context_ids")
-    response = record.get("response")
-    if response is not None:
-        response = {"answer": response, "citations": retrieved} if cited == "retrieved" else {
-            "answer": response, "documents": [
-                {"id": r["source"], "source": r["source"], "text": r["content"]}
-                for r in retrieved]}
-    return {"query": record.get("user_input"), "response": response,
+    response = {"answer": record.get("response"), "documents": [
+        {"id": r["source"], "source": r["source"], "text": r["content"]} for r in retrieved],
+        **({"citations": retrieved} if cited == "retrieved" else {})}
+    return {"query": record.get("user_input"),
             "references": _pairs(record, "reference_contexts", "reference_context_ids", True),
+            "response": None if response["answer"] is None else response,
             "metadata": {"reference": record["reference"]} if "reference" in record else {}}
