@@ -61,7 +61,7 @@ def test_the_shipped_config_and_every_option_pass(
                           "transform, limit, knowledge_base, systems, default_system"),
     (("+dataset.mapping.question=q",),
      "dataset.mapping.question: no such key; CaseMapping takes: id, query, references, "
-     "expected_sources, citations, answer, metadata"),
+     "expected_sources, citations, answer, documents, metadata"),
 ])
 def test_a_composed_config_is_checked_with_located_lines(
         compose_cfg: Callable[..., DictConfig], overrides: tuple[str, ...],

@@ -240,7 +240,7 @@ def test_unknown_mapping_key_and_bad_expression(tmp_path: Path) -> None:
         load_cases(path, mapping={"question": "q"})
     assert message(exc) == (
         f"{path} (mapping), field 'question': unknown mapping key; expected one of id, query, "
-        "references, expected_sources, citations, answer, metadata")
+        "references, expected_sources, citations, answer, documents, metadata")
     with pytest.raises(DataError) as exc:
         load_cases(path, mapping={"query": "a[?"})
     assert message(exc).startswith(
