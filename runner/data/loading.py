@@ -166,8 +166,6 @@ def _to_case(raw: Any, index: int, where: str, shown: str, fm: FieldMapping,
     if transform is not None:
         try:
             record = transform(raw)
-        except DataError as exc:  # a transform naming the field: located here
-            raise DataError(shown, where, exc.field, exc.problem) from None
         except Exception as exc:  # a user transform: locate whatever it raised
             raise DataError(shown, where, None,
                             f"transform failed: {type(exc).__name__}: {exc}") from exc

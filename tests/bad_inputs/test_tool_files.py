@@ -12,7 +12,7 @@ from tests.bad_inputs.table import Row, ids, run_row
 
 STORED = ["model=precomputed"]
 SAMPLE = {"user_input": "q", "response": "a", "reference_contexts": ["r"],
-          "reference_context_ids": ["x"]}
+          "reference_context_ids": ["x"], "retrieved_contexts": [], "retrieved_context_ids": []}
 
 ITEM = {"question": "q", "output": "a [1].", "docs": [{"title": "t", "text": "x"}]}
 
@@ -31,14 +31,18 @@ ROWS = [
       for name in ("ragas", "alce", "langchain")),
     Row("a RAGAS sample whose retrieved contexts have no ids",
         ["dataset=ragas", "dataset.path=s.jsonl", *STORED], 2,
-        err("s.jsonl, line 2, field 'retrieved_context_ids': missing; give the id (the source "
-            "ragcite compares) of each of the retrieved_contexts"),
-        {"s.jsonl": lines(SAMPLE, {**SAMPLE, "retrieved_contexts": ["c"]})}),
-    Row("an unknown RAGAS citation rule",
-        ["dataset=ragas", "dataset.path=s.jsonl", "dataset.transform.cited=all", *STORED], 2,
-        err("s.jsonl, line 1, field 'dataset.transform.cited': unknown value 'all'; expected "
-            "one of retrieved, markers"),
-        {"s.jsonl": lines(SAMPLE)}),
+        err("s.jsonl, line 2, field 'mapping.citations': expression 'response && zip("
+            "retrieved_context_ids, r….{ source: to_string([0]), content: [1]}' failed: In "
+            "function zip(), invalid type for value: None, expected one of: ['array'], "
+            'received: "null"'),
+        {"s.jsonl": lines(SAMPLE, {**SAMPLE, "retrieved_context_ids": None,
+                                   "retrieved_contexts": ["c"]})}),
+    Row("a RAGAS sample with more reference ids than contexts",
+        ["dataset=ragas", "dataset.path=s.jsonl", *STORED], 2,
+        err("s.jsonl, line 1, field 'mapping.references': expression 'zip(reference_context_ids"
+            ", reference_con…].{source: to_string([0]), content: [1]}' failed: zip() of lists of "
+            "2 and 1 items; give lists of one length"),
+        {"s.jsonl": lines({**SAMPLE, "reference_context_ids": ["x", "y"]})}),
     Row("a LangChain source document without metadata.source",
         ["dataset=langchain", "dataset.path=o.jsonl", *STORED], 2,
         err("o.jsonl, line 1, field 'response.citations[0].source': Input should be a valid "
