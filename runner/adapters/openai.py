@@ -44,7 +44,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 
 #: Each citation style's packaged prompt and reply schema: ``quotes`` (source and verbatim
 #: quote per citation) or ``markers`` (an answer citing the numbered passages with ``[n]``).
-CITATION_STYLES: dict[str, tuple[str, dict[str, Any]]] = {
+STYLES: dict[str, tuple[str, dict[str, Any]]] = {
     "quotes": ("rag_answer.j2", ANSWER_SCHEMA),
     "markers": ("rag_markers.j2", {"type": "object", "properties": {"answer": {"type": "string"}},
                                    "required": ["answer"], "additionalProperties": False})}
@@ -109,7 +109,7 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     """
 
     citation_style: str = field(default="quotes", metadata=allows(
-        OneOf(tuple(CITATION_STYLES), "style")))
+        OneOf(tuple(STYLES), "style")))
     prompt: str | None = None
     top_k: int = field(default=5, metadata=allows(POSITIVE))
     chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
@@ -144,7 +144,7 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
 
     @property
     def _prompt(self) -> str:
-        return self.prompt or CITATION_STYLES[self.citation_style][0]
+        return self.prompt or STYLES[self.citation_style][0]
 
     def bind(self, context: AdapterContext) -> None:
         """Index the knowledge base for retrieval."""
@@ -165,8 +165,7 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "response_format": {"type": "json_schema", "json_schema": {
-                "name": "cited_answer", "strict": True,
-                "schema": CITATION_STYLES[self.citation_style][1]}}
+                "name": "cited_answer", "strict": True, "schema": STYLES[self.citation_style][1]}}
             if self.structured_output == "json_schema" else {"type": "json_object"},
         }
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runner.adapters.base import AdapterContext
-from runner.adapters.openai import ANSWER_SCHEMA, CITATION_STYLES, OpenaiModel, parse_answer
+from runner.adapters.openai import ANSWER_SCHEMA, STYLES, OpenaiModel, parse_answer
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
@@ -157,7 +157,7 @@ def test_the_markers_style_cites_the_numbered_passages_it_showed(server: FakeOpe
     batch = cases()[:1]
     (answer,) = respond(model(server, citation_style="markers"), batch)
     body = server.bodies[0][1]
-    assert body["response_format"]["json_schema"]["schema"] == CITATION_STYLES["markers"][1]
+    assert body["response_format"]["json_schema"]["schema"] == STYLES["markers"][1]
     assert "square brackets" in body["messages"][0]["content"]
     shown = re.findall(r"source: (.*)\n(.*)\n</passage>", body["messages"][-1]["content"])
     assert len(shown) == 2
