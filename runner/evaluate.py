@@ -11,8 +11,7 @@ from typing import Any
 from runner._gc import gc_paused
 from runner.data import inputs
 from runner.data.citations import Tally, with_offsets
-from runner.data.models import Case, Document, Response
-from runner.errors import RagciteError
+from runner.data.models import Case, Response
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
 from runner.results import RunResult, ThresholdResults
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
@@ -67,7 +66,7 @@ def evaluate(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    knowledge_base: Mapping[str, str] | Iterable[Document] | None = None,
+    knowledge_base: Mapping[str, str] | None = None,
 ) -> Any:
     """Score cases and return the run-level and per-case results.
 
@@ -86,8 +85,8 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
-        knowledge_base: The documents citations given by offsets cite (SPEC 2.1): text by
-            source, or :class:`Document` objects.
+        knowledge_base: The text of each source that citations given by offsets cite
+            (SPEC 2.1): ``{"leave.md": "Employees get 25 days..."}``.
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -96,6 +95,7 @@ def evaluate(
     Raises:
         RagciteError: A threshold the matcher cannot take; an invalid case or response
             (``cases[3].query: ...``); no response at all.
+        DataError: A citation given by offsets that the knowledge base does not hold.
 
     Example:
         >>> import runner
@@ -113,9 +113,8 @@ def evaluate(
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    kb = knowledge_base or {}
-    texts = dict(kb) if isinstance(kb, Mapping) else {d.source: d.text for d in kb}
-    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size, texts)
+    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size,
+                            knowledge_base or {})
     return ThresholdResults(results) if thresholds is not None else results[0]
 
 
@@ -134,11 +133,8 @@ def _score_inputs(cases: Iterable[inputs.CaseLike],
 
     def pair(c: Case) -> tuple[Case, Response | None]:
         nonlocal first_id, answered
-        try:
-            response = with_offsets(table.get(c.id) if table is not None else c.response,
-                                    lambda: texts)
-        except ValueError as exc:
-            raise RagciteError(f"case {c.id!r}: response.{exc}") from None
+        response = with_offsets(table.get(c.id) if table is not None else c.response,
+                                lambda: texts, "cases", f"case {c.id!r}")
         tally.add([response])
         first_id, answered = first_id or c.id, answered + (response is not None)
         return c, response

@@ -31,7 +31,6 @@ from runner.config.naming import system_name
 from runner.config.plugins import build
 from runner.data.citations import Tally, with_offsets
 from runner.data.dataset import Dataset
-from runner.data.errors import DataError
 from runner.data.models import Case
 from runner.errors import RagciteError
 from runner.evaluate import count_pairs
@@ -239,7 +238,8 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             t0 = time.perf_counter()
             responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
                                       len(cases), False)
-            responses = _with_offsets(run, cases, responses)
+            responses = [with_offsets(r, lambda: run.dataset.texts, run.dataset.path,
+                                      f"case {c.id!r}") for c, r in zip(cases, responses)]
             run.tally.add(responses)
             timings["model_s"] = timings.get("model_s", 0.0) + time.perf_counter() - t0
             run.answered += sum(1 for r in responses if r.error is None)
@@ -268,26 +268,6 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
         raise RagciteError(f"dataset.path: {run.dataset.path} holds no cases{limit}; nothing to "
                            f"score")
     return [agg.result() for agg in aggs]
-
-
-def _with_offsets(run: _Run, cases: list[Case], responses: list[Any]) -> list[Any]:
-    """The responses with the citations given by offsets read from the knowledge base.
-
-    Raises:
-        DataError: A source it does not hold or a span past a document's end, located at the
-            case.
-    """
-    out = []
-    for case, response in zip(cases, responses):
-        try:
-            out.append(with_offsets(response, lambda: run.dataset.texts))
-        except DataError:  # the knowledge base's own
-            raise
-        except ValueError as exc:
-            field, _, problem = str(exc).partition(": ")
-            raise DataError(run.dataset.path, f"case {case.id!r}", f"response.{field}",
-                            problem) from None
-    return out
 
 
 def _finish(run: _Run, results: list[RunResult],

@@ -104,8 +104,9 @@ class Response(_Model):
         provider: The provider whose reply ``raw`` is (a module of :mod:`runner.data.citations`).
         raw: The provider's reply as its API returns it.
         dangling: Markers or provider citations that point at no document (not cited).
-        unread_markers: Markers in the answer that were not read because ``citations`` was
-            given (a warning of the run).
+        unread_markers: Numeric markers in the answer that were not read because ``citations``
+            was given (a warning of the run); counted unless given (0 from a transform that
+            read the markers itself, as ExpertQA's does).
         usage: Token counts and other usage figures (`prompt_tokens`, `completion_tokens`, ...).
         latency_s: Wall time of the call in seconds.
         error: Set when the system failed for this case; such a case is not scored.

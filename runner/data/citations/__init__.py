@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from runner.data.citations import markers
+from runner.data.errors import DataError
 
 NOT_PROVIDERS = frozenset({"markers"})
 """The modules of this package that read no provider's reply."""
@@ -60,13 +61,14 @@ def canonical(data: dict[str, Any], documents: Sequence[Any]) -> dict[str, Any]:
     return {**data, "citations": found[0], "dangling": found[1]}
 
 
-def with_offsets(response: Any, texts: Callable[[], Mapping[str, str]]) -> Any:
+def with_offsets(response: Any, texts: Callable[[], Mapping[str, str]], path: str,
+                 where: str) -> Any:
     """`response` with the content of each citation given by offsets without content: the text
     of its source in the knowledge base, ``text[start:end]`` (to the end without ``end``);
     `texts` (source → text) is called only when some citation needs it.
 
     Raises:
-        ValueError: ``"citations[i].<field>: <problem>"``: a source the knowledge base does not
+        DataError: At `path`, `where` (``case '3'``): a source the knowledge base does not
             hold, or a span that does not fit in its document.
     """
     if response is None or all(c.start is None or c.content for c in response.citations):
@@ -76,13 +78,13 @@ def with_offsets(response: Any, texts: Callable[[], Mapping[str, str]]) -> Any:
         if c.start is None or c.content:
             continue
         if (text := kb.get(c.source)) is None:
-            raise ValueError(f"citations[{i}].source: {c.source!r} is not a document of the "
-                             "knowledge base, whose text offsets cite")
+            raise DataError(path, where, f"response.citations[{i}].source", f"{c.source!r} is "
+                            "not a document of the knowledge base, whose text offsets cite")
         end = len(text) if c.end is None else c.end
         if not c.start <= end <= len(text):
-            raise ValueError(f"citations[{i}].end: the span {c.start}:{end} does not fit in "
-                             f"{c.source!r}; expected 0 <= start <= end <= {len(text)}, the "
-                             "document's length")
+            raise DataError(path, where, f"response.citations[{i}].end", f"the span {c.start}:"
+                            f"{end} does not fit in {c.source!r}; expected 0 <= start <= end <= "
+                            f"{len(text)}, the document's length")
         cits[i] = c.model_copy(update={"content": text[c.start:end]})
     return response.model_copy(update={"citations": cits})
 
@@ -92,24 +94,21 @@ class Tally:
     citations, and markers left unread because ``citations`` was given (their answers too)."""
 
     def __init__(self) -> None:
-        self.dangling, self.dangling_answers, self.unread, self.unread_answers = 0, 0, 0, 0
+        self.counts = [0, 0, 0, 0]  # dangling, answers with some; unread, answers with some
 
     def add(self, responses: Iterable[Any]) -> None:
         """Count the responses (None for no response)."""
-        for r in responses:
-            if r is not None:
-                self.dangling, self.dangling_answers = (self.dangling + r.dangling,
-                                                        self.dangling_answers + (r.dangling > 0))
-                self.unread, self.unread_answers = (self.unread + r.unread_markers,
-                                                    self.unread_answers + (r.unread_markers > 0))
+        for r in filter(None, responses):
+            self.counts = [a + b for a, b in zip(self.counts, (
+                r.dangling, r.dangling > 0, r.unread_markers, r.unread_markers > 0))]
 
     def figure(self) -> dict[str, int]:
         """``metrics.json``'s ``dangling``: the dangling citations and the answers with one."""
-        return {"citations": self.dangling, "answers": self.dangling_answers}
+        return {"citations": self.counts[0], "answers": self.counts[1]}
 
     def warning(self) -> str | None:
         """The run's warning about unread markers, or None."""
-        n, k = self.unread, self.unread_answers
+        n, k = self.counts[2:]
         return None if not n else (
             f"{n} [n] marker{'s' * (n > 1)} in {k} answer{'s' * (k > 1)} "
             f"{'were' if n > 1 else 'was'} not read: the citations come from the `citations` "

@@ -3,10 +3,10 @@
 Numeric markers ``[1]``, ``[1, 3]``, ``[1-3]``, ``[1][2]``, footnotes ``[^1]`` and
 ``【4:0†source】`` (the number before ``:`` or ``†``) point at ``documents[k-1]``, or at the
 document whose ``id`` is ``k`` when one has it; a range names at most 100 documents. Any other
-bracketed text (``[doc-7]``, ``[Source A]``) is an id marker, read only when some document has
-an ``id``: then it cites the document with that id, or is dangling. So ``[sic]`` or ``[a]`` over
-documents without ids is text, never a dangling count; a markdown link ``[text](url)`` and an
-ellipsis ``[...]`` are never markers.
+bracketed text that starts with a letter or digit (``[doc-7]``, ``[Source A]``) is an id
+marker, read only when some document has an ``id``: then it cites the document with that id,
+or is dangling. So ``[sic]`` or ``[a]`` over documents without ids is text, never a dangling
+count; a markdown link ``[text](url)`` and an ellipsis ``[...]`` are never markers.
 
 A citation's content is the cited document's text, its claim the sentence carrying the marker.
 Sentences end after ``.``, ``!`` or ``?`` followed by white space, after ``。``, ``！`` or ``？``,
@@ -17,12 +17,13 @@ sentence before it. A document cited twice in one sentence is one citation.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
 _NUMBERS = r"\d+(?:\s*[-–]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-–]\s*\d+)?)*"
 _FORMS = (rf"\[\^?(?P<num>{_NUMBERS})\]", r"【(?P<wide>\d+)(?:[:†][^】]*)?】",
-          r"\[(?P<id>[^\[\]\n]*\w[^\[\]\n]*)\](?!\()")
+          r"\[(?P<id>\s*\w[^\[\]\n]*)\](?!\()")
 MARKER = re.compile("|".join(_FORMS))
 _ANY = "(?:" + "|".join(re.sub(r"P<\w+>", ":", form) for form in _FORMS) + ")"
 # A sentence ends after its full stop and the markers that follow it.
@@ -37,16 +38,10 @@ def count(answer: str) -> int:
 
 def _targets(match: re.Match[str]) -> list[str]:
     """The numbers (as text) or the id a marker names."""
-    if match["id"] is not None:
-        return [match["id"].strip()]
-    if match["wide"] is not None:
-        return [match["wide"]]
-    out = []
-    for part in match["num"].split(","):
-        low, _, high = part.replace("–", "-").partition("-")
-        out += [str(k) for k in range(int(low), min(int(high or low), int(low) + _RANGE_LIMIT
-                                                     - 1) + 1)]
-    return out
+    if match["num"] is None:
+        return [(match["id"] or match["wide"]).strip()]
+    return [str(k) for low, high in re.findall(r"(\d+)(?:\s*[-–]\s*(\d+))?", match["num"])
+            for k in range(int(low), min(int(high or low), int(low) + _RANGE_LIMIT - 1) + 1)]
 
 
 def read(answer: str, documents: Sequence[Any]) -> tuple[list[dict[str, Any]], int]:
@@ -58,7 +53,7 @@ def read(answer: str, documents: Sequence[Any]) -> tuple[list[dict[str, Any]], i
     for match in MARKER.finditer(answer):
         if match["id"] is not None and not by_id:
             continue
-        sentence = max(i for i, s in enumerate(starts) if s <= match.start())
+        sentence = bisect_right(starts, match.start()) - 1
         for key in _targets(match):
             doc = by_id.get(key) or (documents[int(key) - 1] if match["id"] is None
                                      and 0 < int(key) <= len(documents) else None)
