@@ -178,3 +178,13 @@ def test_ragas_answers_with_markers_cite_only_the_marked_contexts(tmp_path: Path
     assert [[(c.source, c.content, c.claim) for c in case.response.citations]
             for case in loaded if case.response] == [[("d2", "r", "It closes at eight [2].")], []]
     assert headline(evaluate(loaded, matcher="substring").metrics) == (0.5,) * 6
+
+
+def test_zip_pairs_parallel_lists_in_any_mapping(tmp_path: Path) -> None:
+    from runner import load_cases
+
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"q": "q", "docs": ["a", 7], "texts": ["one", "two"]}) + "\n")
+    (case,) = load_cases(path, mapping={
+        "query": "q", "references": "zip(docs, texts)[*].{source: to_string([0]), content: [1]}"})
+    assert [(r.source, r.content) for r in case.references] == [("a", "one"), ("7", "two")]
