@@ -1,4 +1,14 @@
-"""`runner.evaluate`: score cases and their responses, without Hydra (SPEC 8)."""
+"""`runner.evaluate`: score cases and their responses, without Hydra (SPEC 8).
+
+Example:
+    >>> import runner
+    >>> case = runner.Case(id="1", query="q",
+    ...     references=[runner.Reference(source="a.pdf", content="the cat sat on the mat")],
+    ...     response=runner.Response(citations=[
+    ...         runner.Citation(source="a.pdf", content="the cat sat on the mat")]))
+    >>> runner.evaluate([case]).metrics["context_recall"]
+    1.0
+"""
 
 from __future__ import annotations
 
@@ -85,8 +95,7 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
-        knowledge_base: The text of each source that citations given by offsets cite
-            (SPEC 2.1): ``{"leave.md": "Employees get 25 days..."}``.
+        knowledge_base: The text of each source, for citations given by offsets (SPEC 2.1).
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -96,15 +105,6 @@ def evaluate(
         RagciteError: A threshold the matcher cannot take; an invalid case or response
             (``cases[3].query: ...``); no response at all.
         DataError: A citation given by offsets that the knowledge base does not hold.
-
-    Example:
-        >>> import runner
-        >>> case = runner.Case(id="1", query="q",
-        ...     references=[runner.Reference(source="a.pdf", content="the cat sat on the mat")],
-        ...     response=runner.Response(citations=[
-        ...         runner.Citation(source="a.pdf", content="the cat sat on the mat")]))
-        >>> runner.evaluate([case]).metrics["context_recall"]
-        1.0
     """
     m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
     spec: Any = list(thresholds) if thresholds is not None else (

@@ -11,8 +11,8 @@ the system numbered them. A malformed reply raises ``ValueError("<field path>: <
 wrong>")`` (the path within ``raw``, e.g. ``raw.content[0].citations``), which becomes one
 located line.
 
-The providers are the modules of this package other than the shapes of :data:`NOT_PROVIDERS`:
-adding ``runner/data/citations/<name>.py`` adds ``provider: <name>``, declared nowhere else.
+The providers are the modules of this package other than ``markers``: adding
+``runner/data/citations/<name>.py`` adds ``provider: <name>``, declared nowhere else.
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ from typing import Any
 from runner.data.citations import markers
 from runner.data.errors import DataError
 
-NOT_PROVIDERS = frozenset({"markers"})
-"""The modules of this package that read no provider's reply."""
-
 
 def providers() -> list[str]:
-    """The provider names: the modules of this package, found by listing it."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__)
-                  if m.name not in NOT_PROVIDERS and not m.name.startswith("_"))
+    """The provider names: the modules of this package but ``markers``, found by listing it."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != "markers")
 
 
 def canonical(data: dict[str, Any], documents: Sequence[Any]) -> dict[str, Any]:
