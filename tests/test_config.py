@@ -22,6 +22,9 @@ GROUPS = ("dataset", "model", "matcher", "threshold", "scoring", "tracking", "re
 # Options that need a value the user must give, supplied here.
 REQUIRED = {
     ("dataset", "file"): [f"dataset.path={FIXTURES / 'seed_examples.jsonl'}"],
+    **{("dataset", tool): [f"dataset.path={FIXTURES.parent / 'data' / tool / name}"]
+       for tool, name in (("ragas", "samples.jsonl"), ("alce", "result.json"),
+                          ("langchain", "outputs.jsonl"))},
     ("model", "python"): ["model.function=tests.test_config.echo_model"],
     ("model", "http"): ["model.url=http://127.0.0.1:9/rag"],
 }

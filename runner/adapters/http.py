@@ -40,6 +40,7 @@ from runner.api.client import (
 )
 from runner.api.usage import token_count
 from runner.config.constraints import Range, allows
+from runner.data.loading import validation_to_data_error
 from runner.data.mapping import compile_expression, shown
 from runner.data.models import Case, Citation, Response
 from runner.errors import RagciteError
@@ -86,6 +87,10 @@ class HttpModel(Caller, Transport, BaseAdapter):
             (``Authorization: "Bearer $RAG_TOKEN"``). Values are never written anywhere.
         citations: JMESPath giving a list of ``{source, content}`` from the reply, e.g.
             ``"refs[].{source: doc, content: quote}"``.
+        response: JMESPath of the whole response in any shape of docs/formats.md (``@`` for a
+            reply that is one: ``{answer, documents}`` with markers, ``{provider, raw,
+            documents}``, citations with offsets, ...), read as a stored response is; when
+            set, `citations` and `answer` are not used.
         answer: JMESPath of the answer text (null: none).
         tokens: JMESPath of a token-usage object in the reply (``{prompt_tokens,
             completion_tokens}`` or ``{input_tokens, output_tokens}``), null for none.
@@ -98,6 +103,7 @@ class HttpModel(Caller, Transport, BaseAdapter):
     headers: dict[str, str] = field(default_factory=dict, metadata={"identity": False})
     citations: str = "citations"
     answer: str | None = "answer"
+    response: str | None = None
     tokens: str | None = None
     backoff: float = field(default=0.5, metadata=allows(Range(0, MAX_BACKOFF, unit="seconds"),
                                                         identity=False))
@@ -109,7 +115,8 @@ class HttpModel(Caller, Transport, BaseAdapter):
         if not re.match(r"^https?://", self.url or ""):
             raise RagciteError(f"model.url must be an http(s) URL, got {self.url!r}")
         self._template  # noqa: B018 - compiled now, so a broken template fails early
-        exprs = {"citations": self.citations, "answer": self.answer, "tokens": self.tokens}
+        exprs = {"citations": self.citations, "answer": self.answer, "tokens": self.tokens,
+                 "response": self.response}
         for key, expr in ((k, e) for k, e in exprs.items() if e is not None):
             try:
                 compile_expression(expr)
@@ -153,6 +160,8 @@ class HttpModel(Caller, Transport, BaseAdapter):
 
     def extract(self, reply: Any) -> Response:
         """The response read out of a JSON reply with the configured JMESPath expressions."""
+        if self.response:
+            return self._shaped(reply)
         try:
             raw = jmespath.search(self.citations, reply)
         except JMESPathError as exc:
@@ -178,10 +187,23 @@ class HttpModel(Caller, Transport, BaseAdapter):
         answer = jmespath.search(self.answer, reply) if self.answer else None
         if answer is not None and not isinstance(answer, str):
             answer = json.dumps(answer, ensure_ascii=False)
-        figures = self._figures(reply)  # its token counts (a figure not a count left out)
-        usage = None if figures is None else {
+        return Response(answer=answer or "", citations=citations, usage=self._usage_of(reply))
+
+    def _usage_of(self, reply: Any) -> dict[str, float] | None:
+        """The reply's token counts (a figure not a count left out), None without `tokens`."""
+        figures = self._figures(reply)
+        return None if figures is None else {
             k: float(v) for k, v in figures.items() if token_count(v) is not None}
-        return Response(answer=answer or "", citations=citations, usage=usage)
+
+    def _shaped(self, reply: Any) -> Response:
+        """The response object at `response`, validated as a stored response is."""
+        try:
+            found = Response.model_validate(jmespath.search(str(self.response), reply))
+        except (JMESPathError, ValidationError) as exc:
+            where = f"the reply's response at {self.response!r}"
+            return Response(error=str(validation_to_data_error(exc, where, None)) if isinstance(
+                exc, ValidationError) else f"model.response: {exc}")
+        return found.model_copy(update={"usage": self._usage_of(reply)})
 
     def _figures(self, reply: Any) -> dict[str, Any] | None:
         """The usage object at `tokens` as the reply gave it ({} when it has none), or None

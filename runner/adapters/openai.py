@@ -42,6 +42,13 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+#: Each citation style's packaged prompt and reply schema: ``quotes`` (source and verbatim
+#: quote per citation) or ``markers`` (an answer citing the numbered passages with ``[n]``).
+STYLES: dict[str, tuple[str, dict[str, Any]]] = {
+    "quotes": ("rag_answer.j2", ANSWER_SCHEMA),
+    "markers": ("rag_markers.j2", {"type": "object", "properties": {"answer": {"type": "string"}},
+                                   "required": ["answer"], "additionalProperties": False})}
+
 
 class _Quote(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -85,9 +92,14 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     The chat ``model``, its server and transport are the settings of :class:`OpenaiCaller`.
 
     Args:
+        citation_style: ``quotes`` (the model names each citation's source and quotes it) or
+            ``markers`` (the model cites the numbered passages with ``[n]`` markers; the
+            response's documents are the passages it was shown, in order, and its markers are
+            read as in any answer with markers, docs/formats.md).
         prompt: A packaged prompt (``templates/prompts/``) or the path of your own Jinja file
             with ``{% block system %}`` and ``{% block user %}``; variables ``query`` and
-            ``passages`` (a list of {source, content}).
+            ``passages`` (a list of {source, content}); null: the citation style's prompt
+            (``rag_answer.j2``, ``rag_markers.j2``).
         top_k: Passages retrieved per query and shown to the model.
         chunk_unit, chunk_size, chunk_overlap, stopwords: How the knowledge base is split and
             tokenised for retrieval (as for the `extractive` model).
@@ -96,7 +108,9 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         max_tokens: Completion tokens allowed per answer.
     """
 
-    prompt: str = "rag_answer.j2"
+    citation_style: str = field(default="quotes", metadata=allows(
+        OneOf(tuple(STYLES), "style")))
+    prompt: str | None = None
     top_k: int = field(default=5, metadata=allows(POSITIVE))
     chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
     chunk_size: int = field(default=2, metadata=allows(POSITIVE))
@@ -119,14 +133,18 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
         try:
-            load_prompt(self.prompt)
+            load_prompt(self._prompt)
         except ValueError as exc:
             raise RagciteError(f"model.prompt: {exc}") from None
 
     def identity(self) -> dict[str, Any]:
         """The fields plus the prompt's SHA-256."""
         return {**super().identity(), "base_url": effective_base_url(self.base_url),
-                "prompt_sha": load_prompt(self.prompt).sha}
+                "prompt_sha": load_prompt(self._prompt).sha}
+
+    @property
+    def _prompt(self) -> str:
+        return self.prompt or STYLES[self.citation_style][0]
 
     def bind(self, context: AdapterContext) -> None:
         """Index the knowledge base for retrieval."""
@@ -141,13 +159,13 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         """The chat-completion request for one case."""
         return {
             "model": self.model,
-            "messages": load_prompt(self.prompt).render(
+            "messages": load_prompt(self._prompt).render(
                 query=query, passages=[{"source": p.source, "content": p.content}
                                        for p in passages]),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "response_format": {"type": "json_schema", "json_schema": {
-                "name": "cited_answer", "strict": True, "schema": ANSWER_SCHEMA}}
+                "name": "cited_answer", "strict": True, "schema": STYLES[self.citation_style][1]}}
             if self.structured_output == "json_schema" else {"type": "json_object"},
         }
 
@@ -156,8 +174,8 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         if not cases:
             return []
         self.check()
-        requests = [self.request(c.query, r.citations)
-                    for c, r in zip(cases, self._retriever.respond_sync(cases))]
+        shown = [r.citations for r in self._retriever.respond_sync(cases)]
+        requests = [self.request(c.query, passages) for c, passages in zip(cases, shown)]
         keys = [request_key("chat", effective_base_url(self.base_url), r) for r in requests]
         cache_dir = self._context.cache_dir if self._context is not None else None
         out: dict[str, Response] = {}
@@ -171,7 +189,16 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
                 out[key] = await self._call(client, todo[key], store, key)
 
             await self._send_each(list(todo), answer)
-        return [out[k] for k in keys]
+        return [self._numbered(out[k], passages) for k, passages in zip(keys, shown)]
+
+    def _numbered(self, response: Response, passages: Sequence[Citation]) -> Response:
+        """In the ``markers`` style, the response over the passages shown (its documents, in
+        order), whose markers make its citations."""
+        if self.citation_style == "quotes" or response.error is not None:
+            return response
+        return Response.model_validate({
+            **response.model_dump(exclude={"citations", "unread_markers"}),
+            "documents": [{"source": p.source, "text": p.content} for p in passages]})
 
     async def _call(self, client: Any, req: dict[str, Any], store: ResultStore,
                     key: str) -> Response:

@@ -4,7 +4,8 @@ Each key of a mapping is a JMESPath expression evaluated on one raw record. Keys
 ``id``, ``query``, ``references``, ``expected_sources``, ``citations``, ``answer``, ``documents``,
 ``provider``, ``raw`` (a response's citation shapes, docs/formats.md), ``metadata`` (and, for
 knowledge bases, ``source`` and ``text``). A key left out is read from the record's
-field of the same name when the record is already in the canonical shape.
+field of the same name when the record is already in the canonical shape. Besides JMESPath's
+built-in functions, an expression may call ``zip(a, b)`` to pair two parallel lists.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Optional
 
 import jmespath
 from jmespath.exceptions import JMESPathError
-from jmespath.functions import Functions
+from jmespath.functions import Functions, signature
 
 from runner.data.errors import DataError
 
@@ -82,11 +83,11 @@ class FieldMapping:
         out: dict[str, Any] = {}
         if isinstance(record, dict):  # unmapped canonical keys pass through unchanged
             out = {k: record[k] for k in self.allowed if k not in compiled and k in record}
-            if "response" in record and "citations" not in compiled and "answer" not in compiled:
+            if "response" in record and not {"citations", "answer", "documents"} & set(compiled):
                 out["response"] = record["response"]
         for key, expr in compiled.items():
             try:
-                value = expr.search(record)
+                value = expr.search(record, _OPTIONS)
             except (JMESPathError, RecursionError) as exc:  # a type error, an arity, a depth
                 raise DataError(path, where, f"mapping.{key}",
                                 f"expression {shown(self.expressions[key])} failed: "
@@ -111,8 +112,22 @@ def shown(expr: str, limit: int = 80) -> str:
     return repr(expr if len(expr) <= limit else f"{expr[:limit // 2]}…{expr[-limit // 2:]}")
 
 
-#: JMESPath's built-in functions (ragcite registers none of its own).
-_FUNCTIONS: tuple[str, ...] = tuple(sorted(Functions.FUNCTION_TABLE))
+class _Functions(Functions):
+    """JMESPath's built-in functions and ``zip(a, b)``: the pairs ``[a[i], b[i]]`` of two lists
+    of one length (parallel lists, such as RAGAS's contexts and their ids); lists of different
+    lengths are refused, never cut to the shorter."""
+
+    @signature({"types": ["array"]}, {"types": ["array"]})
+    def _func_zip(self, first: list[Any], second: list[Any]) -> list[list[Any]]:
+        if len(first) != len(second):
+            raise JMESPathError(f"zip() of lists of {len(first)} and {len(second)} items; "
+                                "give lists of one length")
+        return [list(pair) for pair in zip(first, second)]
+
+
+_OPTIONS = jmespath.Options(custom_functions=_Functions())
+#: The functions a mapping may call: JMESPath's built-in ones and ``zip``.
+_FUNCTIONS: tuple[str, ...] = tuple(sorted(_Functions.FUNCTION_TABLE))
 
 
 def _function_names(node: dict[str, Any]) -> set[str]:
@@ -135,6 +150,7 @@ def _is_str(value: Any) -> bool:
 _SHAPES: dict[str, tuple[Callable[[Any], bool], str, bool]] = {
     "references": (lambda v: isinstance(v, list), "a list of {source, content} objects", False),
     "citations": (lambda v: isinstance(v, list), "a list of {source, content} objects", True),
+    "documents": (lambda v: isinstance(v, list), "a list of {source, text} objects", True),
     "expected_sources": (lambda v: isinstance(v, list) and all(map(_is_str, v)),
                          "a list of strings", True),
     "metadata": (lambda v: isinstance(v, dict), "an object", True),

@@ -213,3 +213,25 @@ def test_a_missing_key_fails_before_any_call_with_one_line(server: FakeOpenAI,
     assert len(errors) == 1 and "OPENAI_API_KEY" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert server.count(CHAT) == 0
+
+
+def test_one_system_scored_in_both_citation_styles(server: FakeOpenAI, tmp_path: Path) -> None:
+    # The scripted model cites the first passage it is shown: by quoting it verbatim (the
+    # default answer, `quotes`), or by a [1] marker (`markers`), which cites that passage's
+    # text. Both styles therefore make the same citation in every case: the same figures.
+    quick = ("tracking=none", "report=none", "model=openai", f"model.base_url={server.v1}")
+    quoted = sweep(tmp_path, *quick)
+    server.answer = lambda body: {"answer": "As the first passage says [1]."}
+    marked = sweep(tmp_path, *quick, "model.citation_style=markers")
+    schemas = [b["response_format"]["json_schema"]["schema"] for b in answer_bodies(server)]
+    assert [len(s["properties"]) for s in schemas] == [2] * 3 + [1] * 3  # three cases each
+    assert marked[0]["metrics"] == quoted[0]["metrics"]
+    assert marked[0]["counts"] == quoted[0]["counts"]
+    # By hand: seed-1 cites its reference (1, 1 | 1, 1); seed-2 cites the Data Security
+    # Policy's VPN sentence for a notice question (0, 0 | 0, 0); seed-3 cites that sentence, one
+    # of its three references from three documents (1/3, 1 | 1/3, 1). Recalls (1 + 0 + 1/3)/3,
+    # precisions 2/3, F1s (1 + 0 + 0.5)/3.
+    assert {k: round(v, 4) for k, v in marked[0]["metrics"].items()} == {
+        "context_recall": 0.4444, "context_precision": 0.6667, "context_f1": 0.5,
+        "source_recall": 0.4444, "source_precision": 0.6667, "source_f1": 0.5}
+    assert marked[0]["counts"]["citations"] == 3

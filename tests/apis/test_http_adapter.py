@@ -196,3 +196,32 @@ def test_the_retry_after_ceiling_is_checked(value: Any) -> None:
         HttpModel(url="http://x", max_retry_after=value).check()
     assert str(err.value) == ("model.max_retry_after: must be a number of seconds in [0, 120], "
                               f"got {value!r}")
+
+
+def test_a_reply_in_any_citation_shape_is_read_through_model_response(rag: FakeOpenAI) -> None:
+    # The service answers with [n] markers over the documents it retrieved: [1] cites the
+    # first, [3] points past the two (dangling); the token figures still come from `tokens`.
+    docs = [{"source": "Remote Work Policy.pdf", "text": "Five business days."},
+            {"source": "Employment Contract.pdf", "text": "Four weeks."}]
+    rag.rag = lambda body: {"text": "Ask five days ahead [1][3].", "docs": docs,
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    adapter = model(rag, response="{answer: text, documents: docs}", tokens="usage")
+    (marked,) = respond(adapter, cases()[:1])
+    assert [(c.source, c.content, c.claim) for c in marked.citations] == [
+        ("Remote Work Policy.pdf", "Five business days.", "Ask five days ahead [1][3].")]
+    assert (marked.dangling, marked.usage, marked.error) == (
+        1, {"prompt_tokens": 10.0, "completion_tokens": 2.0}, None)
+    # Citations by offsets keep their span (the knowledge base gives their text when scored).
+    offsets = {"answer": "a", "citations": [{"source": "Remote Work Policy.pdf", "start": 0,
+                                             "end": 4}]}
+    (cited,) = HttpModel(url="http://127.0.0.1:9", response="@").extract(offsets).citations
+    assert (cited.source, cited.content, cited.start, cited.end) == (
+        "Remote Work Policy.pdf", "", 0, 4)
+    # A reply without the object, or with a malformed one, is an error of its case.
+    shaped = HttpModel(url="http://127.0.0.1:9", response="reply")
+    assert shaped.extract({"text": "a"}).error == (
+        "the reply's response at 'reply': Input should be a valid dictionary or instance of "
+        "Response (got None)")
+    assert shaped.extract({"reply": {"answer": "x [1]", "documents": [{"text": "t"}]}}).error == (
+        "the reply's response at 'reply', field 'documents[0].source': required field is "
+        "missing")

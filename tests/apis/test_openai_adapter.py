@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runner.adapters.base import AdapterContext
-from runner.adapters.openai import ANSWER_SCHEMA, OpenaiModel, parse_answer
+from runner.adapters.openai import ANSWER_SCHEMA, STYLES, OpenaiModel, parse_answer
 from runner.data.dataset import Dataset
 from runner.data.models import Case, Response
 from runner.errors import RagciteError
@@ -147,3 +148,27 @@ def test_identity_and_early_checks() -> None:
         OpenaiModel().check()
     with pytest.raises(RagciteError, match="structured_output"):
         OpenaiModel(openai_api_key="k", structured_output="xml").check()
+
+
+def test_the_markers_style_cites_the_numbered_passages_it_showed(server: FakeOpenAI) -> None:
+    # The model answers with markers over the two passages shown: [1] and [2] cite them, in
+    # the order shown; [5] points past them (dangling, not a citation).
+    server.answer = lambda body: {"answer": "Ask five days ahead [1]. Use the VPN [2][5]."}
+    batch = cases()[:1]
+    (answer,) = respond(model(server, citation_style="markers"), batch)
+    body = server.bodies[0][1]
+    assert body["response_format"]["json_schema"]["schema"] == STYLES["markers"][1]
+    assert "square brackets" in body["messages"][0]["content"]
+    shown = re.findall(r"source: (.*)\n(.*)\n</passage>", body["messages"][-1]["content"])
+    assert len(shown) == 2
+    assert [(d.source, d.text) for d in answer.documents] == shown
+    assert [(c.source, c.content, c.claim) for c in answer.citations] == [
+        (*shown[0], "Ask five days ahead [1]."), (*shown[1], "Use the VPN [2][5].")]
+    assert (answer.dangling, answer.unread_markers, answer.error) == (1, 0, None)
+    # The same model in the quotes style: the schema asks for quoted citations.
+    respond(model(server), batch)
+    assert server.bodies[1][1]["response_format"]["json_schema"]["schema"] == ANSWER_SCHEMA
+    assert OpenaiModel(citation_style="markers").identity()["prompt_sha"] != (
+        OpenaiModel().identity()["prompt_sha"])
+    with pytest.raises(RagciteError, match="citation_style"):
+        OpenaiModel(openai_api_key="k", citation_style="footnotes").check()

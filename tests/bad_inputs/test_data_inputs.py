@@ -198,7 +198,7 @@ ROWS = [
         err("c.jsonl (mapping), field 'query': unknown JMESPath function lenght() in "
             "'lenght(query)'; the functions are abs, avg, ceil, contains, ends_with, floor, "
             "join, keys, length, map, max, max_by, merge, min, min_by, not_null, reverse, sort, "
-            "sort_by, starts_with, sum, to_array, to_number, to_string, type, values"),
+            "sort_by, starts_with, sum, to_array, to_number, to_string, type, values, zip"),
         {"c.jsonl": JSONL}),
     Row("a JMESPath type error", [*FILE, "dataset.path=c.jsonl",
                                    'dataset.mapping.query="join(`-`, query)"'], 2,

@@ -73,8 +73,9 @@ def test_demo_shape(demo: Dataset, cases: list[Case]) -> None:
     kb = demo.knowledge_base()
     assert len(kb) == 10
     assert len({d.source for d in kb}) == 10
-    # The three systems below, then `loose_quotes` (tests/data/test_demo_loose_quotes.py).
-    assert list(demo.cfg["systems"]) == [*SYSTEMS, "loose_quotes"]
+    # The three systems below, then `loose_quotes` (tests/data/test_demo_loose_quotes.py) and
+    # `markers` (tests/data/test_demo_markers.py).
+    assert list(demo.cfg["systems"]) == [*SYSTEMS, "loose_quotes", "markers"]
     for system in list(demo.cfg["systems"]):
         responses = demo.responses(system)
         assert responses is not None
