@@ -40,6 +40,8 @@ def cited(answer: str, docs: list[RetrievedDocument] = DOCS) -> tuple[list[tuple
     ("Seen 【1†L1-L4】", [("a", "Seen 【1†L1-L4】")]),
     # Markers right after a full stop close the sentence before them.
     ("Cats sit. [1] Dogs bark.[2] Birds.", [("a", "Cats sit. [1]"), ("b", "Dogs bark.[2]")]),
+    # ... also at the end of the answer.
+    ("Cats sit. Dogs bark. [2]", [("b", "Dogs bark. [2]")]),
     # Chinese and Japanese full stops end sentences with no space after them.
     ("猫が座った【1†a】。犬が吠える[2]！",
      [("a", "猫が座った【1†a】。"), ("b", "犬が吠える[2]！")]),

@@ -27,7 +27,7 @@ _FORMS = (rf"\[\^?(?P<num>{_NUMBERS})\]", r"【(?P<wide>\d+)(?:[:†][^】]*)?�
 MARKER = re.compile("|".join(_FORMS))
 _ANY = "(?:" + "|".join(re.sub(r"P<\w+>", ":", form) for form in _FORMS) + ")"
 # A sentence ends after its full stop and the markers that follow it.
-_END = re.compile(rf"[.!?](?:\s*{_ANY})*\s+|[。！？](?:\s*{_ANY})*\s*|\n+")
+_END = re.compile(rf"[.!?](?:\s*{_ANY})*(?:\s+|$)|[。！？](?:\s*{_ANY})*\s*|\n+")
 _RANGE_LIMIT = 100
 
 
