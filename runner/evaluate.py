@@ -9,13 +9,14 @@ from typing import Any
 
 from runner._gc import gc_paused
 from runner.data import inputs
-from runner.data.models import Case, Response
+from runner.data.models import Case, Document, Response
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
 from runner.results import RunResult, ThresholdResults
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
 from runner.scoring.case import ScoringOptions
+from runner.scoring.fidelity import Locator
 from runner.scoring.sources import DEFAULT_STEPS
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
@@ -64,6 +65,7 @@ def evaluate(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    documents: Iterable[Document | Mapping[str, str]] | None = None,
 ) -> Any:
     """Score cases and return the run-level and per-case results.
 
@@ -82,6 +84,9 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
+        documents: The knowledge base (:class:`Document` objects or ``{"source", "text"}``
+            dicts) each citation's quote is located in (SPEC 6.1, ``result.fidelity``); an
+            empty list labels every citation ``unchecked``; None (the default) checks nothing.
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -106,6 +111,9 @@ def evaluate(
     decided = resolve_thresholds(spec, m.levels, similarity_range(m))
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
+    if documents is not None:
+        docs = [d if isinstance(d, Document) else Document(**d) for d in documents]
+        options.fidelity = Locator(((d.source, d.text) for d in docs), options.normalizer)
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
     results = _score_inputs(cases, responses, m, options, decided, empty, batch_size)
     return ThresholdResults(results) if thresholds is not None else results[0]

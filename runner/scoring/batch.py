@@ -153,8 +153,7 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     """
     with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
         flat = _Flat(batch)
-    prep = (_Prepared(flat, matcher, options.normalizer, options.require_same_source)
-            if flat.rows else None)
+    prep = _Prepared(flat, matcher, options) if flat.rows else None
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
         where[pos] = k
@@ -174,9 +173,12 @@ class _Prepared:
     """The part of a batch's scoring that does not depend on the threshold: its flat layout,
     text and source ids, slots, the predicate's inputs and the similarities."""
 
-    def __init__(self, f: _Flat, matcher: Matcher, norm: Callable[[str], str],
-                 same_source: bool) -> None:
-        """Lay out a batch and look up its similarities: everything before the threshold."""
+    def __init__(self, f: _Flat, matcher: Matcher, options: ScoringOptions) -> None:
+        """Lay out a batch, look up its similarities and locate its quotes: everything before
+        the threshold."""
+        norm, same_source = options.normalizer, options.require_same_source
+        self.fidelity = (options.fidelity.label_all(f.cit_src, f.cit_text)
+                         if options.fidelity is not None else None)
         n_cases = len(f.case_fields)
         n_ref = np.array(f.n_ref, dtype=np.int64)
         n_cit = np.array(f.n_cit, dtype=np.int64)
@@ -286,4 +288,5 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
                         for codes in (expected, cited, hits))))
     return Scored(f.items, f.case_fields, f.resp_fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
-                  cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options)
+                  cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options,
+                  p.fidelity)

@@ -44,9 +44,21 @@ REFERENCE = (Label("reference", "cited", "matched by a citation", "are cited"),
                    "are missed although their document is cited"),
              Label("reference", "source_missed", "its document was not cited at all",
                    "belong to documents not cited"))
+FIDELITY = (  # SPEC 6.1, beside the labels above: where a citation's quote comes from
+    Label("fidelity", "verbatim", "found, after normalisation, in the document it cites",
+          "appear verbatim in the document they cite"),
+    Label("fidelity", "paraphrased", "close to a span of the document it cites, not verbatim",
+          "are close to, but not verbatim in, the document they cite"),
+    Label("fidelity", "misattributed", "found in another document than the one it cites",
+          "come from another document than the one they cite"),
+    Label("fidelity", "stitched", "its parts are in the cited document, but not together",
+          "are stitched together from separate places of their document"),
+    Label("fidelity", "fabricated", "found in no document", "appear in no document"),
+    Label("fidelity", "unchecked", "no documents to check it against",
+          "could not be checked: no documents at hand"))
 CITATION_LABELS = tuple(lab.name for lab in CITATION)
 REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
-LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE)}
+LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE, *FIDELITY)}
 """What each label means, by name."""
 KINDS = (("citations", "citation_", CITATION_LABELS), ("references", "reference_",
                                                         REFERENCE_LABELS))

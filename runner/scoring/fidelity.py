@@ -1,0 +1,110 @@
+"""Quote fidelity (SPEC 6.1): where each citation's quote really comes from, with no model call.
+
+A citation's content is located in the documents at hand (the dataset's knowledge base) by the
+rule of docs/fidelity.md: exact after the matchers' normalisation (:func:`fold`) first, in the
+cited document and then in the documents that share most word n-grams with the quote (an index
+built once per job, before the scoring workers fork); then a fuzzy alignment (rapidfuzz's
+``partial_ratio_alignment``) with the same documents. Each citation gets one label of
+:data:`runner.scoring.labels.FIDELITY` and the span(s) it was found at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from runner.matchers.text import fold, split_ellipsis
+
+GAP = 200
+"""Characters an ellipsis may stand for between two parts of one passage; farther: stitched."""
+CLOSE = 0.7
+"""The least similarity (partial alignment, 0-1) of a paraphrased quote to its best span."""
+CANDIDATES = 3
+"""Other documents a quote is looked for in: those sharing most word n-grams with it."""
+N = 3
+"""Tokens per n-gram of the candidate index."""
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
+Found = dict[str, Any]  # {"label", "document", "similarity", "spans": [[start, end], ...]}
+
+
+def _grams(text: str) -> set[int]:
+    tokens = _TOKEN.findall(text)
+    return {hash(tuple(tokens[i:i + N])) for i in range(max(len(tokens) - N + 1, 1))}
+
+
+def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
+    """The spans of `parts` in `doc`, each looked for after the one before (else anywhere),
+    or None when one is missing."""
+    spans, at = [], 0
+    for part in parts:
+        start = doc.find(part, at)
+        start = doc.find(part) if start < 0 else start
+        if start < 0:
+            return None
+        spans.append([start, at := start + len(part)])
+    return spans
+
+
+class Locator:
+    """The documents of a job, folded and indexed once, and the rule that labels a quote.
+
+    Args:
+        documents: ``(source, text)`` of each document; none: every citation is unchecked.
+        norm: The run's source normalisation (a citation names its document by source).
+    """
+
+    def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
+        self.norm = norm
+        self.docs = {norm(source): (source, fold(text)) for source, text in documents}
+        self.index: dict[int, list[str]] = {}
+        for key, (_, text) in self.docs.items():
+            for gram in _grams(text):
+                self.index.setdefault(gram, []).append(key)
+
+    def label_all(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
+        """The fidelity of each citation (source, quoted content), each distinct one once."""
+        memo: dict[tuple[str, str], Found] = {}
+        return [memo.get(pair) or memo.setdefault(pair, self.label(*pair))
+                for pair in zip(sources, quotes)]
+
+    def label(self, source: str, quote: str) -> Found:
+        """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
+        parts = split_ellipsis(fold(quote))
+        if not self.docs or not parts:
+            return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
+        key, text = self.norm(source), " ".join(parts)
+        if key in self.docs:
+            doc = self.docs[key][1]
+            spans = _exact(doc, parts)
+            if spans and all(0 <= b[0] - a[1] <= GAP for a, b in zip(spans, spans[1:])):
+                return self._found("verbatim", key, 1.0, spans)
+            spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
+            if spans:
+                return self._found("stitched", key, 1.0, spans)
+            close = self._close("paraphrased", key, text)
+            if close is not None:
+                return close
+        hits = Counter(k for g in _grams(text) for k in self.index.get(g, ()) if k != key)
+        for other, _ in hits.most_common(CANDIDATES):
+            spans = _exact(self.docs[other][1], parts)
+            close = (self._found("misattributed", other, 1.0, spans) if spans
+                     else self._close("misattributed", other, text))
+            if close is not None:
+                return close
+        return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
+
+    def _close(self, label: str, key: str, text: str) -> Found | None:
+        """`label` when `text` aligns with a span of document `key` at least :data:`CLOSE`."""
+        found = fuzz.partial_ratio_alignment(text, self.docs[key][1], score_cutoff=100 * CLOSE)
+        return None if found is None else self._found(label, key, found.score / 100,
+                                                      [[found.dest_start, found.dest_end]])
+
+    def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
+        return {"label": label, "document": self.docs[key][0], "similarity": similarity,
+                "spans": spans}
