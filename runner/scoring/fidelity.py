@@ -61,7 +61,11 @@ class Locator:
 
     def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
         self.norm = norm
-        self.docs = {norm(source): (source, fold(text)) for source, text in documents}
+        self.docs: dict[str, tuple[str, str]] = {}  # a source named twice: its texts joined
+        for source, text in documents:
+            key = norm(source)
+            self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
+                              else fold(text))
         self.index: dict[int, list[str]] = {}
         for key, (_, text) in self.docs.items():
             for gram in _grams(text):
@@ -87,15 +91,14 @@ class Locator:
             spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
             if spans:
                 return self._found("stitched", key, 1.0, spans)
-            close = self._close("paraphrased", key, text)
-            if close is not None:
-                return close
         hits = Counter(k for g in _grams(text) for k in self.index.get(g, ()) if k != key)
-        for other, _ in hits.most_common(CANDIDATES):
-            spans = _exact(self.docs[other][1], parts)
-            close = (self._found("misattributed", other, 1.0, spans) if spans
-                     else self._close("misattributed", other, text))
-            if close is not None:
+        others = [other for other, _ in hits.most_common(CANDIDATES)]
+        for other in others:  # verbatim elsewhere before close to the cited document
+            if spans := _exact(self.docs[other][1], parts):
+                return self._found("misattributed", other, 1.0, spans)
+        for label, other in [("paraphrased", key)] * (key in self.docs) + [
+                ("misattributed", other) for other in others]:
+            if close := self._close(label, other, text):
                 return close
         return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
 

@@ -34,10 +34,10 @@ E = "ragcite: error: "
 ROOT_KEYS = ("dataset, model, matcher, scoring, tracking, report, gate, cache, output_root, seed, "
              "progress, experiment, run_name, calibrate, prices")
 GATES = ("context_recall, context_precision, context_f1, source_recall, source_precision, "
-         "source_f1, max_error_rate")
+         "source_f1, max_error_rate, max_fabricated")
 NGRAM_KEYS = "n, threads, kernel"
 STEPS = "nfc, strip, collapse_whitespace, casefold, basename"
-MATCHERS = "embeddings, llm, local_embeddings, ngram, substring"
+MATCHERS = "embeddings, llm, local_embeddings, locate, ngram, substring"
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 ROWS = [
