@@ -84,9 +84,7 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
-        documents: The knowledge base (:class:`Document` objects or ``{"source", "text"}``
-            dicts) each citation's quote is located in (SPEC 6.1, ``result.fidelity``); an
-            empty list labels every citation ``unchecked``; None (the default) checks nothing.
+        documents: Documents (or dicts) to locate each quote in: ``result.fidelity`` (SPEC 6.1).
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -106,26 +104,32 @@ def evaluate(
         1.0
     """
     m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
-    spec: Any = list(thresholds) if thresholds is not None else (
-        "default" if threshold is None else threshold)
-    decided = resolve_thresholds(spec, m.levels, similarity_range(m))
+    decided = _decided(m, threshold, thresholds)
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
-    if documents is not None:
-        docs = [d if isinstance(d, Document) else Document(**d) for d in documents]
-        options.fidelity = Locator(((d.source, d.text) for d in docs), options.normalizer)
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size)
+    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size, documents)
     return ThresholdResults(results) if thresholds is not None else results[0]
+
+
+def _decided(matcher: Matcher, threshold: float | str | None,
+             thresholds: Sequence[float | str] | None) -> list[Threshold]:
+    """The thresholds `evaluate` decides (its `threshold` or `thresholds`)."""
+    spec: Any = list(thresholds) if thresholds is not None else (
+        "default" if threshold is None else threshold)
+    return resolve_thresholds(spec, matcher.levels, similarity_range(matcher))
 
 
 def _score_inputs(cases: Iterable[inputs.CaseLike],
                   responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
-                  empty: Aggregator, batch_size: int) -> list[RunResult]:
+                  empty: Aggregator, batch_size: int,
+                  documents: Iterable[Document | Mapping[str, str]] | None) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them at every threshold
-    of `decided`: one result each. A list stays a list (its size known, the matcher plans for
-    it), a stream a stream."""
+    of `decided`: one result each, each quote located in `documents` unless None. A list stays
+    a list (its size known, the matcher plans for it), a stream a stream."""
+    if documents is not None:
+        options.fidelity = Locator(documents, options.normalizer)
     valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
                              else inputs.iter_as_cases(cases))  # a list: checked first
     table = inputs.as_responses(responses) if responses is not None else None

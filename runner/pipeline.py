@@ -221,9 +221,8 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                              tuple(scoring["source_normalization"]), dict(scoring["bands"]),
                              run_metrics(scoring["metrics"]))
     if scoring["fidelity"] != "off":  # the job's documents, indexed once before any fork
-        kb = (run.dataset.knowledge_base()
-              if (run.dataset.cfg.get("knowledge_base") or {}).get("path") else [])
-        options.fidelity = Locator(((d.source, d.text) for d in kb), options.normalizer)
+        kb = run.dataset.knowledge_base() if run.dataset.cfg.get("knowledge_base") else []
+        options.fidelity = Locator(kb, options.normalizer)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
                        float(boot["confidence"]), int(cfg["seed"]), keep_cases=False,

@@ -185,13 +185,6 @@ class ZeroDivision(str, Enum):
     one = "one"
 
 
-class Fidelity(str, Enum):
-    """Quote fidelity (SPEC 6.1): ``auto`` locates every quote in the knowledge base."""
-
-    auto = "auto"
-    off = "off"
-
-
 @dataclass
 class ScoringConf:
     """How matches become scores (SPEC 3-6).
@@ -211,7 +204,7 @@ class ScoringConf:
                             metadata=allows(Range(low=1, integer=True)))
     workers: Optional[int] = field(default=None, metadata=allows(COUNT))
     metrics: dict[str, Any] = field(default_factory=dict)
-    fidelity: Fidelity = Fidelity.auto
+    fidelity: str = field(default="auto", metadata=allows(OneOf(("auto", "off"))))  # SPEC 6.1
 
 
 @dataclass

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from runner.data.dataset import loader_options
 from runner.data.loading import iter_documents
@@ -39,7 +39,6 @@ class LocateMatcher(NgramMatcher):
         knowledge_base: The knowledge base sections to locate passages in (see the module).
     """
 
-    levels: ClassVar[Mapping[str, float]] = {"strict": 0.75, "default": 0.5, "lenient": 0.3}
     knowledge_base: list[Any] = field(default_factory=list)
     # Hydra builds the matcher without building the sections' transforms (their loader does).
     _recursive_: bool = field(default=False, metadata={"identity": False})
@@ -47,9 +46,8 @@ class LocateMatcher(NgramMatcher):
     @functools.cached_property
     def locator(self) -> Locator:
         """Every document of the knowledge base sections, indexed (built on first use)."""
-        return Locator(((d.source, d.text) for k, kb in enumerate(self.knowledge_base) if kb
-                        for d in iter_documents(kb["path"], **loader_options(
-                            kb, f"matcher.knowledge_base[{k}]"))), str)
+        return Locator((d for k, kb in enumerate(self.knowledge_base) if kb for d in iter_documents(
+            kb["path"], **loader_options(kb, f"matcher.knowledge_base[{k}]"))), str)
 
     def for_workload(self, n_pairs: int, processes: int = 1) -> LocateMatcher:
         """:meth:`NgramMatcher.for_workload`, its documents indexed before any worker forks."""
@@ -57,7 +55,8 @@ class LocateMatcher(NgramMatcher):
         adapted.__dict__["locator"] = self.locator
         return adapted
 
-    def similarity_array(self, texts: Sequence[str], a: Any, b: Any) -> None:
+    def similarity_array(self, texts: Sequence[str], a: Any,  # type: ignore[override]
+                         b: Any) -> None:
         """Declined: pairs are located as text (:meth:`similarities`)."""
         return None
 

@@ -177,7 +177,7 @@ class _Prepared:
         """Lay out a batch, look up its similarities and locate its quotes: everything before
         the threshold."""
         norm, same_source = options.normalizer, options.require_same_source
-        self.fidelity = (options.fidelity.label_all(f.cit_src, f.cit_text)
+        self.fidelity = (list(map(options.fidelity.label, f.cit_src, f.cit_text))
                          if options.fidelity is not None else None)
         n_cases = len(f.case_fields)
         n_ref = np.array(f.n_ref, dtype=np.int64)

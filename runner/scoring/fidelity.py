@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from rapidfuzz import fuzz
 
+from runner.data.models import Document
 from runner.matchers.text import fold, split_ellipsis
+from runner.scoring.labels import FIDELITY
 
 GAP = 200
 """Characters an ellipsis may stand for between two parts of one passage; farther: stitched."""
@@ -31,6 +34,12 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 Found = dict[str, Any]  # {"label", "document", "similarity", "spans": [[start, end], ...]}
+
+
+def label_counts(found: Iterable[Found]) -> dict[str, int]:
+    """Each fidelity label's count, keyed as ``labels`` holds it (``fidelity_verbatim``)."""
+    seen = Counter(f["label"] for f in found)
+    return {lab.key: seen[lab.name] for lab in FIDELITY}
 
 
 def _grams(text: str) -> set[int]:
@@ -55,27 +64,24 @@ class Locator:
     """The documents of a job, folded and indexed once, and the rule that labels a quote.
 
     Args:
-        documents: ``(source, text)`` of each document; none: every citation is unchecked.
+        documents: The documents (or ``{"source", "text"}`` dicts); none: every citation is
+            unchecked.
         norm: The run's source normalisation (a citation names its document by source).
     """
 
-    def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
+    def __init__(self, documents: Iterable[Document | Mapping[str, str]],
+                 norm: Callable[[str], str]) -> None:
         self.norm = norm
         self.docs: dict[str, tuple[str, str]] = {}  # a source named twice: its texts joined
-        for source, text in documents:
-            key = norm(source)
-            self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
-                              else fold(text))
+        for doc in documents:
+            d = doc if isinstance(doc, Document) else Document.model_validate(doc)
+            key, text = norm(d.source), fold(d.text)
+            self.docs[key] = (d.source, f"{self.docs[key][1]} {text}" if key in self.docs
+                              else text)
         self.index: dict[int, list[str]] = {}
         for key, (_, text) in self.docs.items():
             for gram in _grams(text):
                 self.index.setdefault(gram, []).append(key)
-
-    def label_all(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
-        """The fidelity of each citation (source, quoted content), each distinct one once."""
-        memo: dict[tuple[str, str], Found] = {}
-        return [memo.get(pair) or memo.setdefault(pair, self.label(*pair))
-                for pair in zip(sources, quotes)]
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
@@ -86,7 +92,7 @@ class Locator:
         if key in self.docs:
             doc = self.docs[key][1]
             spans = _exact(doc, parts)
-            if spans and all(0 <= b[0] - a[1] <= GAP for a, b in zip(spans, spans[1:])):
+            if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
                 return self._found("verbatim", key, 1.0, spans)
             spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
             if spans:

@@ -45,17 +45,12 @@ REFERENCE = (Label("reference", "cited", "matched by a citation", "are cited"),
              Label("reference", "source_missed", "its document was not cited at all",
                    "belong to documents not cited"))
 FIDELITY = (  # SPEC 6.1, beside the labels above: where a citation's quote comes from
-    Label("fidelity", "verbatim", "found, after normalisation, in the document it cites",
-          "appear verbatim in the document they cite"),
-    Label("fidelity", "paraphrased", "close to a span of the document it cites, not verbatim",
-          "are close to, but not verbatim in, the document they cite"),
-    Label("fidelity", "misattributed", "found in another document than the one it cites",
-          "come from another document than the one they cite"),
-    Label("fidelity", "stitched", "its parts are in the cited document, but not together",
-          "are stitched together from separate places of their document"),
+    Label("fidelity", "verbatim", "as written in the document it cites", "are verbatim"),
+    Label("fidelity", "paraphrased", "close to a span of its document", "are reworded"),
+    Label("fidelity", "misattributed", "from another document", "come from another document"),
+    Label("fidelity", "stitched", "parts from separate places of its document", "are stitched"),
     Label("fidelity", "fabricated", "found in no document", "appear in no document"),
-    Label("fidelity", "unchecked", "no documents to check it against",
-          "could not be checked: no documents at hand"))
+    Label("fidelity", "unchecked", "no documents to check it against", "are not checked"))
 CITATION_LABELS = tuple(lab.name for lab in CITATION)
 REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
 LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE, *FIDELITY)}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from itertools import accumulate
 from typing import Any
@@ -23,13 +22,8 @@ from runner.results.sequence import CaseSequence
 from runner.scoring.bands import band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.explain import Facts
-from runner.scoring.labels import (
-    CITATION,
-    CITATION_LABELS,
-    FIDELITY,
-    REFERENCE,
-    REFERENCE_LABELS,
-)
+from runner.scoring.fidelity import label_counts
+from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, declared
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
 
@@ -170,8 +164,7 @@ class Scored:
                                                      cit_counts + ref_counts)}
         self.fidelity = fidelity  # counted as labels fidelity_<name> (aggregate splits them)
         if fidelity is not None:
-            found = Counter(f["label"] for f, ok in zip(fidelity, ok_case[cit_case]) if ok)
-            self.labels.update({lab.key: found[lab.name] for lab in FIDELITY})
+            self.labels.update(label_counts(f for f, ok in zip(fidelity, ok_case[cit_case]) if ok))
 
     def records(self) -> list[CaseResult]:
         """Every case's record (failed ones as their error records), in case order.

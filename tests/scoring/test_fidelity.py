@@ -30,7 +30,8 @@ from tests.conftest import REPO, read_json, run_cli
 EN_KB = [{"source": "leave.md", "text": "Employees get 25 days of paid leave per year. Unused "
           "days expire in March.  Requests go through the HR portal."},
          {"source": "travel.md", "text": "Travel is approved by the line manager."}]
-ZH_KB = [{"source": "假期.md", "text": "员工每年享有二十五天带薪年假。未休假期于三月作废。请假须通过人事系统申请。"},
+ZH_KB = [{"source": "假期.md",
+          "text": "员工每年享有二十五天带薪年假。未休假期于三月作废。请假须通过人事系统申请。"},
          {"source": "差旅.md", "text": "差旅须由直属经理批准。"}]
 # (cited source, quote, the fidelity worked out by hand)
 EN = [
