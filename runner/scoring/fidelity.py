@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any
 
+import numpy as np
 from rapidfuzz import fuzz
 
 from runner.data.models import Document
@@ -24,12 +25,14 @@ from runner.scoring.labels import FIDELITY
 
 GAP = 200
 """Characters an ellipsis may stand for between two parts of one passage; farther: stitched."""
-CLOSE = 0.7
-"""The least similarity (partial alignment, 0-1) of a paraphrased quote to its best span."""
+CLOSE = 0.55
+"""The least similarity (partial alignment of the words, 0-1) of a paraphrased quote to its span."""
 CANDIDATES = 3
 """Other documents a quote is looked for in: those sharing most word n-grams with it."""
 N = 3
 """Tokens per n-gram of the candidate index."""
+COMMON = 100
+"""An n-gram found in more documents than this names no candidate (``of the company``)."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
@@ -42,9 +45,10 @@ def label_counts(found: Iterable[Found]) -> dict[str, int]:
     return {lab.key: seen[lab.name] for lab in FIDELITY}
 
 
-def _grams(text: str) -> set[int]:
+def _grams(text: str) -> np.ndarray:
     tokens = _TOKEN.findall(text)
-    return {hash(tuple(tokens[i:i + N])) for i in range(max(len(tokens) - N + 1, 1))}
+    return np.unique(np.fromiter((hash(tuple(tokens[i:i + N])) for i in range(
+        max(len(tokens) - N + 1, 1))), np.int64))
 
 
 def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
@@ -78,10 +82,13 @@ class Locator:
             key, text = norm(d.source), fold(d.text)
             self.docs[key] = (d.source, f"{self.docs[key][1]} {text}" if key in self.docs
                               else text)
-        self.index: dict[int, list[str]] = {}
-        for key, (_, text) in self.docs.items():
-            for gram in _grams(text):
-                self.index.setdefault(gram, []).append(key)
+        # The index: every document's distinct n-grams (their hashes), sorted, with their owner.
+        self.keys, grams = list(self.docs), [_grams(text) for _, text in self.docs.values()]
+        flat = np.concatenate([np.zeros(0, np.int64), *grams])
+        order = np.argsort(flat, kind="stable")
+        self.grams = flat[order]
+        self.owner = np.repeat(np.arange(len(grams)), [len(g) for g in grams])[order]
+        self._words: dict[str, tuple[list[str], list[int], list[int]]] = {}
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
@@ -97,8 +104,7 @@ class Locator:
             spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
             if spans:
                 return self._found("stitched", key, 1.0, spans)
-        hits = Counter(k for g in _grams(text) for k in self.index.get(g, ()) if k != key)
-        others = [other for other, _ in hits.most_common(CANDIDATES)]
+        others = [other for other in self._candidates(text) if other != key][:CANDIDATES]
         for other in others:  # verbatim elsewhere before close to the cited document
             if spans := _exact(self.docs[other][1], parts):
                 return self._found("misattributed", other, 1.0, spans)
@@ -108,11 +114,25 @@ class Locator:
                 return close
         return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
 
+    def _candidates(self, text: str) -> list[str]:
+        """The documents that share most n-grams (none of them common) with `text`."""
+        grams = _grams(text)
+        low, high = np.searchsorted(self.grams, grams), np.searchsorted(self.grams, grams, "right")
+        hits = Counter(chain.from_iterable(self.owner[a:b].tolist() for a, b in zip(
+            low.tolist(), high.tolist()) if b - a <= COMMON))
+        return [self.keys[k] for k, _ in hits.most_common(CANDIDATES + 1)]
+
     def _close(self, label: str, key: str, text: str) -> Found | None:
-        """`label` when `text` aligns with a span of document `key` at least :data:`CLOSE`."""
-        found = fuzz.partial_ratio_alignment(text, self.docs[key][1], score_cutoff=100 * CLOSE)
-        return None if found is None else self._found(label, key, found.score / 100,
-                                                      [[found.dest_start, found.dest_end]])
+        """`label` when the words of `text` align with a span of the words of document `key`
+        at least :data:`CLOSE` (its span: from its first word's start to its last word's end)."""
+        if key not in self._words:  # each document's words once per process, when needed
+            found = list(_TOKEN.finditer(self.docs[key][1]))
+            self._words[key] = ([m[0] for m in found], [m.start() for m in found],
+                                [m.end() for m in found])
+        words, starts, ends = self._words[key]
+        got = fuzz.partial_ratio_alignment(_TOKEN.findall(text), words, score_cutoff=100 * CLOSE)
+        return None if got is None else self._found(label, key, got.score / 100, [
+            [starts[got.dest_start], ends[got.dest_end - 1]]])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
