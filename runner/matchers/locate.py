@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.data.dataset import loader_options
+from runner.data.dataset import file_options
 from runner.data.loading import iter_documents
 from runner.matchers.base import Similarity, TextPair
 from runner.matchers.ngram import NgramMatcher
-from runner.scoring.fidelity import Found, Locator
+from runner.scoring.fidelity import Locator
 
 log = logging.getLogger("ragcite")
 
@@ -47,7 +47,7 @@ class LocateMatcher(NgramMatcher):
     def locator(self) -> Locator:
         """Every document of the knowledge base sections, indexed (built on first use)."""
         return Locator((d for k, kb in enumerate(self.knowledge_base) if kb for d in iter_documents(
-            kb["path"], **loader_options(kb, f"matcher.knowledge_base[{k}]"))), str)
+            kb["path"], **file_options(kb, f"matcher.knowledge_base[{k}]"))), str)
 
     def for_workload(self, n_pairs: int, processes: int = 1) -> LocateMatcher:
         """:meth:`NgramMatcher.for_workload`, its documents indexed before any worker forks."""
@@ -80,8 +80,4 @@ class LocateMatcher(NgramMatcher):
             return 0.0
         shared = sum(max(min(e, f) - max(s, t), 0)
                      for s, e in ref["spans"] for t, f in cit["spans"])
-        return shared / max(min(_length(ref), _length(cit)), 1)
-
-
-def _length(found: Found) -> int:
-    return sum(end - start for start, end in found["spans"])
+        return shared / max(min(sum(e - s for s, e in f["spans"]) for f in (ref, cit)), 1)

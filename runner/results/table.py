@@ -34,9 +34,9 @@ PASSAGES_SCHEMA = pa.schema([
     ("id", pa.string()), ("query", pa.string()), ("references", pa.list_(PASSAGE)),
     ("expected_sources", pa.list_(pa.string())), ("response", RESPONSE),
     ("metadata", pa.string()), ("similarity", pa.list_(pa.list_(pa.float64()))),
-    ("fidelity", pa.list_(pa.struct([  # per citation: runner/scoring/fidelity.py
-        ("label", pa.string()), ("document", pa.string()), ("similarity", pa.float64()),
-        ("spans", pa.list_(pa.list_(pa.int64())))])))])
+    ("fidelity", pa.list_(pa.struct([("label", pa.string()), ("document", pa.string()),
+                                     ("similarity", pa.float64()),  # runner/scoring/fidelity.py
+                                     ("spans", pa.list_(pa.list_(pa.int64())))])))])
 
 
 def decisions_schema(metrics: Sequence[str], counts: Sequence[str]) -> pa.Schema:
