@@ -99,26 +99,30 @@ def _write(folder: Path, rows: list[Any], kb: list[Any]) -> list[str]:
         (folder / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
                                            for r in records), "utf-8")
     return ["dataset=file", "dataset.path=cases.jsonl", "dataset.knowledge_base.path=kb.jsonl",
-            "model=precomputed", "tracking=none", "report=none", "progress=false",
+            "model=precomputed", "tracking=none", "progress=false",
             "hydra.run.dir=out"]
 
 
 def test_cli_writes_fidelity_and_gates_fabricated_quotes(tmp_path: Path) -> None:
     # Chinese: 5 quotes checked, 1 fabricated (0.2 of them).
     args = _write(tmp_path, ZH, ZH_KB)
-    done = run_cli([*args, "gate.max_fabricated=0.2"], tmp_path)
+    done = run_cli([*args, "gate.max_fabricated=0.2"], tmp_path)  # with the report
     assert done.returncode == 0, done.stderr
     assert "1 of 5 checked quotes appear in no document" in done.stderr + done.stdout
+    # The run report's diagnosis says it too (templates/report_fidelity.html.j2).
+    assert ("<strong>1 of 5</strong> checked quotes appear in no document" in
+            (tmp_path / "out" / "report.html").read_text("utf-8"))
     metrics = read_json(tmp_path / "out" / "metrics.json")
     assert metrics["fidelity"] == {"verbatim": 1, "paraphrased": 1, "misattributed": 1,
                                    "stitched": 1, "fabricated": 1, "unchecked": 0}
     table = pq.read_table(tmp_path / "out" / "passages.parquet").column("fidelity").to_pylist()
     assert table == [[want] for *_, want in ZH]
-    failed = run_cli([*args, "gate.max_fabricated=0.1", "hydra.run.dir=out2"], tmp_path)
+    failed = run_cli([*args, "gate.max_fabricated=0.1", "report=none", "hydra.run.dir=out2"],
+                     tmp_path)
     assert failed.returncode == 1
     assert ("gate failed: fabricated quotes 0.2000 (1 of 5 checked) > gate max_fabricated 0.1"
             in failed.stderr)
-    off = run_cli([*args, "scoring.fidelity=off", "hydra.run.dir=out3"], tmp_path)
+    off = run_cli([*args, "scoring.fidelity=off", "report=none", "hydra.run.dir=out3"], tmp_path)
     assert read_json(tmp_path / "out3" / "metrics.json")["fidelity"] == {}, off.stderr
 
 
