@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any
 
 from runner._gc import gc_paused
 from runner.data import inputs
-from runner.data.models import Case, Document, Response
+from runner.data.citations import Tally, with_offsets
+from runner.data.models import Case, Response
 from runner.matchers.base import BaseMatcher, Matcher, for_workload, similarity_range
 from runner.results import RunResult, ThresholdResults
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggregator
@@ -65,7 +67,7 @@ def evaluate(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    documents: Iterable[Document | Mapping[str, str]] | None = None,
+    knowledge_base: Mapping[str, str] | None = None,
 ) -> Any:
     """Score cases and return the run-level and per-case results.
 
@@ -84,7 +86,8 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
-        documents: Documents (or dicts) to locate each quote in: ``result.fidelity`` (SPEC 6.1).
+        knowledge_base: The text of each source: citations given by offsets take theirs (SPEC
+            2.1), and each quote is located in them (SPEC 6.1, ``result.fidelity``).
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -93,6 +96,7 @@ def evaluate(
     Raises:
         RagciteError: A threshold the matcher cannot take; an invalid case or response
             (``cases[3].query: ...``); no response at all.
+        DataError: A citation given by offsets that the knowledge base does not hold.
 
     Example:
         >>> import runner
@@ -108,7 +112,8 @@ def evaluate(
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size, documents)
+    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size,
+                            knowledge_base)
     return ThresholdResults(results) if thresholds is not None else results[0]
 
 
@@ -123,21 +128,23 @@ def _decided(matcher: Matcher, threshold: float | str | None,
 def _score_inputs(cases: Iterable[inputs.CaseLike],
                   responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
-                  empty: Aggregator, batch_size: int,
-                  documents: Iterable[Document | Mapping[str, str]] | None) -> list[RunResult]:
+                  empty: Aggregator, batch_size: int, texts: Mapping[str, str] | None
+                  ) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them at every threshold
-    of `decided`: one result each, each quote located in `documents` unless None. A list stays
+    of `decided`: one result each, each quote located in `texts` unless None. A list stays
     a list (its size known, the matcher plans for it), a stream a stream."""
-    if documents is not None:
-        options.fidelity = Locator(documents, options.normalizer)
+    if texts is not None:
+        options.fidelity = Locator(texts.items(), options.normalizer)
     valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
                              else inputs.iter_as_cases(cases))  # a list: checked first
     table = inputs.as_responses(responses) if responses is not None else None
-    first_id, answered = None, 0  # counted as the cases pass
+    first_id, answered, tally = None, 0, Tally()  # counted as the cases pass
 
     def pair(c: Case) -> tuple[Case, Response | None]:
         nonlocal first_id, answered
-        response = table.get(c.id) if table is not None else c.response
+        response = with_offsets(table.get(c.id) if table is not None else c.response,
+                                lambda: texts or {}, "cases", f"case {c.id!r}")
+        tally.add([response])
         first_id, answered = first_id or c.id, answered + (response is not None)
         return c, response
 
@@ -158,7 +165,9 @@ def _score_inputs(cases: Iterable[inputs.CaseLike],
                 agg.add_batch(one)  # the sums now; a case's record is built when it is read
         results = [agg.result() for agg in aggs]
     for t, result in zip(decided, results):
-        result.extra["threshold"] = t.to_dict()
+        result.extra.update(threshold=t.to_dict(), dangling=tally.figure())
+    if warning := tally.warning():
+        logging.getLogger("ragcite").warning("ragcite: warning: %s", warning)
     if first_id is not None and not answered:
         raise inputs.no_response_error(results[0].n_cases, table is not None, first_id)
     return results

@@ -29,6 +29,7 @@ from runner.api.usage import usage_section
 from runner.config.folders import check_folder
 from runner.config.naming import system_name
 from runner.config.plugins import build
+from runner.data.citations import Tally, with_offsets
 from runner.data.dataset import Dataset
 from runner.data.models import Case
 from runner.errors import RagciteError
@@ -91,6 +92,7 @@ class _Run:
     n_cases: int = 0
     answered: int = 0
     dataset_cases: int = 0
+    tally: Tally = field(default_factory=Tally)
     writer: ResultWriter = field(init=False)
 
 
@@ -222,7 +224,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                              run_metrics(scoring["metrics"]))
     if scoring["fidelity"] != "off":  # the job's documents, indexed once before any fork
         kb = run.dataset.knowledge_base() if run.dataset.cfg.get("knowledge_base") else []
-        options.fidelity = Locator(kb, options.normalizer)
+        options.fidelity = Locator(((d.source, d.text) for d in kb), options.normalizer)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
                        float(boot["confidence"]), int(cfg["seed"]), keep_cases=False,
@@ -240,6 +242,9 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             t0 = time.perf_counter()
             responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
                                       len(cases), False)
+            responses = [with_offsets(r, lambda: run.dataset.texts, run.dataset.path,
+                                      f"case {c.id!r}") for c, r in zip(cases, responses)]
+            run.tally.add(responses)
             timings["model_s"] = timings.get("model_s", 0.0) + time.perf_counter() - t0
             run.answered += sum(1 for r in responses if r.error is None)
             t0 = time.perf_counter()
@@ -294,7 +299,7 @@ def _finish(run: _Run, results: list[RunResult],
         result.extra = describe(run, threshold, folder) | {"usage": usage, "gates": {
             "passed": not failures, "failures": failures, "config": gates}}
         outcomes.append(Outcome(threshold, folder, result, failures))
-    for note in getattr(run.adapter, "notes", list)():
+    for note in [*getattr(run.adapter, "notes", list)(), *filter(None, [run.tally.warning()])]:
         log.warning("ragcite: warning: %s", note)
     run.writer.finish(results, redact(run.cfg))
     scrub_files(run.out, secret_values(run.cfg) | env_secrets())
@@ -327,6 +332,7 @@ def describe(run: _Run, threshold: Threshold, folder: Path) -> dict[str, Any]:
         "dataset": {"name": run.dataset.name, "path": str(run.dataset.path),
                     "digest": run.dataset.digest, "n_cases": run.n_cases},
         "coverage": {"answered": run.answered, "dataset_cases": run.dataset_cases},
+        "dangling": run.tally.figure(),
         "model": {"name": names.get("model", type(run.adapter).__name__), "system": system,
                   "identity": redact(run.adapter.identity())},
         "matcher": {"name": names.get("matcher", type(run.matcher).__name__),

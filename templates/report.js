@@ -402,6 +402,10 @@
     var left = el("div", "refs"), right = el("div", "cits");
     left.appendChild(el("h4", null, "References (ground truth) — " + d.R.length));
     right.appendChild(el("h4", null, "Citations (response) — " + d.C.length));
+    if (d.dg) {
+      right.appendChild(el("p", "notice", d.dg + (d.dg === 1 ? " citation points" : " citations point")
+        + " at no document (dangling: counted, not cited)"));
+    }
     var S = d.S, M = d.M;
     function sim(r, k) { return S[r] && S[r][k] !== undefined ? S[r][k] : null; }
     function hit(r, k) { return !!(M[r] && M[r][k]); }
@@ -442,6 +446,7 @@
       head.appendChild(el("span", "src", x[0]));
       box.appendChild(head);
       box.appendChild(passage(x[1], "(empty passage)"));
+      if (x[2]) { box.appendChild(el("div", "claim", "claim: " + x[2])); }
       var links = [], best = null, bestI = -1;
       d.R.forEach(function (_, ri) {
         var v = sim(ri, ci);

@@ -82,8 +82,10 @@ def test_adding_an_adapter(tmp_path: Path) -> None:
     assert _figures(folder) == {key: 1.0 for key in HALF}
     assert folder is not None
     cited = [p["response"]["citations"] for p in read_passages(folder)]
-    assert cited == [[{"source": "leave.md", "content": "Employees get 25 days of"}],
-                     [{"source": "travel.md", "content": "Travel is approved by the"}]]
+    # A citation's claim (passages.parquet, docs/results.md) is empty where none was given.
+    assert cited == [[{"source": "leave.md", "content": "Employees get 25 days of", "claim": ""}],
+                     [{"source": "travel.md", "content": "Travel is approved by the",
+                       "claim": ""}]]
 
 
 @pytest.mark.slow
@@ -94,6 +96,6 @@ def test_adding_a_citation_shape(tmp_path: Path) -> None:
     assert folder is not None
     cited = [p["response"]["citations"] for p in read_passages(folder)]
     assert cited == [[{"source": "leave.md",
-                       "content": "Employees get 25 days of paid leave per year."}],
-                     [{"source": "hr.md", "content": "HR approves all requests."}]]
+                       "content": "Employees get 25 days of paid leave per year.", "claim": ""}],
+                     [{"source": "hr.md", "content": "HR approves all requests.", "claim": ""}]]
     assert _similarities(folder) == [1.0, 0.0]

@@ -90,6 +90,12 @@ class Dataset:
                             "least one document with text")
         return docs
 
+    @cached_property
+    def texts(self) -> dict[str, str]:
+        """The knowledge base's text by source, {} without one: what offsets cite."""
+        kb = self.cfg.get("knowledge_base") or {}
+        return {doc.source: doc.text for doc in self.knowledge_base()} if kb.get("path") else {}
+
     def responses(self, system: str | None) -> dict[str, Response] | None:
         """Stored responses of `system` keyed by case id, or None to use those in the cases.
 

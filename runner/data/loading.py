@@ -69,6 +69,9 @@ def validation_to_data_error(exc: ValidationError, path: str, where: str | None)
     err = exc.errors()[0]
     field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
                     for part in err.get("loc", ())).removeprefix(".")
+    if err["type"] == "value_error" and err["loc"][-1:] in (("response",), ()):  # a shape's
+        sub, _, problem = str(err["ctx"]["error"]).partition(": ")  # runner.data.citations
+        return DataError(path, where, ".".join(filter(None, (field, sub))), problem)
     problem = _PROBLEMS.get(err.get("type", "")) or (
         f"{err.get('msg', 'invalid value')} (got {_cut(repr(err.get('input')), 60)})")
     return DataError(path, where, field or None, problem)

@@ -17,8 +17,12 @@ from pydantic import (
     Field,
     StrictFloat,
     StrictStr,
+    TypeAdapter,
+    ValidationError,
     model_validator,
 )
+
+from runner.data.citations import canonical
 
 
 class _Model(BaseModel):
@@ -54,7 +58,17 @@ class Reference(_Quoted):
 
 
 class Citation(_Quoted):
-    """A passage a response quotes, with the document it comes from (not blank)."""
+    """A passage a response quotes, with the document it comes from (not blank).
+
+    Attributes:
+        claim: The answer sentence the citation supports (SPEC 2.1), when known.
+        start, end: The cited span's character offsets in the document, when known; a citation
+            with offsets and no content takes the knowledge base's ``text[start:end]``.
+    """
+
+    claim: str = ""
+    start: int | None = Field(default=None, ge=0)
+    end: int | None = Field(default=None, ge=0)
 
 
 class Document(_Model):
@@ -64,12 +78,35 @@ class Document(_Model):
     text: str
 
 
+class RetrievedDocument(Document):
+    """A document a system retrieved for one answer, in the order it numbered them.
+
+    Attributes:
+        id: The system's id of the document (what id markers such as ``[doc-7]`` name).
+        source: The document's source (not blank).
+        text: The retrieved text (a cited document's text is the citation's content).
+    """
+
+    id: str | None = None
+
+
 class Response(_Model):
     """What the system under test answered for one case.
+
+    A response may carry its citations in a shape systems emit (SPEC 2.1, docs/formats.md):
+    with ``provider`` and ``raw``, the provider's module of :mod:`runner.data.citations` reads
+    them; with ``documents`` and no ``citations``, the answer's markers do.
 
     Attributes:
         answer: The answer text.
         citations: The citations, in the order given (duplicates count twice).
+        documents: The retrieved documents the answer's markers or a provider reply point at.
+        provider: The provider whose reply ``raw`` is (a module of :mod:`runner.data.citations`).
+        raw: The provider's reply as its API returns it.
+        dangling: Markers or provider citations that point at no document (not cited).
+        unread_markers: Numeric markers in the answer that were not read because ``citations``
+            was given (a warning of the run); counted unless given (0 from a transform that
+            read the markers itself, as ExpertQA's does).
         usage: Token counts and other usage figures (`prompt_tokens`, `completion_tokens`, ...).
         latency_s: Wall time of the call in seconds.
         error: Set when the system failed for this case; such a case is not scored.
@@ -77,9 +114,30 @@ class Response(_Model):
 
     answer: str = ""
     citations: list[Citation] = Field(default_factory=list)
+    documents: list[RetrievedDocument] = Field(default_factory=list)
+    provider: str | None = None
+    raw: Any = None
+    dangling: int = Field(default=0, ge=0)
+    unread_markers: int = Field(default=0, ge=0)
     usage: dict[str, float] | None = None
     latency_s: float | None = None
     error: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_shape(cls, data: Any) -> Any:
+        """Turn a citation shape into ``citations`` (:func:`runner.data.citations.canonical`);
+        documents that do not validate are left to their field's located error."""
+        if isinstance(data, dict) and (data.get("documents") or data.get("provider") or any(
+                mark in str(data.get("answer")) for mark in "[【")):
+            try:
+                return canonical(data, _DOCUMENTS.validate_python(data.get("documents") or []))
+            except ValidationError:
+                pass
+        return data
+
+
+_DOCUMENTS = TypeAdapter(list[RetrievedDocument])
 
 
 class Case(_Model):
@@ -152,3 +210,4 @@ class Figures(BaseModel):
     model: Section = None
     matcher: Section = None
     coverage: Section = None
+    dangling: dict[str, Count] | None = None

@@ -46,8 +46,9 @@ class LocateMatcher(NgramMatcher):
     @functools.cached_property
     def locator(self) -> Locator:
         """Every document of the knowledge base sections, indexed (built on first use)."""
-        return Locator((d for k, kb in enumerate(self.knowledge_base) if kb for d in iter_documents(
-            kb["path"], **file_options(kb, f"matcher.knowledge_base[{k}]"))), str)
+        return Locator(((d.source, d.text) for k, kb in enumerate(self.knowledge_base) if kb
+                        for d in iter_documents(kb["path"], **file_options(
+                            kb, f"matcher.knowledge_base[{k}]"))), str)
 
     def for_workload(self, n_pairs: int, processes: int = 1) -> LocateMatcher:
         """:meth:`NgramMatcher.for_workload`, its documents indexed before any worker forks."""

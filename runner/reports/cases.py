@@ -76,14 +76,16 @@ def scores_record(similarity: list[list[Any]], matched: list[list[Any]],
 
 
 def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]], list[int]]:
-    """Passages as ``[source, content]`` (clipped), and the positions of those clipped."""
+    """Passages as ``[source, content]`` (clipped; a citation's claim third when it has one),
+    and the positions of those clipped."""
     out, cut = [], []
     for i, item in enumerate(items):
         content = item.get("content")
         text = "" if content is None else str(content)
         if len(text) > limit:
             cut.append(i)
-        out.append([str(item.get("source", "")), clip(text, limit)])
+        out.append([str(item.get("source", "")), clip(text, limit),
+                    *([clip(item["claim"], limit)] if item.get("claim") else [])])
     return out, cut
 
 
@@ -95,6 +97,8 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
     record: dict[str, Any] = {"R": refs, "C": cits,
                               "E": [str(s) for s in shared.get("expected_sources") or []]}
     record.update((k, cut) for k, cut in (("Rc", refs_cut), ("Cc", cits_cut)) if cut)
+    if response.get("dangling"):
+        record["dg"] = response["dangling"]
     if response.get("answer"):
         record["a"] = clip(response["answer"], limit)
     if shared.get("metadata"):

@@ -27,9 +27,10 @@ was ``passages.jsonl`` and ``cases.jsonl``."""
 FORMAT_KEY = b"ragcite.format"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 PASSAGE = pa.struct([("source", pa.string()), ("content", pa.string())])
-RESPONSE = pa.struct([("answer", pa.string()), ("citations", pa.list_(PASSAGE)),
+CITATION = pa.struct([("source", pa.string()), ("content", pa.string()), ("claim", pa.string())])
+RESPONSE = pa.struct([("answer", pa.string()), ("citations", pa.list_(CITATION)),
                       ("usage", pa.string()), ("latency_s", pa.float64()),
-                      ("error", pa.string())])
+                      ("error", pa.string()), ("dangling", pa.int64())])
 PASSAGES_SCHEMA = pa.schema([
     ("id", pa.string()), ("query", pa.string()), ("references", pa.list_(PASSAGE)),
     ("expected_sources", pa.list_(pa.string())), ("response", RESPONSE),

@@ -23,6 +23,7 @@ loop, from lists converted once per batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from runner.matchers.base import FastPath, Matcher, PairError
 from runner.results import CaseResult
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
+from runner.scoring.fidelity import Found, Locator
 from runner.scoring.records import BatchResults, Scored
 
 DEFAULT_BATCH_SIZE = 10_000
@@ -177,8 +179,7 @@ class _Prepared:
         """Lay out a batch, look up its similarities and locate its quotes: everything before
         the threshold."""
         norm, same_source = options.normalizer, options.require_same_source
-        self.fidelity = (list(map(options.fidelity.label, f.cit_src, f.cit_text))
-                         if options.fidelity is not None else None)
+        self.fidelity = _locate(f, options.fidelity) if options.fidelity is not None else None
         n_cases = len(f.case_fields)
         n_ref = np.array(f.n_ref, dtype=np.int64)
         n_cit = np.array(f.n_cit, dtype=np.int64)
@@ -229,6 +230,17 @@ class _Prepared:
         self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
             per_ref, ref_slot_first, slot_ref, slot_cit)
         self.s_ref_blank, self.s_same, self.needs_sim = s_ref_blank, s_same, needs_sim
+
+
+def _locate(f: _Flat, knowledge_base: Locator) -> list[Found]:
+    """Each citation's fidelity (SPEC 6.1): located in the documents its response carries, or
+    in the knowledge base when it carries none."""
+    out: list[Found] = []
+    for rd, n, first in zip(f.resp_fields, f.n_cit, accumulate([0, *f.n_cit])):
+        at = (Locator(((d.source, d.text) for d in rd["documents"]), knowledge_base.norm)
+              if rd["documents"] else knowledge_base)
+        out += map(at.label, f.cit_src[first:first + n], f.cit_text[first:first + n])
+    return out
 
 
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from runner.data.models import Case, Response
 from runner.results import CaseResult
@@ -43,6 +44,12 @@ class ScoringOptions:
         self.normalizer: Callable[[str], str] = SourceNormalizer(self.source_normalization)
 
 
+#: What a case's record keeps of its response (the columns of passages.parquet).
+STORED: dict[str, Any] = {**dict.fromkeys(("answer", "usage", "latency_s", "error", "dangling"),
+                                          True), "citations": {"__all__": {"source", "content",
+                                                                           "claim"}}}
+
+
 def error_case(case: Case, response: Response | None, error: str,
                metrics: Sequence[str] = METRIC_KEYS) -> CaseResult:
     """A case that could not be scored: it carries its error and no metric values."""
@@ -50,7 +57,7 @@ def error_case(case: Case, response: Response | None, error: str,
         id=case.id, query=case.query,
         references=[{"source": r.source, "content": r.content} for r in case.references],
         expected_sources=list(case.expected_sources),
-        response=response.model_dump() if response is not None else None,
+        response=response.model_dump(include=STORED) if response is not None else None,
         metadata=dict(case.metadata),
         metrics=dict.fromkeys(metrics), bands=dict.fromkeys(metrics),
         error=error,

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz
 
-from runner.data.models import Document
 from runner.matchers.text import fold, split_ellipsis
 from runner.scoring.labels import FIDELITY
 
@@ -68,20 +67,17 @@ class Locator:
     """The documents of a job, folded and indexed once, and the rule that labels a quote.
 
     Args:
-        documents: The documents (or ``{"source", "text"}`` dicts); none: every citation is
-            unchecked.
+        documents: ``(source, text)`` of each document; none: every citation is unchecked.
         norm: The run's source normalisation (a citation names its document by source).
     """
 
-    def __init__(self, documents: Iterable[Document | Mapping[str, str]],
-                 norm: Callable[[str], str]) -> None:
+    def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
         self.norm = norm
         self.docs: dict[str, tuple[str, str]] = {}  # a source named twice: its texts joined
-        for doc in documents:
-            d = doc if isinstance(doc, Document) else Document.model_validate(doc)
-            key, text = norm(d.source), fold(d.text)
-            self.docs[key] = (d.source, f"{self.docs[key][1]} {text}" if key in self.docs
-                              else text)
+        for source, text in documents:
+            key = norm(source)
+            self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
+                              else fold(text))
         # The index: every document's distinct n-grams (their hashes), sorted, with their owner.
         self.keys, grams = list(self.docs), [_grams(text) for _, text in self.docs.values()]
         flat = np.concatenate([np.zeros(0, np.int64), *grams])

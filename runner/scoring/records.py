@@ -138,8 +138,9 @@ class Scored:
                                                   slot_first + nr * nc, nc, options.metrics)
             slot_first += nr * nc
         self.fields = [(cd["id"], cd["query"], cd["expected_sources"], cd["metadata"],
-                        rd["answer"], rd["usage"], rd["latency_s"])
+                        rd["answer"], rd["usage"], rd["latency_s"], rd["dangling"])
                        for cd, rd in zip(case_fields, resp_fields)]
+        self.cit_claim = [c.__dict__["claim"] for rd in resp_fields for c in rd["citations"]]
         self.ref_src, self.ref_text, self.cit_src, self.cit_text = (ref_src, ref_text, cit_src,
                                                                     cit_text)
         self.n_ref, self.n_cit, self.counts_rows = n_ref, n_cit, counts_rows
@@ -180,7 +181,8 @@ class Scored:
         cit_labels = [CITATION_LABELS[i] for i in self.cit_label.tolist()]
         ref_labels = [REFERENCE_LABELS[i] for i in self.ref_label.tolist()]
         ref_dicts = [{"source": s, "content": t} for s, t in zip(self.ref_src, self.ref_text)]
-        cit_dicts = [{"source": s, "content": t} for s, t in zip(self.cit_src, self.cit_text)]
+        cit_dicts = [{"source": s, "content": t, "claim": c}
+                     for s, t, c in zip(self.cit_src, self.cit_text, self.cit_claim)]
         # Row i of a case = its reference i's slots; a reference's slots follow each other.
         row_len = [nc for nr, nc in zip(self.n_ref, self.n_cit) for _ in range(nr)]
         row_end = list(accumulate(row_len))
@@ -195,13 +197,14 @@ class Scored:
             if fig is None:
                 out.append(self.failed[k])
             else:
-                case_id, query, expected, metadata, answer, usage, latency = f
+                case_id, query, expected, metadata, answer, usage, latency, dangling = f
                 out.append(new({
                     "id": case_id, "query": query,
                     "references": ref_dicts[r0:r1],
                     "expected_sources": list(expected),
                     "response": {"answer": answer, "citations": cit_dicts[c0:c1],
-                                 "usage": usage, "latency_s": latency, "error": None},
+                                 "usage": usage, "latency_s": latency, "error": None,
+                                 "dangling": dangling},
                     "metadata": dict(metadata),
                     "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
                     "fidelity": self.fidelity[c0:c1] if self.fidelity is not None else None,

@@ -175,9 +175,10 @@ def score_case(case: Case, response: Response | None,
         "references": [{"source": r.source, "content": r.content} for r in case.references],
         "expected_sources": list(case.expected_sources),
         "response": {"answer": response.answer,
-                     "citations": [{"source": c.source, "content": c.content}
+                     "citations": [{"source": c.source, "content": c.content, "claim": c.claim}
                                    for c in response.citations],
-                     "usage": response.usage, "latency_s": response.latency_s, "error": None},
+                     "usage": response.usage, "latency_s": response.latency_s, "error": None,
+                     "dangling": response.dangling},
         "metadata": dict(case.metadata), "similarity": similarity, "matched": matched,
         "citation_labels": citation_labels(cit_matched, cit_src, expected, own),
         "reference_labels": reference_labels(ref_matched, ref_src, cited),

@@ -571,8 +571,11 @@ def test_error_case_keeps_the_inputs() -> None:
     assert r.references == [{"source": "A", "content": "x"}]
     assert r.expected_sources == ["A"]
     assert r.metadata == {"topic": "hr"}
-    assert r.response == {"answer": "", "citations": [{"source": "B", "content": "y"}],
-                          "usage": None, "latency_s": None, "error": None}
+    # What passages.parquet stores of a response: a citation's claim (empty here) and the
+    # dangling count (0) too (docs/results.md).
+    assert r.response == {"answer": "", "citations": [{"source": "B", "content": "y",
+                                                       "claim": ""}],
+                          "usage": None, "latency_s": None, "error": None, "dangling": 0}
 
 
 def test_scored_case_carries_inputs_and_metadata() -> None:

@@ -84,14 +84,28 @@ def _cases(rows: list[tuple[str, str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("rows, kb", [(EN, EN_KB), (ZH, ZH_KB)], ids=["english", "chinese"])
 def test_evaluate_labels_every_quote_by_hand(rows: list[Any], kb: list[Any]) -> None:
-    result = evaluate(_cases(rows), documents=kb)
+    result = evaluate(_cases(rows), knowledge_base={d["source"]: d["text"] for d in kb})
     assert [case.fidelity for case in result.cases] == [[want] for *_, want in rows]
     counted = {lab: sum(want["label"] == lab for *_, want in rows) for lab in (
         "verbatim", "paraphrased", "misattributed", "stitched", "fabricated", "unchecked")}
     assert result.fidelity == counted
     # No documents at hand: unchecked; fidelity not asked for: nothing at all.
-    assert evaluate(_cases(rows), documents=[]).cases[0].fidelity == [UNCHECKED]
+    assert evaluate(_cases(rows), knowledge_base={}).cases[0].fidelity == [UNCHECKED]
     assert evaluate(_cases(rows)).fidelity == {}
+
+
+def test_a_response_with_documents_is_checked_against_them() -> None:
+    # memo.md's text after fold is "remote work needs approval." [0, 27); the second quote is
+    # in the knowledge base, but not among the documents this response carries: fabricated.
+    memo = "Remote work needs approval."
+    case = {"id": "m", "query": "q", "references": [{"source": "memo.md", "content": memo}],
+            "response": {"answer": "a", "documents": [{"source": "memo.md", "text": memo}],
+                         "citations": [{"source": "memo.md", "content": memo},
+                                       {"source": "leave.md", "content": EN[0][1]}]}}
+    result = evaluate([case], knowledge_base={d["source"]: d["text"] for d in EN_KB})
+    assert result.cases[0].fidelity == [
+        {"label": "verbatim", "document": "memo.md", "similarity": 1.0, "spans": [[0, 27]]},
+        {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}]
 
 
 def _write(folder: Path, rows: list[Any], kb: list[Any]) -> list[str]:
@@ -142,7 +156,8 @@ def test_demo_systems_fidelity(system: str) -> None:
     kb = [json.loads(line) for line in (demo / "knowledge_base.jsonl").open(encoding="utf-8")]
     responses = [json.loads(line) for line in
                  (demo / "responses" / f"{system}.jsonl").open(encoding="utf-8")]
-    result = evaluate(load_cases(demo / "cases.jsonl"), responses=responses, documents=kb)
+    result = evaluate(load_cases(demo / "cases.jsonl"), responses=responses,
+                      knowledge_base={d["source"]: d["text"] for d in kb})
     want = dict.fromkeys(("verbatim", "paraphrased", "misattributed", "stitched",
                           "fabricated", "unchecked"), 0)
     assert result.fidelity == want | DEMO[system]

@@ -137,7 +137,8 @@ def response_record(record: dict[str, Any], system: str) -> dict[str, Any] | Non
         system: One of :data:`SYSTEMS`.
 
     Returns:
-        ``{"answer": answer_string, "citations": [...]}``, or None for another system's line.
+        ``{"response": {"answer": answer_string, "citations": [...], "unread_markers": 0}}``,
+        or None for another system's line.
 
     Raises:
         ValueError: `system` is not an ExpertQA system, or the line is malformed.
@@ -145,4 +146,6 @@ def response_record(record: dict[str, Any], system: str) -> dict[str, Any] | Non
     answer = _answer(record, system)
     if answer is None or system is None:
         return None
-    return {"answer": answer.get("answer_string") or "", "citations": citations(answer)}
+    # The citations are the answer's [n] markers, read here: none is left unread.
+    return {"response": {"answer": answer.get("answer_string") or "",
+                         "citations": citations(answer), "unread_markers": 0}}
