@@ -223,7 +223,8 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                              tuple(scoring["source_normalization"]), dict(scoring["bands"]),
                              run_metrics(scoring["metrics"]))
     if scoring["fidelity"] != "off":  # the job's documents, indexed once before any fork
-        kb = run.dataset.knowledge_base() if run.dataset.cfg.get("knowledge_base") else []
+        kb = (run.dataset.knowledge_base()
+              if (run.dataset.cfg.get("knowledge_base") or {}).get("path") else [])
         options.fidelity = Locator(((d.source, d.text) for d in kb), options.normalizer)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
