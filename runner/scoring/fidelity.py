@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, pairwise
+from itertools import islice, pairwise
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,8 @@ CANDIDATES = 3
 """Other documents a quote is looked for in: those sharing most word n-grams with it."""
 N = 3
 """Tokens per n-gram of the candidate index."""
+PROBES = 16
+"""The quote's n-grams looked up (a sample: they are sorted by hash)."""
 COMMON = 100
 """An n-gram found in more documents than this names no candidate (``of the company``)."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
@@ -84,7 +86,7 @@ class Locator:
         order = np.argsort(flat, kind="stable")
         self.grams = flat[order]
         self.owner = np.repeat(np.arange(len(grams)), [len(g) for g in grams])[order]
-        self._words: dict[str, tuple[list[str], list[int], list[int]]] = {}
+        self._words: dict[str, list[str]] = {}  # each document's words, when first needed
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
@@ -112,23 +114,25 @@ class Locator:
 
     def _candidates(self, text: str) -> list[str]:
         """The documents that share most n-grams (none of them common) with `text`."""
-        grams = _grams(text)
-        low, high = np.searchsorted(self.grams, grams), np.searchsorted(self.grams, grams, "right")
-        hits = Counter(chain.from_iterable(self.owner[a:b].tolist() for a, b in zip(
-            low.tolist(), high.tolist()) if b - a <= COMMON))
-        return [self.keys[k] for k, _ in hits.most_common(CANDIDATES + 1)]
+        low = np.searchsorted(self.grams, grams := _grams(text)[:PROBES])
+        size = np.searchsorted(self.grams, grams, "right") - low
+        low, size = low[size <= COMMON], size[size <= COMMON]  # each n-gram's owners, in a row
+        at = np.repeat(low - np.cumsum(size) + size, size) + np.arange(size.sum())
+        found, hits = np.unique(self.owner[at], return_counts=True)
+        best = found[np.argsort(-hits, kind="stable")[:CANDIDATES + 1]]
+        return [self.keys[k] for k in best.tolist()]
 
     def _close(self, label: str, key: str, text: str) -> Found | None:
         """`label` when the words of `text` align with a span of the words of document `key`
         at least :data:`CLOSE` (its span: from its first word's start to its last word's end)."""
-        if key not in self._words:  # each document's words once per process, when needed
-            found = list(_TOKEN.finditer(self.docs[key][1]))
-            self._words[key] = ([m[0] for m in found], [m.start() for m in found],
-                                [m.end() for m in found])
-        words, starts, ends = self._words[key]
-        got = fuzz.partial_ratio_alignment(_TOKEN.findall(text), words, score_cutoff=100 * CLOSE)
-        return None if got is None else self._found(label, key, got.score / 100, [
-            [starts[got.dest_start], ends[got.dest_end - 1]]])
+        if key not in self._words:
+            self._words[key] = _TOKEN.findall(self.docs[key][1])
+        got = fuzz.partial_ratio_alignment(_TOKEN.findall(text), self._words[key],
+                                           score_cutoff=100 * CLOSE)
+        if got is None:
+            return None
+        words = list(islice(_TOKEN.finditer(self.docs[key][1]), got.dest_start, got.dest_end))
+        return self._found(label, key, got.score / 100, [[words[0].start(), words[-1].end()]])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
