@@ -86,8 +86,7 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
-        knowledge_base: The text of each source: citations given by offsets take theirs (SPEC
-            2.1), and each quote is located in them (SPEC 6.1, ``result.fidelity``).
+        knowledge_base: Each source's text, for offsets (SPEC 2.1) and quote fidelity (6.1).
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -107,22 +106,21 @@ def evaluate(
         >>> runner.evaluate([case]).metrics["context_recall"]
         1.0
     """
-    m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
-    decided = _decided(m, threshold, thresholds)
+    m, decided = _decided(matcher, threshold, thresholds)
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size,
-                            knowledge_base)
-    return ThresholdResults(results) if thresholds is not None else results[0]
+    out = _score_inputs(cases, responses, m, options, decided, empty, batch_size, knowledge_base)
+    return ThresholdResults(out) if thresholds is not None else out[0]
 
 
-def _decided(matcher: Matcher, threshold: float | str | None,
-             thresholds: Sequence[float | str] | None) -> list[Threshold]:
-    """The thresholds `evaluate` decides (its `threshold` or `thresholds`)."""
+def _decided(matcher: str | Matcher, threshold: float | str | None,
+             thresholds: Sequence[float | str] | None) -> tuple[Matcher, list[Threshold]]:
+    """`evaluate`'s matcher (built from its name) and the thresholds it decides."""
+    m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
     spec: Any = list(thresholds) if thresholds is not None else (
         "default" if threshold is None else threshold)
-    return resolve_thresholds(spec, matcher.levels, similarity_range(matcher))
+    return m, resolve_thresholds(spec, m.levels, similarity_range(m))
 
 
 def _score_inputs(cases: Iterable[inputs.CaseLike],
