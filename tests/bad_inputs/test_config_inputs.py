@@ -122,6 +122,8 @@ ROWS = [
         f"{E}matcher.threads: must be an integer >= 0, got -1"),
     Row("unknown kernel", ["matcher.kernel=gpu"], 2,
         f"{E}matcher.kernel: unknown kernel 'gpu'; choose from: auto, numpy, numba"),
+    Row("unknown fidelity setting", ["scoring.fidelity=sometimes"], 2,
+        f"{E}scoring.fidelity: unknown value 'sometimes'; choose from: auto, off"),
     Row("negative limit", ["dataset.limit=-1"], 2,
         f"{E}dataset.limit: must be an integer >= 1, got -1"),
     Row("limit 0: an empty dataset", ["dataset.limit=0"], 2,
