@@ -84,7 +84,8 @@ class _BenchScoring(Protocol):
 # its use of bench_scoring against the protocol, not bench_scoring.py itself.
 bench_scoring = cast(_BenchScoring, importlib.import_module("bench_scoring"))
 
-PARTS = ("e2e", "matchers", "multirun", "memory")
+PARTS = ("e2e", "matchers", "multirun", "memory", "fidelity")
+FIDELITY_MAX_RATIO = 1.5  # issue 27: quote fidelity on, at most 1.5x the same run with it off
 
 E2E_TARGET_N = 100_000
 E2E_MAX_S = 30.0
@@ -612,6 +613,36 @@ class Suite:
                 self.table.add("e2e", f"  {STAGE_LABELS[key]}", rec["n_cases"], seconds)
         return rec
 
+    def fidelity(self, n: int, docs: int) -> dict[str, Any]:
+        """The ``fidelity`` part: ``scoring.fidelity=auto`` against ``off`` on `n` cases quoting
+        a `docs`-document knowledge base (``synth_kb.py``), ``tracking=none report=none`` (so
+        the ratio is of loading, scoring and writing), alternating, the fastest of each."""
+        from synth_kb import data_files
+
+        cases, kb = data_files(self.args.data_dir.resolve(), n, docs, self.args.seed)
+        walls: dict[str, list[float]] = {"off": [], "auto": []}
+        counts: dict[str, Any] = {}
+        for attempt in range(max(1, self.args.repeat)):
+            for mode in walls:
+                name = f"fidelity-{mode}-n{n}-r{attempt + 1}"
+                root = self._root(name)
+                run_dir = root / "runs" / name
+                args = [*self._common(cases, root, f"cache-{name}", "none", "none"),
+                        f"dataset.knowledge_base.path={_quote(kb)}", f"scoring.fidelity={mode}",
+                        f"hydra.run.dir={_quote(run_dir)}"]
+                _log(f"ragcite fidelity={mode}: {n:,} cases, {docs:,} documents ...")
+                walls[mode].append(run_ragcite(args, self.work, name, self.args.timeout).wall_s)
+                counts[mode] = _read_json(run_dir / "metrics.json").get("fidelity")
+        ratio = min(walls["auto"]) / min(walls["off"])
+        ok = ratio <= FIDELITY_MAX_RATIO
+        for mode in walls:
+            self.table.add("fidelity", f"ragcite run, scoring.fidelity={mode}, {docs:,} docs", n,
+                           min(walls[mode]), n / min(walls[mode]),
+                           target=f"<= {FIDELITY_MAX_RATIO}x off" if mode == "auto" else "",
+                           result=f"{ratio:.2f}x {_mark(ok)}" if mode == "auto" else "")
+        return {"n_cases": n, "documents": docs, "wall_s_all": walls, "ratio": round(ratio, 3),
+                "max_ratio": FIDELITY_MAX_RATIO, "passed": ok, "fidelity": counts["auto"]}
+
     def matchers(self, n: int) -> list[dict[str, Any]]:
         """The ``matchers`` part at one size, through ``bench_scoring.measure``."""
         path = bench_scoring.data_file(n, self.args.seed)
@@ -808,6 +839,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         nargs="+", default=[100_000, 1_000_000],
                         help="small cases for the memory part, one or more sizes "
                              "(default: 100000 1000000)")
+    parser.add_argument("--fidelity-size", type=int, default=100_000,
+                        help="cases of the fidelity part (default 100000)")
+    parser.add_argument("--fidelity-docs", type=int, default=10_000,
+                        help="knowledge base documents of the fidelity part (default 10000)")
     parser.add_argument("--memory-with-outputs", action="store_true",
                         help="memory part: also run each size with MLflow and the report")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
@@ -897,7 +932,8 @@ def run_suite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                  for k in MULTIRUN_THRESHOLDS},
                     "memory": {str(n): {"max_peak_rss_mb": mb}
                                for n, mb in MEMORY_TARGETS_MB.items()}},
-        "store_creation_s": None, "e2e": [], "matchers": [], "multirun": [], "memory": []}
+        "store_creation_s": None, "e2e": [], "matchers": [], "multirun": [], "memory": [],
+        "fidelity": None}
     if {"e2e", "multirun"} & set(args.parts) or args.memory_with_outputs:
         suite.warm_store()
         report["store_creation_s"] = _round(suite.store_creation_s)
@@ -909,6 +945,8 @@ def run_suite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         report["multirun"] = [suite.multirun(n) for n in multirun_sizes]
     if "memory" in args.parts:
         report["memory"] = [rec for n in memory_sizes for rec in suite.memory(n)]
+    if "fidelity" in args.parts:
+        report["fidelity"] = suite.fidelity(args.fidelity_size, args.fidelity_docs)
     report["finished"] = _clock()
     report["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     report["table"] = table.rows

@@ -28,6 +28,7 @@ from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Aggr
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE, score_batch_thresholds
 from runner.scoring.case import ScoringOptions
+from runner.scoring.fidelity import Locator
 from runner.scoring.sources import DEFAULT_STEPS
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
@@ -95,7 +96,7 @@ def evaluate(
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         bootstrap_resamples, confidence, seed: The bootstrap confidence intervals.
         batch_size: Cases scored per matcher call.
-        knowledge_base: The text of each source, for citations given by offsets (SPEC 2.1).
+        knowledge_base: Each source's text, for offsets (SPEC 2.1) and quote fidelity (6.1).
 
     Returns:
         A :class:`RunResult` (``result.metrics["context_f1"]``, ``result.to_pandas()``); with
@@ -106,26 +107,33 @@ def evaluate(
             (``cases[3].query: ...``); no response at all.
         DataError: A citation given by offsets that the knowledge base does not hold.
     """
-    m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
-    spec: Any = list(thresholds) if thresholds is not None else (
-        "default" if threshold is None else threshold)
-    decided = resolve_thresholds(spec, m.levels, similarity_range(m))
+    m, decided = _decided(matcher, threshold, thresholds)
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
-    results = _score_inputs(cases, responses, m, options, decided, empty, batch_size,
-                            knowledge_base or {})
-    return ThresholdResults(results) if thresholds is not None else results[0]
+    out = _score_inputs(cases, responses, m, options, decided, empty, batch_size, knowledge_base)
+    return ThresholdResults(out) if thresholds is not None else out[0]
+
+
+def _decided(matcher: str | Matcher, threshold: float | str | None,
+             thresholds: Sequence[float | str] | None) -> tuple[Matcher, list[Threshold]]:
+    """`evaluate`'s matcher (built from its name) and the thresholds it decides."""
+    m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
+    spec: Any = list(thresholds) if thresholds is not None else (
+        "default" if threshold is None else threshold)
+    return m, resolve_thresholds(spec, m.levels, similarity_range(m))
 
 
 def _score_inputs(cases: Iterable[inputs.CaseLike],
                   responses: Mapping[str, inputs.ResponseLike] | Iterable[Mapping[str, Any]] | None,
                   matcher: Matcher, options: ScoringOptions, decided: Sequence[Threshold],
-                  empty: Aggregator, batch_size: int, texts: Mapping[str, str]
+                  empty: Aggregator, batch_size: int, texts: Mapping[str, str] | None
                   ) -> list[RunResult]:
     """Validate the inputs (dicts become cases and responses) and score them at every threshold
-    of `decided`: one result each. A list stays a list (its size known, the matcher plans for
-    it), a stream a stream."""
+    of `decided`: one result each, each quote located in `texts` unless None. A list stays
+    a list (its size known, the matcher plans for it), a stream a stream."""
+    if texts is not None:
+        options.fidelity = Locator(texts.items(), options.normalizer)
     valid: Iterable[Case] = (list(inputs.iter_as_cases(cases)) if isinstance(cases, Sequence)
                              else inputs.iter_as_cases(cases))  # a list: checked first
     table = inputs.as_responses(responses) if responses is not None else None
@@ -134,7 +142,7 @@ def _score_inputs(cases: Iterable[inputs.CaseLike],
     def pair(c: Case) -> tuple[Case, Response | None]:
         nonlocal first_id, answered
         response = with_offsets(table.get(c.id) if table is not None else c.response,
-                                lambda: texts, "cases", f"case {c.id!r}")
+                                lambda: texts or {}, "cases", f"case {c.id!r}")
         tally.add([response])
         first_id, answered = first_id or c.id, answered + (response is not None)
         return c, response

@@ -48,7 +48,8 @@ from runner.results import CONFIG_FILE, RunResult
 from runner.results.writer import ResultWriter, write_config
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
-from runner.scoring.gates import check_gates, run_metrics
+from runner.scoring.fidelity import Locator
+from runner.scoring.gates import check_gates, fabricated, run_metrics
 from runner.scoring.metrics import COUNT_KEYS, summary_figures
 from runner.scoring.parallel import resolve_workers, score_parallel
 from runner.scoring.thresholds import Threshold, resolve_thresholds
@@ -221,6 +222,10 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                              bool(scoring["require_same_source"]),
                              tuple(scoring["source_normalization"]), dict(scoring["bands"]),
                              run_metrics(scoring["metrics"]))
+    if scoring["fidelity"] != "off":  # the job's documents, indexed once before any fork
+        kb = (run.dataset.knowledge_base()
+              if (run.dataset.cfg.get("knowledge_base") or {}).get("path") else [])
+        options.fidelity = Locator(((d.source, d.text) for d in kb), options.normalizer)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
                        float(boot["confidence"]), int(cfg["seed"]), keep_cases=False,
@@ -359,5 +364,8 @@ def summary_line(result: RunResult) -> str:
         total = int(cover["dataset_cases"])
         pooled += (f"; the system answered {cover['answered']} of the dataset's {total} "
                    f"case{'' if total == 1 else 's'}")
+    made_up, checked = fabricated(result.fidelity)
+    if checked:
+        pooled += f"; {made_up} of {checked} checked quotes appear in no document"
     return (f"{summary_figures(result.metrics)}  (means over {n} scored "
             f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")

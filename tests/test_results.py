@@ -102,7 +102,8 @@ def test_a_folder_of_format_2_is_refused_with_what_to_do(tmp_path: Path,
 def test_tables_hold_the_contract_columns(tmp_path: Path, seed_result: RunResult) -> None:
     write_result(tmp_path, seed_result)
     assert pq.read_schema(tmp_path / PASSAGES_FILE).names == [
-        "id", "query", "references", "expected_sources", "response", "metadata", "similarity"]
+        "id", "query", "references", "expected_sources", "response", "metadata", "similarity",
+        "fidelity"]
     assert pq.read_schema(tmp_path / CASES_FILE).names == [
         "matched", "citation_labels", "reference_labels", "metrics", "counts", "bands", "error"]
     records = list(iter_decisions(tmp_path))

@@ -29,7 +29,7 @@ from omegaconf.errors import (
 
 from runner.config.folders import write_problem
 from runner.redact import mask_uri, redact_override
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import LIMITS, METRIC_KEYS
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
 """Set, Hydra raises its composition errors instead of printing them as a block."""
@@ -169,7 +169,7 @@ def unknown_key(key: str, schema: Any) -> str:
         schema: The structured-config class of the node that lacks it, if known.
     """
     if key.rpartition(".")[0] == "gate":  # the built-in metrics' (runner.scoring.gates)
-        return f"{key}: no such gate; the gates: {', '.join((*METRIC_KEYS, 'max_error_rate'))}"
+        return f"{key}: no such gate; the gates: {', '.join((*METRIC_KEYS, *LIMITS))}"
     if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
         return f"{key}: no such key"
     names = ", ".join(f.name for f in dataclasses.fields(schema) if not f.name.startswith("_"))

@@ -34,7 +34,7 @@ from runner.data.mapping import CASE_KEYS, KB_KEYS, mapping_conf
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
-from runner.scoring.metrics import METRIC_KEYS
+from runner.scoring.metrics import LIMITS, METRIC_KEYS
 from runner.scoring.sources import DEFAULT_STEPS, STEPS
 
 FROM_APP = {"tracking": ("experiment", "output_root")}
@@ -203,6 +203,7 @@ class ScoringConf:
     batch_size: int = field(default=DEFAULT_BATCH_SIZE, metadata=allows(POSITIVE))
     workers: Optional[int] = field(default=None, metadata=allows(COUNT))
     metrics: dict[str, Any] = field(default_factory=dict)
+    fidelity: str = field(default="auto", metadata=allows(OneOf(("auto", "off"))))  # SPEC 6.1
 
 
 @dataclass
@@ -233,9 +234,10 @@ class RagciteConf:
     tracking: Any = MISSING
     report: Any = MISSING
     # Quality gates (the run exits 1 when one fails; null = none): gate.<metric> is a
-    # minimum of a metric of the run, gate.max_error_rate a maximum share of failed cases.
+    # minimum of a metric of the run, gate.max_error_rate a maximum share of failed cases,
+    # gate.max_fabricated of the checked quotes found in no document (SPEC 6.1).
     gate: dict[str, Optional[float]] = field(
-        default_factory=lambda: dict.fromkeys((*METRIC_KEYS, "max_error_rate")))
+        default_factory=lambda: dict.fromkeys((*METRIC_KEYS, *LIMITS)))
     cache: CacheConf = field(default_factory=CacheConf)
     output_root: str = "outputs"
     seed: int = field(default=0, metadata=allows(COUNT))

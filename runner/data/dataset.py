@@ -37,7 +37,7 @@ def build_callable(spec: Any, key: str = "transform") -> Callable[..., Any] | No
                  _partial_=True)
 
 
-def _options(spec: Any, key: str) -> dict[str, Any]:
+def file_options(spec: Any, key: str) -> dict[str, Any]:
     """The loader arguments of a file's section of the config (`key` names it in errors)."""
     return {"mapping": spec.get("mapping"), "format": spec.get("format"),
             "transform": build_callable(spec.get("transform"), f"{key}.transform")}
@@ -58,7 +58,7 @@ class Dataset:
 
     def iter_cases(self) -> Iterator[Case]:
         """Stream the validated cases (the first `limit` when set)."""
-        it = iter_cases(self.path, **_options(self.cfg, "dataset"))
+        it = iter_cases(self.path, **file_options(self.cfg, "dataset"))
         return islice(it, self.limit) if self.limit is not None else it
 
     @cached_property
@@ -82,7 +82,7 @@ class Dataset:
             raise DataError(self.path, None, "dataset.knowledge_base",
                             f"dataset {self.name!r} has no knowledge base; a retrieving model "
                             "adapter needs one (set dataset.knowledge_base.path)")
-        docs = list(iter_documents(kb["path"], **_options(kb, "dataset.knowledge_base")))
+        docs = list(iter_documents(kb["path"], **file_options(kb, "dataset.knowledge_base")))
         if not any(doc.text.strip() for doc in docs):
             what = f"only blank documents ({len(docs)})" if docs else "no documents"
             raise DataError(str(kb["path"]), None, None,
@@ -110,7 +110,7 @@ class Dataset:
             raise DataError(self.path, None, "model.system",
                             f"unknown system {name!r} for dataset {self.name!r}; expected one "
                             f"of {', '.join(systems) or '(none stored)'}")
-        options = _options(systems[name], f"dataset.systems.{name}")
+        options = file_options(systems[name], f"dataset.systems.{name}")
         cases = iter_cases(systems[name]["path"], **{**options, "transform": _WithQuery(
             options["transform"])})
         return {case.id: case.response or Response() for case in cases}

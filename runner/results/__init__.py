@@ -40,11 +40,11 @@ CONFIG_FILE = "config.yaml"
 JOB_FILE = "job.json"
 REPORT_FILE = "report.html"  # a result's page (a job of several thresholds: one in its folder)
 PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "metadata",
-                "similarity")
+                "similarity", "fidelity")
 DECISION_KEYS = ("matched", "labels", "metrics", "counts", "bands", "error")
 _FIGURES = ("n_cases", "n_scored", "n_errors", "error_rate", "metrics", "ci", "micro", "labels",
             "counts", "bootstrap", "bands", "histograms", "label_shares", "diagnosis",
-            "scored_digest")  # metrics.json, in order
+            "scored_digest", "fidelity")  # metrics.json, in order
 
 
 @dataclass(eq=False)
@@ -70,6 +70,7 @@ class CaseResult:
     counts: dict[str, int] = field(default_factory=dict)
     bands: dict[str, str | None] = field(default_factory=dict)
     error: str | None = None
+    fidelity: list[dict[str, Any]] | None = None
 
     def __eq__(self, other: object) -> bool:
         # Field by field, for any CaseResult: a scored case (a subclass that writes its
@@ -117,6 +118,7 @@ class RunResult:
         label_shares: Each label's count over its kind's items (None when there is none).
         diagnosis: The main finding of the label counts (``runner.scoring.labels.diagnose``).
         scored_digest: A digest of the scored cases' ids (equal ids, equal digest).
+        fidelity: Each fidelity label's count (SPEC 6.1); empty when fidelity is off.
         extra: Anything else the runner records (config summary, timings, usage, gates).
         cases: The per-case results (not part of ``metrics.json``).
     """
@@ -137,6 +139,7 @@ class RunResult:
     label_shares: dict[str, float | None] = field(default_factory=dict)
     diagnosis: str | None = None
     scored_digest: str | None = None
+    fidelity: dict[str, int] = field(default_factory=dict)
     cases: Sequence[CaseResult] = field(default_factory=list, repr=False)
 
     @property

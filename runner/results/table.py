@@ -34,7 +34,10 @@ RESPONSE = pa.struct([("answer", pa.string()), ("citations", pa.list_(CITATION))
 PASSAGES_SCHEMA = pa.schema([
     ("id", pa.string()), ("query", pa.string()), ("references", pa.list_(PASSAGE)),
     ("expected_sources", pa.list_(pa.string())), ("response", RESPONSE),
-    ("metadata", pa.string()), ("similarity", pa.list_(pa.list_(pa.float64())))])
+    ("metadata", pa.string()), ("similarity", pa.list_(pa.list_(pa.float64()))),
+    ("fidelity", pa.list_(pa.struct([("label", pa.string()), ("document", pa.string()),
+                                     ("similarity", pa.float64()),  # runner/scoring/fidelity.py
+                                     ("spans", pa.list_(pa.list_(pa.int64())))])))])
 
 
 def decisions_schema(metrics: Sequence[str], counts: Sequence[str]) -> pa.Schema:
@@ -60,7 +63,8 @@ def passage_row(case: Any) -> dict[str, Any]:
         response["usage"] = _json_text(response.get("usage"))
     return {"id": case.id, "query": case.query, "references": case.references,
             "expected_sources": case.expected_sources, "response": response,
-            "metadata": _json_text(case.metadata), "similarity": case.similarity}
+            "metadata": _json_text(case.metadata), "similarity": case.similarity,
+            "fidelity": case.fidelity}
 
 
 def decision_row(case: Any) -> dict[str, Any]:

@@ -227,7 +227,9 @@ class Aggregator:
             # Micro: each declared formula applied to the pooled counts.
             micro=({m.name: m.value(self.counts, self.zero_division) for m in declared(names)}
                    if self.rows else dict.fromkeys(names)),
-            labels=dict(self.labels), counts=dict(self.counts),
+            labels={k: v for k, v in self.labels.items() if not k.startswith("fidelity_")},
+            fidelity={k[9:]: v for k, v in self.labels.items() if k.startswith("fidelity_")},
+            counts=dict(self.counts),
             n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},

@@ -23,6 +23,7 @@ loop, from lists converted once per batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from runner.matchers.base import FastPath, Matcher, PairError
 from runner.results import CaseResult
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
+from runner.scoring.fidelity import Found, Locator
 from runner.scoring.records import BatchResults, Scored
 
 DEFAULT_BATCH_SIZE = 10_000
@@ -155,8 +157,7 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     """
     with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
         flat = _Flat(batch)
-    prep = (_Prepared(flat, matcher, options.normalizer, options.require_same_source)
-            if flat.rows else None)
+    prep = _Prepared(flat, matcher, options) if flat.rows else None
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
         where[pos] = k
@@ -176,9 +177,11 @@ class _Prepared:
     """The part of a batch's scoring that does not depend on the threshold: its flat layout,
     text and source ids, slots, the predicate's inputs and the similarities."""
 
-    def __init__(self, f: _Flat, matcher: Matcher, norm: Callable[[str], str],
-                 same_source: bool) -> None:
-        """Lay out a batch and look up its similarities: everything before the threshold."""
+    def __init__(self, f: _Flat, matcher: Matcher, options: ScoringOptions) -> None:
+        """Lay out a batch, look up its similarities and locate its quotes: everything before
+        the threshold."""
+        norm, same_source = options.normalizer, options.require_same_source
+        self.fidelity = _locate(f, options.fidelity) if options.fidelity is not None else None
         n_cases = len(f.case_fields)
         n_ref = np.array(f.n_ref, dtype=np.int64)
         n_cit = np.array(f.n_cit, dtype=np.int64)
@@ -248,6 +251,17 @@ def _source_sets(exp: tuple[np.ndarray, np.ndarray], cit: tuple[np.ndarray, np.n
             np.isin(ref[0] * n_src + ref[1], cited))
 
 
+def _locate(f: _Flat, knowledge_base: Locator) -> list[Found]:
+    """Each citation's fidelity (SPEC 6.1): located in the documents its response carries, or
+    in the knowledge base when it carries none."""
+    out: list[Found] = []
+    for rd, n, first in zip(f.resp_fields, f.n_cit, accumulate([0, *f.n_cit])):
+        at = (Locator(((d.source, d.text) for d in rd["documents"]), knowledge_base.norm)
+              if rd["documents"] else knowledge_base)
+        out += map(at.label, f.cit_src[first:first + n], f.cit_text[first:first + n])
+    return out
+
+
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,
                        needs_sim: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """The similarity of every slot that needs one (NaN elsewhere), each distinct pair asked
@@ -299,4 +313,5 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
                       cits_matched.astype(np.int64).tolist(), *p.source_counts))
     return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.cit_claim, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
-                  cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options)
+                  cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options,
+                  p.fidelity)

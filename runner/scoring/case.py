@@ -10,6 +10,7 @@ from typing import Any
 from runner.data.models import Case, Response
 from runner.results import CaseResult
 from runner.scoring.bands import DEFAULT_BANDS
+from runner.scoring.fidelity import Locator
 from runner.scoring.metrics import METRIC_KEYS, ZERO_DIVISION_POLICIES
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
 
@@ -25,6 +26,7 @@ class ScoringOptions:
         source_normalization: Steps of :mod:`runner.scoring.sources`.
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         metrics: The names of the declared metrics to compute (:mod:`runner.scoring.metrics`).
+        fidelity: The job's documents to locate quotes in (SPEC 6.1); None: not checked.
     """
 
     threshold: float = 0.5
@@ -33,6 +35,7 @@ class ScoringOptions:
     source_normalization: tuple[str, ...] = DEFAULT_STEPS
     bands: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BANDS))
     metrics: tuple[str, ...] = METRIC_KEYS
+    fidelity: Locator | None = None
 
     def __post_init__(self) -> None:
         if self.zero_division not in ZERO_DIVISION_POLICIES:

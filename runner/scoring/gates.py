@@ -8,7 +8,7 @@ from typing import Any
 from runner.config.plugins import build
 from runner.errors import RagciteError
 from runner.results import RunResult
-from runner.scoring.metrics import METRIC_KEYS, Metric
+from runner.scoring.metrics import LIMITS, METRIC_KEYS, Metric
 
 
 def run_metrics(section: Mapping[str, Any] | None) -> tuple[str, ...]:
@@ -28,6 +28,11 @@ def run_metrics(section: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(names)
 
 
+def fabricated(fidelity: Mapping[str, int]) -> tuple[int, int]:
+    """The fabricated quotes and the checked ones (every fidelity label but unchecked)."""
+    return fidelity.get("fabricated", 0), sum(fidelity.values()) - fidelity.get("unchecked", 0)
+
+
 def check_gate_config(cfg: Mapping[str, Any]) -> None:
     """Check the ``gate`` section against the run's metrics, before any work.
 
@@ -35,7 +40,7 @@ def check_gate_config(cfg: Mapping[str, Any]) -> None:
         RagciteError: A gate of no metric (``gate.context_recal: no such gate; the gates:
             ...``), or a bound outside [0, 1].
     """
-    names = (*run_metrics((cfg.get("scoring") or {}).get("metrics")), "max_error_rate")
+    names = (*run_metrics((cfg.get("scoring") or {}).get("metrics")), *LIMITS)
     for key, value in (cfg.get("gate") or {}).items():
         if key not in names:
             raise RagciteError(f"gate.{key}: no such gate; the gates: {', '.join(names)}")
@@ -56,4 +61,8 @@ def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
     if max_rate is not None and result.error_rate > max_rate:
         failures.append(f"error rate {result.error_rate:.4f} ({result.n_errors} of "
                         f"{result.n_cases} cases) > gate max_error_rate {max_rate}")
+    made_up, checked = fabricated(result.fidelity)
+    if gates.get("max_fabricated") is not None and made_up > gates["max_fabricated"] * checked:
+        failures.append(f"fabricated quotes {made_up / checked:.4f} ({made_up} of {checked} "
+                        f"checked) > gate max_fabricated {gates['max_fabricated']}")
     return failures

@@ -44,9 +44,16 @@ REFERENCE = (Label("reference", "cited", "matched by a citation", "are cited"),
                    "are missed although their document is cited"),
              Label("reference", "source_missed", "its document was not cited at all",
                    "belong to documents not cited"))
+FIDELITY = (  # SPEC 6.1, beside the labels above: where a citation's quote comes from
+    Label("fidelity", "verbatim", "as written in the document it cites", "are verbatim"),
+    Label("fidelity", "paraphrased", "close to a span of its document", "are reworded"),
+    Label("fidelity", "misattributed", "from another document", "come from another document"),
+    Label("fidelity", "stitched", "parts from separate places of its document", "are stitched"),
+    Label("fidelity", "fabricated", "found in no document", "appear in no document"),
+    Label("fidelity", "unchecked", "no documents to check it against", "are not checked"))
 CITATION_LABELS = tuple(lab.name for lab in CITATION)
 REFERENCE_LABELS = tuple(lab.name for lab in REFERENCE)
-LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE)}
+LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE, *FIDELITY)}
 """What each label means, by name."""
 KINDS = (("citations", "citation_", CITATION_LABELS), ("references", "reference_",
                                                         REFERENCE_LABELS))

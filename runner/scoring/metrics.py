@@ -342,6 +342,8 @@ class SourceF1(F1):
 
 METRIC_KEYS: tuple[str, ...] = tuple(METRICS)
 """The built-in metrics, in the order every output lists them."""
+LIMITS = ("max_error_rate", "max_fabricated")
+"""The gates that bound a share from above (runner/scoring/gates.py), after the metrics'."""
 
 
 def declared(names: Any) -> list[Metric]:

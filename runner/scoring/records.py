@@ -22,6 +22,7 @@ from runner.results.sequence import CaseSequence
 from runner.scoring.bands import band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.explain import Facts
+from runner.scoring.fidelity import label_counts
 from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, declared
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
@@ -126,7 +127,8 @@ class Scored:
                  counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
                  ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
-                 failed_msg: dict[int, str], options: ScoringOptions) -> None:
+                 failed_msg: dict[int, str], options: ScoringOptions,
+                 fidelity: list[dict[str, Any]] | None = None) -> None:
         # The failed cases' error records now (they need the models); of the others only the
         # field values are kept, so the models can be freed once scored.
         self.failed: dict[int, CaseResult] = {}
@@ -164,6 +166,9 @@ class Scored:
                                  minlength=len(REFERENCE_LABELS)).tolist()
         self.labels = {lab.key: v for lab, v in zip((*CITATION, *REFERENCE),
                                                      cit_counts + ref_counts)}
+        self.fidelity = fidelity  # counted as labels fidelity_<name> (aggregate splits them)
+        if fidelity is not None:
+            self.labels.update(label_counts(f for f, ok in zip(fidelity, ok_case[cit_case]) if ok))
 
     def records(self) -> list[CaseResult]:
         """Every case's record (failed ones as their error records), in case order.
@@ -205,6 +210,7 @@ class Scored:
                                  "dangling": dangling},
                     "metadata": dict(metadata),
                     "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
+                    "fidelity": self.fidelity[c0:c1] if self.fidelity is not None else None,
                     "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
                     "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, counts_t)),
                     "bands": dict(fig[1]), "error": None,

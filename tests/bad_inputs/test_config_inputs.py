@@ -34,10 +34,10 @@ E = "ragcite: error: "
 ROOT_KEYS = ("dataset, model, matcher, scoring, tracking, report, gate, cache, output_root, seed, "
              "progress, experiment, run_name, calibrate, prices")
 GATES = ("context_recall, context_precision, context_f1, source_recall, source_precision, "
-         "source_f1, max_error_rate")
+         "source_f1, max_error_rate, max_fabricated")
 NGRAM_KEYS = "n, tokenizer, threads, kernel"
 STEPS = "nfc, strip, collapse_whitespace, casefold, basename"
-MATCHERS = "embeddings, llm, local_embeddings, ngram, substring"
+MATCHERS = "embeddings, llm, local_embeddings, locate, ngram, substring"
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 ROWS = [
@@ -124,6 +124,8 @@ ROWS = [
         f"{E}matcher.kernel: unknown kernel 'gpu'; choose from: auto, numpy, numba"),
     Row("unknown tokenizer", ["matcher.tokenizer=maybe"], 2,
         f"{E}matcher.tokenizer: unknown tokenizer 'maybe'; choose from: auto, words, chars"),
+    Row("unknown fidelity setting", ["scoring.fidelity=sometimes"], 2,
+        f"{E}scoring.fidelity: unknown value 'sometimes'; choose from: auto, off"),
     Row("negative limit", ["dataset.limit=-1"], 2,
         f"{E}dataset.limit: must be an integer >= 1, got -1"),
     Row("limit 0: an empty dataset", ["dataset.limit=0"], 2,

@@ -54,7 +54,7 @@ def folder(name: str, values: tuple[Any, Any] = (1.0, 0.0), error: str | None = 
                "files": {"passages": PASSAGES_FILE, "cases": CASES_FILE}, **figures}
     passages = [{"id": cid, "query": f"q{n}", "references": [{"source": "a", "content": "x y"}],
                  "expected_sources": ["a"], "response": {"answer": "x", "citations": []},
-                 "metadata": "{}", "similarity": [[]]}
+                 "metadata": "{}", "similarity": [[]], "fidelity": None}
                 for n, cid in enumerate(("c1", "c2"), 1)]
     decisions = [{"matched": [[]], "citation_labels": [], "reference_labels": ["source_missed"],
                   "metrics": dict.fromkeys(METRIC_KEYS, value), "counts": None,

@@ -91,7 +91,7 @@ def test_a_gate_of_no_declared_metric_is_refused(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1] == (
         "ragcite: error: gate.citation_count_ratio: no such gate; the gates: context_recall, "
         "context_precision, context_f1, source_recall, source_precision, source_f1, "
-        "max_error_rate")
+        "max_error_rate, max_fabricated")
 
 
 def test_scoring_metrics_names_metric_classes() -> None:

@@ -1,0 +1,140 @@
+"""Quote fidelity (SPEC 6.1): where each citation's quote really comes from, with no model call.
+
+A citation's content is located in the documents at hand (the dataset's knowledge base) by the
+rule of docs/fidelity.md: exact after the matchers' normalisation (:func:`fold`) first, in the
+cited document and then in the documents that share most word n-grams with the quote (an index
+built once per job, before the scoring workers fork); then a fuzzy alignment (rapidfuzz's
+``partial_ratio_alignment``) with the same documents. Each citation gets one label of
+:data:`runner.scoring.labels.FIDELITY` and the span(s) it was found at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice, pairwise
+from typing import Any
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from runner.matchers.text import fold, split_ellipsis
+from runner.scoring.labels import FIDELITY
+
+GAP = 200
+"""Characters an ellipsis may stand for between two parts of one passage; farther: stitched."""
+CLOSE = 0.55
+"""The least similarity (partial alignment of the words, 0-1) of a paraphrased quote to its span."""
+CANDIDATES = 3
+"""Other documents a quote is looked for in: those sharing most word n-grams with it."""
+N = 3
+"""Tokens per n-gram of the candidate index."""
+PROBES = 16
+"""The quote's n-grams looked up (a sample: they are sorted by hash)."""
+COMMON = 100
+"""An n-gram found in more documents than this names no candidate (``of the company``)."""
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
+Found = dict[str, Any]  # {"label", "document", "similarity", "spans": [[start, end], ...]}
+
+
+def label_counts(found: Iterable[Found]) -> dict[str, int]:
+    """Each fidelity label's count, keyed as ``labels`` holds it (``fidelity_verbatim``)."""
+    seen = Counter(f["label"] for f in found)
+    return {lab.key: seen[lab.name] for lab in FIDELITY}
+
+
+def _grams(text: str) -> np.ndarray:
+    """The distinct hashes of the n-grams of `text`'s words (a shorter text: one, padded)."""
+    words = np.fromiter(map(hash, _TOKEN.findall(text)), np.int64)
+    words = np.concatenate([words, np.zeros(max(N - len(words), 0), np.int64)])
+    return np.unique(sum(words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)))
+
+
+def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
+    """The spans of `parts` in `doc`, each looked for after the one before (else anywhere),
+    or None when one is missing."""
+    spans, at = [], 0
+    for part in parts:
+        start = doc.find(part, at)
+        start = doc.find(part) if start < 0 else start
+        if start < 0:
+            return None
+        spans.append([start, at := start + len(part)])
+    return spans
+
+
+class Locator:
+    """The documents of a job, folded and indexed once, and the rule that labels a quote.
+
+    Args:
+        documents: ``(source, text)`` of each document; none: every citation is unchecked.
+        norm: The run's source normalisation (a citation names its document by source).
+    """
+
+    def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
+        self.norm = norm
+        self.docs: dict[str, tuple[str, str]] = {}  # a source named twice: its texts joined
+        for source, text in documents:
+            key = norm(source)
+            self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
+                              else fold(text))
+        # The index: every document's distinct n-grams (their hashes), sorted, with their owner.
+        self.keys, grams = list(self.docs), [_grams(text) for _, text in self.docs.values()]
+        flat = np.concatenate([np.zeros(0, np.int64), *grams])
+        order = np.argsort(flat, kind="stable")
+        self.grams = flat[order]
+        self.owner = np.repeat(np.arange(len(grams)), [len(g) for g in grams])[order]
+        self._words: dict[str, list[str]] = {}  # each document's words, when first needed
+
+    def label(self, source: str, quote: str) -> Found:
+        """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
+        parts = split_ellipsis(fold(quote))
+        if not self.docs or not parts:
+            return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
+        key, text = self.norm(source), " ".join(parts)
+        if key in self.docs:
+            doc = self.docs[key][1]
+            spans = _exact(doc, parts)
+            if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
+                return self._found("verbatim", key, 1.0, spans)
+            spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
+            if spans:
+                return self._found("stitched", key, 1.0, spans)
+        others = [other for other in self._candidates(text) if other != key][:CANDIDATES]
+        for other in others:  # verbatim elsewhere before close to the cited document
+            if spans := _exact(self.docs[other][1], parts):
+                return self._found("misattributed", other, 1.0, spans)
+        for label, other in [("paraphrased", key)] * (key in self.docs) + [
+                ("misattributed", other) for other in others]:
+            if close := self._close(label, other, text):
+                return close
+        return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
+
+    def _candidates(self, text: str) -> list[str]:
+        """The documents that share most n-grams (none of them common) with `text`."""
+        low = np.searchsorted(self.grams, grams := _grams(text)[:PROBES])
+        size = np.searchsorted(self.grams, grams, "right") - low
+        low, size = low[size <= COMMON], size[size <= COMMON]  # each n-gram's owners, in a row
+        at = np.repeat(low - np.cumsum(size) + size, size) + np.arange(size.sum())
+        found, hits = np.unique(self.owner[at], return_counts=True)
+        best = found[np.argsort(-hits, kind="stable")[:CANDIDATES + 1]]
+        return [self.keys[k] for k in best.tolist()]
+
+    def _close(self, label: str, key: str, text: str) -> Found | None:
+        """`label` when the words of `text` align with a span of the words of document `key`
+        at least :data:`CLOSE` (its span: from its first word's start to its last word's end)."""
+        if key not in self._words:
+            self._words[key] = _TOKEN.findall(self.docs[key][1])
+        got = fuzz.partial_ratio_alignment(_TOKEN.findall(text), self._words[key],
+                                           score_cutoff=100 * CLOSE)
+        if got is None:
+            return None
+        words = list(islice(_TOKEN.finditer(self.docs[key][1]), got.dest_start, got.dest_end))
+        return self._found(label, key, got.score / 100, [[words[0].start(), words[-1].end()]])
+
+    def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
+        return {"label": label, "document": self.docs[key][0], "similarity": similarity,
+                "spans": spans}
