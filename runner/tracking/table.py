@@ -39,7 +39,7 @@ def _rows(path: Path, columns: list[str],
           cells: Callable[[pa.RecordBatch], list[pa.Array]]) -> Iterator[tuple[Any, ...]]:
     """Per row of the results table `path`, the cells that `cells` cuts from its `columns`."""
     with closing(open_table(path)) as file:
-        for batch in file.iter_batches(4_096, columns=columns):
+        for batch in file.iter_batches(4_096, columns=columns, use_threads=False):
             yield from zip(*(column.to_pylist() for column in cells(batch)))
 
 
@@ -65,8 +65,9 @@ def write_table(result_dir: Path, path: Path, rows: int | None = None) -> None:
     Raises:
         ValueError: ``passages.parquet`` and ``cases.parquet`` hold different numbers of cases.
     """
-    pairs = zip(islice(_rows(passages_path(result_dir), ["id", "query", "references",
-                                                        "response"], _passage_cells), rows),
+    passages = ["id", "query", "response.answer", *(f"{name}.list.element.source" for name in (
+        "references", "response.citations"))]  # a list's lengths without its texts
+    pairs = zip(islice(_rows(passages_path(result_dir), passages, _passage_cells), rows),
                 islice(_rows(result_dir / CASES_FILE, ["metrics", "citation_labels",
                                                       "reference_labels", "error"],
                              _decision_cells), rows), strict=True)
