@@ -84,7 +84,6 @@ def log_case_table(mlflow: Any, run_id: str, result_dir: Path, rows: int | None 
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
         write_table(result_dir, Path(tmp) / TABLE_FILE, rows)
         mlflow.log_artifact(run_id, str(Path(tmp) / TABLE_FILE))
-    tag, entry = "mlflow.loggedArtifacts", {"path": TABLE_FILE, "type": "table"}
-    logged = json.loads(mlflow.get_run(run_id).data.tags.get(tag, "[]"))
-    if entry not in logged:
-        mlflow.set_tag(run_id, tag, json.dumps([*logged, entry]))
+    # The run is ragcite's own: its one logged table (what MLflow's log_table would list).
+    mlflow.set_tag(run_id, "mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE,
+                                                                   "type": "table"}]))
