@@ -145,7 +145,7 @@ class _Batches:
     handed out, after the batches before it are scored and written, as when loading in turn.
     What the caller waits for a batch is its ``load_s``. A batch is frozen for the collector
     as it is loaded (``gc.freeze``): no collection walks the cases, here or in the workers
-    that inherit them; :meth:`close` unfreezes.
+    that inherit them; the job unfreezes them at its end.
     """
 
     def __init__(self, run: _Run, cases: Iterator[Case], size: int) -> None:
@@ -156,10 +156,9 @@ class _Batches:
     def _load(self) -> None:
         try:
             with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-                batch = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
+                self.loaded = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
                 self.ahead = list(islice(self.cases, 1))
                 gc.freeze()  # before the collector runs again: no collection walks the cases
-            self.loaded = batch
         except BaseException as exc:  # raised in turn, where the batch is handed out
             self.loaded = exc
 
@@ -183,10 +182,6 @@ class _Batches:
             if batch:
                 self.run.n_cases += len(batch)
                 yield batch, more
-
-    def close(self) -> None:
-        """Let the collector see what was frozen again."""
-        gc.unfreeze()
 
 
 def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
@@ -245,7 +240,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             timings["score_s"] = timings.get("score_s", 0.0) + time.perf_counter() - t0
             bar.update(len(cases))
     finally:
-        batches.close()
+        gc.unfreeze()  # the collector sees the loaded batches again
         writer.close()
         bar.close()
     if run.n_cases == 0:  # found before any model call: the first batch was empty

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from itertools import islice
 from pathlib import Path
@@ -35,27 +35,23 @@ TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC
                  "citation_labels", "reference_labels", "error")
 
 
-def _rows(path: Path, columns: list[str],
-          cells: Callable[[pa.RecordBatch], list[pa.Array]]) -> Iterator[tuple[Any, ...]]:
-    """Per row of the results table `path`, the cells that `cells` cuts from its `columns`."""
+def _rows(path: Path, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    """Per row of the results table `path`, its cells of the MLflow table (:func:`_cells`)."""
     with closing(open_table(path)) as file:
         for batch in file.iter_batches(4_096, columns=columns, use_threads=False):
-            yield from zip(*(column.to_pylist() for column in cells(batch)))
+            yield from zip(*(column.to_pylist() for column in _cells(batch)))
 
 
-def _passage_cells(batch: pa.RecordBatch) -> list[pa.Array]:
-    """A row's cells from its case's ``passages.parquet`` row (no threshold)."""
+def _cells(batch: pa.RecordBatch) -> list[pa.Array]:
+    """A batch's cells: of ``cases.parquet`` (a threshold's), or of ``passages.parquet``."""
+    if "metrics" in batch.schema.names:
+        return [*(pc.struct_field(batch.column("metrics"), name) for name in METRIC_KEYS),
+                *(pc.binary_join(batch.column(name), ", ").fill_null("") for name in (
+                    "citation_labels", "reference_labels")), batch.column("error")]
     response = batch.column("response")
     return [batch.column("id"), batch.column("query"), pc.struct_field(response, "answer"),
             pc.list_value_length(batch.column("references")),
             pc.list_value_length(pc.struct_field(response, "citations")).fill_null(0)]
-
-
-def _decision_cells(batch: pa.RecordBatch) -> list[pa.Array]:
-    """A row's cells from its ``cases.parquet`` row."""
-    return [*(pc.struct_field(batch.column("metrics"), name) for name in METRIC_KEYS),
-            *(pc.binary_join(batch.column(name), ", ").fill_null("") for name in (
-                "citation_labels", "reference_labels")), batch.column("error")]
 
 
 def write_table(result_dir: Path, path: Path, rows: int | None = None) -> None:
@@ -67,10 +63,9 @@ def write_table(result_dir: Path, path: Path, rows: int | None = None) -> None:
     """
     passages = ["id", "query", "response.answer", *(f"{name}.list.element.source" for name in (
         "references", "response.citations"))]  # a list's lengths without its texts
-    pairs = zip(islice(_rows(passages_path(result_dir), passages, _passage_cells), rows),
-                islice(_rows(result_dir / CASES_FILE, ["metrics", "citation_labels",
-                                                      "reference_labels", "error"],
-                             _decision_cells), rows), strict=True)
+    pairs = zip(islice(_rows(passages_path(result_dir), passages), rows), islice(_rows(
+        result_dir / CASES_FILE, ["metrics", "citation_labels", "reference_labels", "error"]),
+        rows), strict=True)
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
         for n, (shared, decided) in enumerate(pairs):
