@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -143,63 +142,49 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
 class _Batches:
     """The cases in batches of `size`, each with whether more follow.
 
-    Once the caller has forked its scoring workers for a batch, :meth:`load_next` loads the
-    next one in a thread beside the scoring, so both cores stay busy; the thread is joined
-    before that batch is handed out, and by :meth:`close` (no thread outlives the job). A
-    loading error is raised where its batch would be handed out, after the batches before it
-    are scored and written, as when loading in turn. What the caller waits for a batch is its
-    ``load_s``. A batch is frozen for the collector as it is loaded (``gc.freeze``): no
-    collection walks the cases, here or in the workers that inherit them; :meth:`close`
-    unfreezes.
+    Once the caller has forked its scoring workers for a batch and given them their work,
+    :meth:`load_next` loads the next batch in the job's thread while they score, so both cores
+    stay busy without a thread of its own. A loading error is raised where its batch would be
+    handed out, after the batches before it are scored and written, as when loading in turn.
+    What the caller waits for a batch is its ``load_s``. A batch is frozen for the collector
+    as it is loaded (``gc.freeze``): no collection walks the cases, here or in the workers
+    that inherit them; the job unfreezes them at its end.
     """
 
     def __init__(self, run: _Run, cases: Iterator[Case], size: int) -> None:
         self.run, self.cases, self.size = run, cases, size
         self.ahead: list[Case] = []  # one case ahead: is a batch the last?
-        self.loaded: list[Case] | BaseException = []
-        self.thread: threading.Thread | None = None
+        self.loaded: list[Case] | BaseException | None = None
 
     def _load(self) -> None:
         try:
             with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-                batch = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
+                self.loaded = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
                 self.ahead = list(islice(self.cases, 1))
                 gc.freeze()  # before the collector runs again: no collection walks the cases
-            self.loaded = batch
-        except BaseException as exc:  # raised in the job's thread, in turn
+        except BaseException as exc:  # raised in turn, where the batch is handed out
             self.loaded = exc
 
     def load_next(self) -> None:
-        """Start loading the next batch in a thread, if more follow (once this batch forks
-        no more workers)."""
-        if self.ahead and self.thread is None:
-            self.thread = threading.Thread(target=self._load, name="ragcite-load")
-            self.thread.start()
+        """Load the next batch now, if more follow (while this batch's workers score)."""
+        if self.ahead and self.loaded is None:
+            self._load()
 
     def __iter__(self) -> Iterator[tuple[list[Case], bool]]:
         more = True
         while more:
             t0 = time.perf_counter()
-            if self.thread is None:  # the first batch, or no workers were forked: in turn
+            if self.loaded is None:  # the first batch, or none loaded beside the scoring
                 self._load()
-            else:
-                self.thread.join()
-                self.thread = None
             self.run.timings["load_s"] = (self.run.timings.get("load_s", 0.0)
                                           + time.perf_counter() - t0)
-            batch, self.loaded = self.loaded, []
+            batch, self.loaded = self.loaded, None
             if isinstance(batch, BaseException):
                 raise batch
             more = bool(self.ahead)
             if batch:
                 self.run.n_cases += len(batch)
                 yield batch, more
-
-    def close(self) -> None:
-        """Wait for a batch still loading; let the collector see what was frozen again."""
-        if self.thread is not None:
-            self.thread.join()
-        gc.unfreeze()
 
 
 def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
@@ -265,7 +250,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             timings["score_s"] = timings.get("score_s", 0.0) + time.perf_counter() - t0
             bar.update(len(cases))
     finally:
-        batches.close()
+        gc.unfreeze()  # the collector sees the loaded batches again
         writer.close()
         bar.close()
     if run.n_cases == 0:  # found before any model call: the first batch was empty

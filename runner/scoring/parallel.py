@@ -127,8 +127,8 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         aggregator: An empty aggregator with the run's settings; each chunk's cases are
             added to copies of it (:meth:`Aggregator.merge` combines them).
         chunk: Cases per task.
-        forked: Called once the workers are forked (at once for 1): what the caller does
-            beside the scoring from then on is not inherited by any worker.
+        forked: Called once the workers are forked and at work (at once for 1): what the
+            caller does then runs beside their scoring and is not inherited by any worker.
 
     Yields:
         Per chunk, in case order, its :class:`ChunkResult`.
@@ -145,8 +145,9 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
     _FORKED[:] = [job]
     try:
         with multiprocessing.get_context("fork").Pool(workers, _worker_start) as pool:
+            chunks = pool.imap(_work, ranges)  # at work from now on
             forked()
-            yield from pool.imap(_work, ranges)
+            yield from chunks
             pool.close()  # every chunk is back: the workers exit on their own
             pool.join()
     finally:

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import closing
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from runner.results import iter_decisions, passages_path
-from runner.results.table import iter_rows
+from runner.results import CASES_FILE, passages_path
+from runner.results.table import open_table
 from runner.scoring.metrics import METRIC_KEYS
 
 TABLE_FILE = "cases_table.json"
@@ -31,30 +35,41 @@ TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC
                  "citation_labels", "reference_labels", "error")
 
 
-def passage_cells(record: dict[str, Any]) -> list[Any]:
-    """A row's cells that come from the case's ``passages.parquet`` row (no threshold)."""
-    response = record.get("response") or {}
-    return [str(record["id"]), record.get("query"), response.get("answer"),
-            len(record.get("references") or []), len(response.get("citations") or [])]
+def _rows(path: Path, columns: list[str]) -> Iterator[tuple[Any, ...]]:
+    """Per row of the results table `path`, its cells of the MLflow table (:func:`_cells`)."""
+    with closing(open_table(path)) as file:
+        for batch in file.iter_batches(4_096, columns=columns, use_threads=False):
+            yield from zip(*(column.to_pylist() for column in _cells(batch)))
+
+
+def _cells(batch: pa.RecordBatch) -> list[pa.Array]:
+    """A batch's cells: of ``cases.parquet`` (a threshold's), or of ``passages.parquet``."""
+    if "metrics" in batch.schema.names:
+        return [*(pc.struct_field(batch.column("metrics"), name) for name in METRIC_KEYS),
+                *(pc.binary_join(batch.column(name), ", ").fill_null("") for name in (
+                    "citation_labels", "reference_labels")), batch.column("error")]
+    response = batch.column("response")
+    return [batch.column("id"), batch.column("query"), pc.struct_field(response, "answer"),
+            pc.list_value_length(batch.column("references")),
+            pc.list_value_length(pc.struct_field(response, "citations")).fill_null(0)]
 
 
 def write_table(result_dir: Path, path: Path, rows: int | None = None) -> None:
-    """Write the table of `result_dir` (its first `rows` cases; None: all) to `path`, row by
-    row.
+    """Write the table of `result_dir` (its first `rows` cases; None: all) to `path`, a batch
+    of rows at a time, reading only the columns it shows.
 
     Raises:
         ValueError: ``passages.parquet`` and ``cases.parquet`` hold different numbers of cases.
     """
-    pairs = zip(islice(iter_rows(passages_path(result_dir)), rows),
-                islice(iter_decisions(result_dir), rows), strict=True)
+    passages = ["id", "query", "response.answer", *(f"{name}.list.element.source" for name in (
+        "references", "response.citations"))]  # a list's lengths without its texts
+    pairs = zip(islice(_rows(passages_path(result_dir), passages), rows), islice(_rows(
+        result_dir / CASES_FILE, ["metrics", "citation_labels", "reference_labels", "error"]),
+        rows), strict=True)
     with path.open("wb") as fh:
         fh.write(b'{"columns":' + orjson.dumps(list(TABLE_COLUMNS)) + b',"data":[')
-        for n, (record, decided) in enumerate(pairs):
-            metrics, labels = decided.get("metrics") or {}, decided.get("labels") or {}
-            cells = [*passage_cells(record), *(metrics.get(name) for name in METRIC_KEYS),
-                     ", ".join(labels.get("citations") or []),
-                     ", ".join(labels.get("references") or []), decided.get("error")]
-            fh.write((b"," if n else b"") + orjson.dumps(cells))
+        for n, (shared, decided) in enumerate(pairs):
+            fh.write((b"," if n else b"") + orjson.dumps([*shared, *decided]))
         fh.write(b"]}")
 
 
@@ -64,7 +79,6 @@ def log_case_table(mlflow: Any, run_id: str, result_dir: Path, rows: int | None 
     with tempfile.TemporaryDirectory(prefix="ragcite-table-") as tmp:
         write_table(result_dir, Path(tmp) / TABLE_FILE, rows)
         mlflow.log_artifact(run_id, str(Path(tmp) / TABLE_FILE))
-    tag, entry = "mlflow.loggedArtifacts", {"path": TABLE_FILE, "type": "table"}
-    logged = json.loads(mlflow.get_run(run_id).data.tags.get(tag, "[]"))
-    if entry not in logged:
-        mlflow.set_tag(run_id, tag, json.dumps([*logged, entry]))
+    # The run is ragcite's own: its one logged table (what MLflow's log_table would list).
+    mlflow.set_tag(run_id, "mlflow.loggedArtifacts", json.dumps([{"path": TABLE_FILE,
+                                                                   "type": "table"}]))
