@@ -350,7 +350,8 @@ def summary_line(result: RunResult) -> str:
         pooled += (f"; the system answered {cover['answered']} of the dataset's {total} "
                    f"case{'' if total == 1 else 's'}")
     made_up, checked = fabricated(result.fidelity)
-    if checked:
-        pooled += f"; {made_up} of {checked} checked quotes appear in no document"
+    if made_up:  # quote fidelity (SPEC 6.1): said when some quote is found in no document
+        pooled += (f"; {made_up} of {checked} checked quote{'' if checked == 1 else 's'} "
+                   f"appear{'s' if made_up == 1 else ''} in no document")
     return (f"{summary_figures(result.metrics)}  (means over {n} scored "
             f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")

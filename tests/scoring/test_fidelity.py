@@ -122,9 +122,9 @@ def test_cli_writes_fidelity_and_gates_fabricated_quotes(tmp_path: Path) -> None
     args = _write(tmp_path, ZH, ZH_KB)
     done = run_cli([*args, "gate.max_fabricated=0.2"], tmp_path)  # with the report
     assert done.returncode == 0, done.stderr
-    assert "1 of 5 checked quotes appear in no document" in done.stderr + done.stdout
+    assert "1 of 5 checked quotes appears in no document" in done.stderr + done.stdout
     # The run report's diagnosis says it too (templates/report_fidelity.html.j2).
-    assert ("<strong>1 of 5</strong> checked quotes appear in no document" in
+    assert ("<strong>1 of 5</strong> checked quotes appears in no document" in
             (tmp_path / "out" / "report.html").read_text("utf-8"))
     metrics = read_json(tmp_path / "out" / "metrics.json")
     assert metrics["fidelity"] == {"verbatim": 1, "paraphrased": 1, "misattributed": 1,
