@@ -49,15 +49,6 @@ from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scr
 NAMESPACE = "http-replies"
 
 
-def _quoted(found: Any) -> Any:
-    """The ``{source, content}`` of each citation object of a list (content as text, empty for
-    none; other keys dropped), to be validated."""
-    if not isinstance(found, list):
-        return found
-    return [{"source": c.get("source"), "content": "" if c.get("content") is None else str(
-        c["content"])} if isinstance(c, dict) else c for c in found]
-
-
 def header_value(spec: str, name: str) -> str:
     """The value of one header from its spec: an environment variable name (``RAG_TOKEN``) or
     text with ``$NAME`` references (``Bearer $RAG_TOKEN``).
@@ -174,8 +165,7 @@ class HttpModel(Caller, Transport, BaseAdapter):
         key, expr = ("response", self.response) if self.response else ("citations", self.citations)
         try:
             found = jmespath.search(expr, reply)
-            response = Response.model_validate(found if self.response else {
-                "answer": self._answer(reply), "citations": _quoted(found)})
+            response = Response.model_validate(found if self.response else self._read(reply, found))
         except JMESPathError as exc:
             return Response(error=f"model.{key}: {exc}")
         except ValidationError as exc:
@@ -185,11 +175,16 @@ class HttpModel(Caller, Transport, BaseAdapter):
         return response.model_copy(update={"usage": None if figures is None else {
             k: float(v) for k, v in figures.items() if token_count(v) is not None}})
 
-    def _answer(self, reply: Any) -> str:
-        """The answer at `answer` (JSON text when not a string; empty for none)."""
+    def _read(self, reply: Any, citations: Any) -> dict[str, Any]:
+        """The answer at `answer` (JSON text when not a string; empty for none) and the
+        ``{source, content}`` of each citation object of a list (content as text, empty for
+        none; other keys dropped), to be validated."""
         answer = jmespath.search(self.answer, reply) if self.answer else None
-        return answer if isinstance(answer, str) else "" if answer is None else json.dumps(
-            answer, ensure_ascii=False)
+        if isinstance(citations, list):
+            citations = [{"source": c.get("source"), "content": "" if c.get("content") is None
+                          else str(c["content"])} if isinstance(c, dict) else c for c in citations]
+        return {"answer": answer if isinstance(answer, str) else "" if answer is None
+                else json.dumps(answer, ensure_ascii=False), "citations": citations}
 
     def _figures(self, reply: Any) -> dict[str, Any] | None:
         """The usage object at `tokens` as the reply gave it ({} when it has none), or None
