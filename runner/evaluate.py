@@ -107,21 +107,15 @@ def evaluate(
             (``cases[3].query: ...``); no response at all.
         DataError: A citation given by offsets that the knowledge base does not hold.
     """
-    m, decided = _decided(matcher, threshold, thresholds)
+    m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
+    spec: Any = list(thresholds) if thresholds is not None else (
+        "default" if threshold is None else threshold)
+    decided = resolve_thresholds(spec, m.levels, similarity_range(m))
     options = ScoringOptions(decided[0].value, zero_division, require_same_source,
                              tuple(source_normalization), dict(bands or DEFAULT_BANDS))
     empty = Aggregator(zero_division, bootstrap_resamples, confidence, seed, bands=options.bands)
     out = _score_inputs(cases, responses, m, options, decided, empty, batch_size, knowledge_base)
     return ThresholdResults(out) if thresholds is not None else out[0]
-
-
-def _decided(matcher: str | Matcher, threshold: float | str | None,
-             thresholds: Sequence[float | str] | None) -> tuple[Matcher, list[Threshold]]:
-    """`evaluate`'s matcher (built from its name) and the thresholds it decides."""
-    m = matcher_from_name(matcher) if isinstance(matcher, str) else matcher
-    spec: Any = list(thresholds) if thresholds is not None else (
-        "default" if threshold is None else threshold)
-    return m, resolve_thresholds(spec, m.levels, similarity_range(m))
 
 
 def _score_inputs(cases: Iterable[inputs.CaseLike],

@@ -42,7 +42,7 @@ from runner.api.usage import token_count
 from runner.config.constraints import Range, allows
 from runner.data.loading import validation_to_data_error
 from runner.data.mapping import compile_expression, shown
-from runner.data.models import Case, Citation, Response
+from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from runner.redact import ENV_REF, header_env_names, known_secrets, protect, scrub_data, scrub_text
 
@@ -159,51 +159,32 @@ class HttpModel(Caller, Transport, BaseAdapter):
                              f"{text[:80]!r}") from None
 
     def extract(self, reply: Any) -> Response:
-        """The response read out of a JSON reply with the configured JMESPath expressions."""
-        if self.response:
-            return self._shaped(reply)
+        """The response read out of a JSON reply with the configured JMESPath expressions (the
+        object at `response`, else the citations and the answer), validated as a stored response
+        is; a problem is the case's error."""
+        key, expr = ("response", self.response) if self.response else ("citations", self.citations)
         try:
-            raw = jmespath.search(self.citations, reply)
+            found = jmespath.search(expr, reply)
+            response = Response.model_validate(found if self.response else self._read(reply, found))
         except JMESPathError as exc:
-            return Response(error=f"model.citations: {exc}")
-        if raw is None:
-            return Response(error=f"the reply has no citations at {self.citations!r}: "
-                                  f"{json.dumps(reply)[:120]}")
-        if not isinstance(raw, list):
-            return Response(error=f"model.citations {self.citations!r} gave "
-                                  f"{type(raw).__name__}, not a list")
-        citations = []
-        for i, item in enumerate(raw):
-            if not isinstance(item, dict) or not isinstance(item.get("source"), str):
-                return Response(error=f"citation {i} from {self.citations!r} needs a string "
-                                      f"'source': {json.dumps(item)[:120]}")
-            content = item.get("content")
-            try:
-                citations.append(Citation(source=item["source"],
-                                          content="" if content is None else str(content)))
-            except ValidationError:  # a blank source
-                return Response(error=f"citation {i} from {self.citations!r} has a blank "
-                                      f"'source': {json.dumps(item)[:120]}")
+            return Response(error=f"model.{key}: {exc}")
+        except ValidationError as exc:
+            where = f"the reply's {key} at {expr!r}"
+            return Response(error=str(validation_to_data_error(exc, where, None)))
+        figures = self._figures(reply)  # its token counts (a figure not a count left out)
+        return response.model_copy(update={"usage": None if figures is None else {
+            k: float(v) for k, v in figures.items() if token_count(v) is not None}})
+
+    def _read(self, reply: Any, citations: Any) -> dict[str, Any]:
+        """The answer at `answer` (JSON text when not a string; empty for none) and the
+        ``{source, content}`` of each citation object of a list (content as text, empty for
+        none; other keys dropped), to be validated."""
         answer = jmespath.search(self.answer, reply) if self.answer else None
-        if answer is not None and not isinstance(answer, str):
-            answer = json.dumps(answer, ensure_ascii=False)
-        return Response(answer=answer or "", citations=citations, usage=self._usage_of(reply))
-
-    def _usage_of(self, reply: Any) -> dict[str, float] | None:
-        """The reply's token counts (a figure not a count left out), None without `tokens`."""
-        figures = self._figures(reply)
-        return None if figures is None else {
-            k: float(v) for k, v in figures.items() if token_count(v) is not None}
-
-    def _shaped(self, reply: Any) -> Response:
-        """The response object at `response`, validated as a stored response is."""
-        try:
-            found = Response.model_validate(jmespath.search(str(self.response), reply))
-        except (JMESPathError, ValidationError) as exc:
-            where = f"the reply's response at {self.response!r}"
-            return Response(error=str(validation_to_data_error(exc, where, None)) if isinstance(
-                exc, ValidationError) else f"model.response: {exc}")
-        return found.model_copy(update={"usage": self._usage_of(reply)})
+        if isinstance(citations, list):
+            citations = [{"source": c.get("source"), "content": "" if c.get("content") is None
+                          else str(c["content"])} if isinstance(c, dict) else c for c in citations]
+        return {"answer": answer if isinstance(answer, str) else "" if answer is None
+                else json.dumps(answer, ensure_ascii=False), "citations": citations}
 
     def _figures(self, reply: Any) -> dict[str, Any] | None:
         """The usage object at `tokens` as the reply gave it ({} when it has none), or None

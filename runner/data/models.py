@@ -7,6 +7,7 @@ of a results folder (:mod:`runner.results`) rely on in its files.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Annotated, Any
 
 from pydantic import (
@@ -130,10 +131,8 @@ class Response(_Model):
         documents that do not validate are left to their field's located error."""
         if isinstance(data, dict) and (data.get("documents") or data.get("provider") or any(
                 mark in str(data.get("answer")) for mark in "[【")):
-            try:
+            with suppress(ValidationError):
                 return canonical(data, _DOCUMENTS.validate_python(data.get("documents") or []))
-            except ValidationError:
-                pass
         return data
 
 

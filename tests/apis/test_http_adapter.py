@@ -107,9 +107,11 @@ def test_timeouts_are_retried(rag: FakeOpenAI) -> None:
 
 @pytest.mark.parametrize(("reply", "message"), [
     (b"<html>502 Bad Gateway</html>", "invalid JSON"),
-    ({"text": "no refs here"}, "no citations"),
-    ({"refs": "not a list"}, "not a list"),
-    ({"refs": [{"quote": "no doc"}]}, "string 'source'"),
+    ({"text": "no refs here"}, "at 'refs[].{source: doc, content: quote}', field 'citations': "
+                               "Input should be a valid list (got None)"),
+    ({"refs": "not a list"}, "field 'citations': Input should be a valid list (got None)"),
+    ({"refs": [{"quote": "no doc"}]}, "field 'citations[0].source': Input should be a valid "
+                                      "string (got None)"),
 ])
 def test_malformed_replies_are_case_errors(rag: FakeOpenAI, reply: Any, message: str) -> None:
     rag.script(RAG, Scripted(200, body=reply))

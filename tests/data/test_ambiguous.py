@@ -154,8 +154,8 @@ def test_an_api_citation_with_a_blank_source_is_an_error_of_its_case() -> None:
     reply = {"answer": "x", "citations": [{"source": "a", "content": "y"},
                                           {"source": "  ", "content": "z"}]}
     assert HttpModel(url="http://127.0.0.1:9").extract(reply).error == (
-        "citation 1 from 'citations' has a blank 'source': {\"source\": \"  \", "
-        "\"content\": \"z\"}")
+        "the reply's citations at 'citations', field 'citations[1].source': Value error, must "
+        "not be blank (got '  ')")
     with pytest.raises(ValueError) as exc:
         parse_answer(json.dumps({"answer": "x", "citations": [{"source": "", "quote": "y"}]}))
     assert str(exc.value) == ("the reply does not match the answer schema: citations.0.source: "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -89,26 +90,23 @@ def with_offsets(response: Any, texts: Callable[[], Mapping[str, str]], path: st
     return response.model_copy(update={"citations": cits})
 
 
-class Tally:
+class Tally(Counter[str]):
     """What a run's answers carried beside their citations: dangling markers or provider
     citations, and markers left unread because ``citations`` was given (their answers too)."""
-
-    def __init__(self) -> None:
-        self.counts = [0, 0, 0, 0]  # dangling, answers with some; unread, answers with some
 
     def add(self, responses: Iterable[Any]) -> None:
         """Count the responses (None for no response)."""
         for r in filter(None, responses):
-            self.counts = [a + b for a, b in zip(self.counts, (
-                r.dangling, r.dangling > 0, r.unread_markers, r.unread_markers > 0))]
+            self.update(dangling=r.dangling, dangling_answers=r.dangling > 0,
+                        unread=r.unread_markers, unread_answers=r.unread_markers > 0)
 
     def figure(self) -> dict[str, int]:
         """``metrics.json``'s ``dangling``: the dangling citations and the answers with one."""
-        return {"citations": self.counts[0], "answers": self.counts[1]}
+        return {"citations": self["dangling"], "answers": self["dangling_answers"]}
 
     def warning(self) -> str | None:
         """The run's warning about unread markers, or None."""
-        n, k = self.counts[2:]
+        n, k = self["unread"], self["unread_answers"]
         return None if not n else (
             f"{n} [n] marker{'s' * (n > 1)} in {k} answer{'s' * (k > 1)} "
             f"{'were' if n > 1 else 'was'} not read: the citations come from the `citations` "
