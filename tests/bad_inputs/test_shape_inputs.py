@@ -30,7 +30,7 @@ ROWS = [
     Row("a marker past the last document", FILE, 0,
         "threshold 0.5: context R/P/F1 1.000/1.000/1.000  source R/P/F1 1.000/1.000/1.000  "
         "(means over 1 scored case, 0 failed; 1 of 1 ground-truth passage matched; the system "
-        "answered 1 of the dataset's 1 case; 0 of 1 checked quotes appear in no document)",
+        "answered 1 of the dataset's 1 case)",
         {"c.jsonl": line({"answer": "Cats sit [1][2]. Mats [3].", "documents": DOCS})}),
     Row("an offset past the document's end", [*FILE, "dataset.knowledge_base.path=kb.jsonl"], 2,
         err("c.jsonl, case '1', field 'response.citations[0].end': the span 4:99 does not fit "
