@@ -109,12 +109,13 @@ def summary(kind: str, r: float | None, p: float | None) -> str:
 
 def _part(shown: Sequence[str], n: int, lead: str, one: str, many: str, rest: str) -> str:
     """`lead`, the `shown` sources, the words for one item or for `n` > 1, and `rest` (``the a
-    and b citations use a wrong passage``)."""
-    return f"{lead}{listing(shown)} {one if n == 1 else many} {rest}"
+    and b citations use a wrong passage``); "" when no source is shown."""
+    return f"{lead}{listing(shown)} {one if n == 1 else many} {rest}" if shown else ""
 
 
 def _sentence(parts: Sequence[str]) -> str:
-    """The parts as one sentence after a space ("" for none)."""
+    """The parts that say something as one sentence after a space ("" for none)."""
+    parts = [p for p in parts if p]
     if not parts:
         return ""
     text = ", and ".join(parts)  # a source name starts it as written (``b.md``), never capitalised
@@ -130,29 +131,23 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _labelled(ref_sources, ref_labels, "source_missed")
-    parts = [_part(wrong, len(wrong), "the ", "citation uses", "citations use",
-                   "a wrong passage")] if wrong else []
-    if others:
-        parts.append(_part(_unique(others), len(others), "the other ", "passage is",
-                           "passages are", "not cited"))
-    if missed:
-        parts.append(_part(missed, len(missed), "", "is", "are", "not cited at all"))
-    return _sentence(parts)
+    return _sentence([
+        _part(wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
+        _part(_unique(others), len(others), "the other ", "passage is", "passages are",
+              "not cited"),
+        _part(missed, len(missed), "", "is", "are", "not cited at all")])
 
 
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
     wrong = _labelled(cit_sources, cit_labels, "wrong_passage")
     unexpected = _labelled(cit_sources, cit_labels, "unexpected_source")
     other = _labelled(cit_sources, cit_labels, "other_source")
-    parts = [_part(other, len(other), "the ", "citation matches", "citations match",
-                   "only a passage of another document")] if other else []
-    if wrong:
-        parts.append(_part(wrong, len(wrong), "the ", "citation uses", "citations use",
-                           "a wrong passage"))
-    if unexpected:
-        parts.append(_part(unexpected, len(unexpected), "", "has", "have",
-                           "no matching ground-truth reference"))
-    return _sentence(parts)
+    return _sentence([
+        _part(other, len(other), "the ", "citation matches", "citations match",
+              "only a passage of another document"),
+        _part(wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
+        _part(unexpected, len(unexpected), "", "has", "have",
+              "no matching ground-truth reference")])
 
 
 def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
