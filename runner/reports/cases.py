@@ -69,14 +69,12 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
                               "E": [str(s) for s in shared.get("expected_sources") or []],
                               "S": [[None if v is None else round(v, 4) for v in r]
                                     for r in shared.get("similarity") or []], "X": []}
-    record.update((k, cut) for k, cut in (("Rc", refs_cut), ("Cc", cits_cut)) if cut)
-    if response.get("dangling"):
-        record["dg"] = response["dangling"]
-    if response.get("answer"):
-        record["a"] = clip(response["answer"], limit)
-    if shared.get("metadata"):
-        record["md"] = clip(json.dumps(shared["metadata"], ensure_ascii=False, default=str),
-                            limit)
+    metadata = shared.get("metadata")
+    optional = {"Rc": refs_cut, "Cc": cits_cut, "dg": response.get("dangling"),
+                "a": clip(response.get("answer"), limit),
+                "md": metadata and clip(json.dumps(metadata, ensure_ascii=False, default=str),
+                                        limit)}
+    record.update((k, v) for k, v in optional.items() if v)
     return record
 
 
