@@ -186,5 +186,5 @@ def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
              *map(dumps_compact, decided)]
     size = sum(len(text.encode("utf-8")) for text in texts)
     gzip = embed == "gzip" or (embed == "auto" and size > gzip_above_mb * 1024 * 1024)
-    packed = [embed_packed(text, "gzip-base64" if gzip else "json") for text in texts]
+    packed = [embed_packed(text, gzip) for text in texts]
     return {"cases_json": packed[0], "texts_json": packed[1], "decided_json": packed[2:]}
