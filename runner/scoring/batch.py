@@ -274,22 +274,15 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
         needs_sim: Per slot, whether the match rules need its similarity.
     """
     sim = np.full(len(pair_codes), np.nan)
-    failed_msg: dict[int, str] = {}
     need = np.flatnonzero(needs_sim)
     if not len(need):
-        return sim, failed_msg
-    n_texts = len(texts)
+        return sim, {}
     distinct, inverse = np.unique(pair_codes[need], return_inverse=True)
     inverse = inverse.reshape(-1)
-    values, failed = _similarities(matcher, texts, distinct // n_texts, distinct % n_texts)
+    values, failed = _similarities(matcher, texts, distinct // len(texts), distinct % len(texts))
     sim[need] = values[inverse]
-    if failed:
-        bad = np.zeros(len(distinct), dtype=bool)
-        bad[list(failed)] = True
-        hit = bad[inverse]
-        for slot, pair in zip(need[hit].tolist(), inverse[hit].tolist()):
-            failed_msg[slot] = failed[pair]
-    return sim, failed_msg
+    hit = np.isin(inverse, list(failed))  # the slots of the failed pairs
+    return sim, dict(zip(need[hit].tolist(), map(failed.__getitem__, inverse[hit].tolist())))
 
 
 def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
