@@ -31,7 +31,6 @@ import numpy as np
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import FastPath, Matcher, PairError
-from runner.results import CaseResult
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.fidelity import Found, Locator
@@ -161,12 +160,9 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
         where[pos] = k
-    errors: dict[int, CaseResult] = {}
-    for pos, (case, response) in enumerate(batch):
-        if where[pos] < 0:
-            errors[pos] = error_case(case, response, "no response for this case"
-                                     if response is None else str(response.error),
-                                     options.metrics)
+    errors = {pos: error_case(case, response, "no response for this case" if response is None
+                              else str(response.error), options.metrics)
+              for pos, (case, response) in enumerate(batch) if where[pos] < 0}
     return [BatchResults(where, errors,
                          _decide(prep, options, float(t)) if prep is not None else None,
                          prep.digest if prep is not None else 0)  # the same at every threshold
