@@ -179,25 +179,21 @@ class _Prepared:
         norm, same_source = options.normalizer, options.require_same_source
         self.fidelity = _locate(f, options.fidelity) if options.fidelity is not None else None
         n_cases = len(f.case_fields)
-        n_ref = np.array(f.n_ref, dtype=np.int64)
         n_cit = np.array(f.n_cit, dtype=np.int64)
-        n_exp = np.array(f.n_exp, dtype=np.int64)
         cit_first = np.cumsum(n_cit) - n_cit
-        ref_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_ref)
-        cit_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_cit)
-        exp_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_exp)
+        # The case of each reference, citation and expected source.
+        ref_case, cit_case, exp_case = (np.repeat(np.arange(n_cases, dtype=np.int64), n)
+                                        for n in (f.n_ref, n_cit, f.n_exp))
 
         # Texts and normalised sources as ids.
         text_index: dict[str, int] = {}
-        ref_tid = _ids(f.ref_text, text_index)
-        cit_tid = _ids(f.cit_text, text_index)
+        ref_tid, cit_tid = (_ids(texts, text_index) for texts in (f.ref_text, f.cit_text))
         texts = list(text_index)
         blank = np.fromiter([not t or t.isspace() for t in texts], dtype=bool, count=len(texts))
         src_index: dict[str, int] = {}
         raw_src: dict[str, int] = {}
-        ref_sid = _source_ids(f.ref_src, norm, raw_src, src_index)
-        cit_sid = _source_ids(f.cit_src, norm, raw_src, src_index)
-        exp_sid = _source_ids(f.exp_src, norm, raw_src, src_index)
+        ref_sid, cit_sid, exp_sid = (_source_ids(sources, norm, raw_src, src_index)
+                                     for sources in (f.ref_src, f.cit_src, f.exp_src))
         n_src = max(len(src_index), 1)
 
         # Slots: reference r of case k pairs with each of the case's citations, in order.
