@@ -105,9 +105,6 @@ class _Flat:
         self.cit_text: list[str] = []
         self.cit_claim: list[str] = []
         self.exp_src: list[str] = []
-        self.n_ref: list[int] = []
-        self.n_cit: list[int] = []
-        self.n_exp: list[int] = []
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
@@ -124,9 +121,9 @@ class _Flat:
             self.cit_text += [d["content"] for d in cits]
             self.cit_claim += [d["claim"] for d in cits]
             self.exp_src += cd["expected_sources"]
-            self.n_ref.append(len(refs))
-            self.n_cit.append(len(cits))
-            self.n_exp.append(len(cd["expected_sources"]))
+        self.n_ref = [len(cd["references"]) for cd in self.case_fields]
+        self.n_cit = [len(rd["citations"]) for rd in self.resp_fields]
+        self.n_exp = [len(cd["expected_sources"]) for cd in self.case_fields]
 
 
 def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
