@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import Any
 
 import numpy as np
 
@@ -97,8 +96,6 @@ class _Flat:
     def __init__(self, batch: Sequence[tuple[Case, Response | None]]) -> None:
         self.rows: list[int] = []  # batch positions of the scored cases
         self.items: list[tuple[Case, Response]] = []
-        self.case_fields: list[dict[str, Any]] = []
-        self.resp_fields: list[dict[str, Any]] = []
         self.ref_src: list[str] = []  # as written
         self.ref_text: list[str] = []
         self.cit_src: list[str] = []
@@ -113,14 +110,14 @@ class _Flat:
             cits = [c.__dict__ for c in rd["citations"]]
             self.rows.append(pos)
             self.items.append((case, response))
-            self.case_fields.append(cd)
-            self.resp_fields.append(rd)
             self.ref_src += [d["source"] for d in refs]
             self.ref_text += [d["content"] for d in refs]
             self.cit_src += [d["source"] for d in cits]
             self.cit_text += [d["content"] for d in cits]
             self.cit_claim += [d["claim"] for d in cits]
             self.exp_src += cd["expected_sources"]
+        self.case_fields = [case.__dict__ for case, _ in self.items]
+        self.resp_fields = [response.__dict__ for _, response in self.items]
         self.n_ref = [len(cd["references"]) for cd in self.case_fields]
         self.n_cit = [len(rd["citations"]) for rd in self.resp_fields]
         self.n_exp = [len(cd["expected_sources"]) for cd in self.case_fields]
@@ -197,11 +194,9 @@ class _Prepared:
         per_ref = n_cit[ref_case]  # slots of each reference
         slot_ref = np.repeat(np.arange(len(ref_tid), dtype=np.int64), per_ref)
         ref_slot_first = np.cumsum(per_ref) - per_ref
-        n_slots = len(slot_ref)
         slot_cit = (cit_first[ref_case[slot_ref]]
-                    + np.arange(n_slots, dtype=np.int64) - ref_slot_first[slot_ref])
-        ref_blank = blank[ref_tid]
-        s_ref_blank = ref_blank[slot_ref]
+                    + np.arange(len(slot_ref), dtype=np.int64) - ref_slot_first[slot_ref])
+        s_ref_blank = blank[ref_tid[slot_ref]]
         s_same = ref_sid[slot_ref] == cit_sid[slot_cit]
         # The predicate (runner.scoring.predicate): 1. a blank reference is matched by a
         # citation of its source, without a similarity; 2. under require_same_source another
