@@ -52,16 +52,10 @@ def _ids(values: list[str], index: dict[str, int]) -> np.ndarray:
 def _source_ids(values: list[str], norm: Callable[[str], str], raw: dict[str, int],
                 index: dict[str, int]) -> np.ndarray:
     """Ids of the normalised sources of `values`; `raw` memoises raw name → id."""
-    get = raw.get
-    out = [get(v, -1) for v in values]
-    if -1 in out:  # names not seen before: normalise each once
-        for p, v in enumerate(values):
-            if out[p] == -1:
-                i = raw.get(v)
-                if i is None:
-                    i = raw[v] = index.setdefault(norm(v), len(index))
-                out[p] = i
-    return np.array(out, dtype=np.int64)
+    for v in values:
+        if v not in raw:  # a name not seen before: normalised once
+            raw[v] = index.setdefault(norm(v), len(index))
+    return np.fromiter(map(raw.__getitem__, values), dtype=np.int64, count=len(values))
 
 
 def _similarities(matcher: Matcher, texts: list[str], a: np.ndarray,
