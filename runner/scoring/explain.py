@@ -210,8 +210,7 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
     if k_exp == 0:
         return (f"None of the expected sources ({listing(expected)}) "
                 f"{'is' if n_exp == 1 else 'are'} cited.")
-    yes = [s for s, ok in zip(expected, hit) if ok]
-    no = [s for s, ok in zip(expected, hit) if not ok]
+    yes, no = ([s for s, ok in zip(expected, hit) if bool(ok) == want] for want in (True, False))
     return (f"{listing(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {listing(no)} "
             f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
 
@@ -227,8 +226,7 @@ def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bo
     if k_cs == 0:
         return (f"None of the cited documents ({listing(cited)}) "
                 f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
-    good = [s for s, ok in zip(cited, hit) if ok]
-    bad = [s for s, ok in zip(cited, hit) if not ok]
+    good, bad = ([s for s, ok in zip(cited, hit) if bool(ok) == want] for want in (True, False))
     return (f"{listing(good)} {'are' if len(good) > 1 else 'is an'} expected "
             f"source{'s' if len(good) > 1 else ''}, but {listing(bad)} "
             f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "

@@ -218,8 +218,9 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
             if la != lb:
                 moved.setdefault((la, lb), []).append(cid)
         order = {name: n for n, name in enumerate(names)}
-        rows = [{"from": la, "to": lb, "items": len(cases), "cases": list(dict.fromkeys(cases))}
-                for (la, lb), cases in moved.items()]
+        rows: list[dict[str, Any]] = [
+            {"from": la, "to": lb, "items": len(cases), "cases": list(dict.fromkeys(cases))}
+            for (la, lb), cases in moved.items()]
         rows.sort(key=lambda e: (-e["items"], order.get(e["from"], 99), order.get(e["to"], 99)))
         out[kind] = {"followed": len(followed),
                      "kept": sum(la == lb for _, la, lb in followed), "moves": rows}
