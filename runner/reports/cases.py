@@ -69,14 +69,12 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
                               "E": [str(s) for s in shared.get("expected_sources") or []],
                               "S": [[None if v is None else round(v, 4) for v in r]
                                     for r in shared.get("similarity") or []], "X": []}
-    record.update((k, cut) for k, cut in (("Rc", refs_cut), ("Cc", cits_cut)) if cut)
-    if response.get("dangling"):
-        record["dg"] = response["dangling"]
-    if response.get("answer"):
-        record["a"] = clip(response["answer"], limit)
-    if shared.get("metadata"):
-        record["md"] = clip(json.dumps(shared["metadata"], ensure_ascii=False, default=str),
-                            limit)
+    metadata = shared.get("metadata")
+    optional = {"Rc": refs_cut, "Cc": cits_cut, "dg": response.get("dangling"),
+                "a": clip(response.get("answer"), limit),
+                "md": metadata and clip(json.dumps(metadata, ensure_ascii=False, default=str),
+                                        limit)}
+    record.update((k, v) for k, v in optional.items() if v)
     return record
 
 
@@ -188,5 +186,5 @@ def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
              *map(dumps_compact, decided)]
     size = sum(len(text.encode("utf-8")) for text in texts)
     gzip = embed == "gzip" or (embed == "auto" and size > gzip_above_mb * 1024 * 1024)
-    packed = [embed_packed(text, "gzip-base64" if gzip else "json") for text in texts]
+    packed = [embed_packed(text, gzip) for text in texts]
     return {"cases_json": packed[0], "texts_json": packed[1], "decided_json": packed[2:]}

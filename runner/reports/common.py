@@ -130,28 +130,19 @@ def dumps_compact(data: Any) -> str:
         return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def pack_text(text: str, level: int = 3) -> tuple[int, str]:
-    """`text` as UTF-8 bytes gzipped (no timestamp: the same text packs the same) in base64,
-    with its length in bytes."""
-    raw = text.encode("utf-8")
-    return len(raw), base64.b64encode(gzip.compress(raw, compresslevel=level,
-                                                    mtime=0)).decode("ascii")
-
-
-def embed_packed(text: str, encoding: str, packed: tuple[int, str] | None = None) -> Markup:
+def embed_packed(text: str, gzipped: bool) -> Markup:
     """A JSON document `text` wrapped for an embedded block, safe inside ``<script>``.
 
-    ``json``: ``{"encoding": "json", "data": <text>}``. ``gzip-base64``: ``{"encoding":
-    "gzip-base64", "bytes": n, "data": "<base64 of gzipped text>"}`` (`packed`: the
-    :func:`pack_text` of `text`, when known), which the page inflates with the browser's
+    Plain: ``{"encoding": "json", "data": <text>}``. `gzipped`: ``{"encoding": "gzip-base64",
+    "bytes": n, "data": "<base64 of gzipped text>"}``, the UTF-8 bytes of `text` gzipped (no
+    timestamp: the same text packs the same), which the page inflates with the browser's
     built-in ``DecompressionStream``. Base64 holds no character that could end the block.
     """
-    if encoding == "json":
+    if not gzipped:
         return Markup(_escape_script_json('{"encoding":"json","data":' + text + "}"))
-    if encoding != "gzip-base64":
-        raise ValueError(f"unknown encoding {encoding!r}")
-    n_bytes, data = packed or pack_text(text)
-    return Markup(f'{{"encoding":"gzip-base64","bytes":{int(n_bytes)},"data":"{data}"}}')
+    raw = text.encode("utf-8")
+    data = base64.b64encode(gzip.compress(raw, compresslevel=3, mtime=0)).decode("ascii")
+    return Markup(f'{{"encoding":"gzip-base64","bytes":{len(raw)},"data":"{data}"}}')
 
 
 @cache

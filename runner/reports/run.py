@@ -185,10 +185,8 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
     if len(result_dirs) != len(links):
         raise ValueError(f"{len(result_dirs)} result folders but {len(links)} links")
     dirs = [Path(d) for d in result_dirs]
-    if len(dirs) == 1:
-        return [render_run_report(dirs[0], links[0], options)]
-    return [write_html(dirs[0].parent / REPORT_FILE, _page(dirs, links,
-                                                           _options(dirs[0], options)))]
+    folder = dirs[0] if len(dirs) == 1 else dirs[0].parent
+    return [write_html(folder / REPORT_FILE, _page(dirs, links, _options(dirs[0], options)))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,15 +200,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracking-link", default=None)
     args = parser.parse_args(argv)
     try:
-        dirs = result_dirs(args.result_dir)
-        if len(dirs) > 1:  # a job folder of several thresholds: its page with the switch
-            links = [args.tracking_link] * len(dirs)
-            path = write_html(args.out or args.result_dir / REPORT_FILE,
-                              _page(dirs, links, _options(dirs[0], None)))
-        else:
+        dirs = result_dirs(args.result_dir)  # several: a job folder's page with the switch
+        if len(dirs) <= 1:
             require_complete(args.result_dir)  # a job's own reports come before its job.json
-            path = render_run_report(args.result_dir, tracking_link=args.tracking_link,
-                                     output=args.out)
+            dirs = [args.result_dir]
+        path = write_html(args.out or args.result_dir / REPORT_FILE, _page(
+            dirs, [args.tracking_link] * len(dirs), _options(dirs[0], None)))
     except (OSError, ValueError, RagciteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

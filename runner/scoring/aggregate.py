@@ -9,7 +9,7 @@ import hashlib
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
-from itertools import accumulate, islice
+from itertools import accumulate, chain, islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -139,8 +139,7 @@ class CaseList(CaseSequence):
         return self._parts[part][pos - start]
 
     def __iter__(self) -> Iterator[CaseResult]:
-        for part in self._parts:
-            yield from part
+        return chain.from_iterable(self._parts)
 
 
 @dataclass

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import accumulate
-from typing import Any
 
 import numpy as np
 
 from runner._gc import gc_paused
 from runner.data.models import Case, Response
 from runner.matchers.base import FastPath, Matcher, PairError
-from runner.results import CaseResult
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.fidelity import Found, Locator
@@ -54,16 +52,10 @@ def _ids(values: list[str], index: dict[str, int]) -> np.ndarray:
 def _source_ids(values: list[str], norm: Callable[[str], str], raw: dict[str, int],
                 index: dict[str, int]) -> np.ndarray:
     """Ids of the normalised sources of `values`; `raw` memoises raw name → id."""
-    get = raw.get
-    out = [get(v, -1) for v in values]
-    if -1 in out:  # names not seen before: normalise each once
-        for p, v in enumerate(values):
-            if out[p] == -1:
-                i = raw.get(v)
-                if i is None:
-                    i = raw[v] = index.setdefault(norm(v), len(index))
-                out[p] = i
-    return np.array(out, dtype=np.int64)
+    for v in values:
+        if v not in raw:  # a name not seen before: normalised once
+            raw[v] = index.setdefault(norm(v), len(index))
+    return np.fromiter(map(raw.__getitem__, values), dtype=np.int64, count=len(values))
 
 
 def _similarities(matcher: Matcher, texts: list[str], a: np.ndarray,
@@ -98,17 +90,12 @@ class _Flat:
     def __init__(self, batch: Sequence[tuple[Case, Response | None]]) -> None:
         self.rows: list[int] = []  # batch positions of the scored cases
         self.items: list[tuple[Case, Response]] = []
-        self.case_fields: list[dict[str, Any]] = []
-        self.resp_fields: list[dict[str, Any]] = []
         self.ref_src: list[str] = []  # as written
         self.ref_text: list[str] = []
         self.cit_src: list[str] = []
         self.cit_text: list[str] = []
         self.cit_claim: list[str] = []
         self.exp_src: list[str] = []
-        self.n_ref: list[int] = []
-        self.n_cit: list[int] = []
-        self.n_exp: list[int] = []
         for pos, (case, response) in enumerate(batch):
             if response is None or response.error is not None:
                 continue
@@ -117,17 +104,17 @@ class _Flat:
             cits = [c.__dict__ for c in rd["citations"]]
             self.rows.append(pos)
             self.items.append((case, response))
-            self.case_fields.append(cd)
-            self.resp_fields.append(rd)
             self.ref_src += [d["source"] for d in refs]
             self.ref_text += [d["content"] for d in refs]
             self.cit_src += [d["source"] for d in cits]
             self.cit_text += [d["content"] for d in cits]
             self.cit_claim += [d["claim"] for d in cits]
             self.exp_src += cd["expected_sources"]
-            self.n_ref.append(len(refs))
-            self.n_cit.append(len(cits))
-            self.n_exp.append(len(cd["expected_sources"]))
+        self.case_fields = [case.__dict__ for case, _ in self.items]
+        self.resp_fields = [response.__dict__ for _, response in self.items]
+        self.n_ref = [len(cd["references"]) for cd in self.case_fields]
+        self.n_cit = [len(rd["citations"]) for rd in self.resp_fields]
+        self.n_exp = [len(cd["expected_sources"]) for cd in self.case_fields]
 
 
 def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matcher: Matcher,
@@ -161,12 +148,9 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
     where = [-1] * len(batch)
     for k, pos in enumerate(flat.rows):
         where[pos] = k
-    errors: dict[int, CaseResult] = {}
-    for pos, (case, response) in enumerate(batch):
-        if where[pos] < 0:
-            errors[pos] = error_case(case, response, "no response for this case"
-                                     if response is None else str(response.error),
-                                     options.metrics)
+    errors = {pos: error_case(case, response, "no response for this case" if response is None
+                              else str(response.error), options.metrics)
+              for pos, (case, response) in enumerate(batch) if where[pos] < 0}
     return [BatchResults(where, errors,
                          _decide(prep, options, float(t)) if prep is not None else None,
                          prep.digest if prep is not None else 0)  # the same at every threshold
@@ -183,36 +167,30 @@ class _Prepared:
         norm, same_source = options.normalizer, options.require_same_source
         self.fidelity = _locate(f, options.fidelity) if options.fidelity is not None else None
         n_cases = len(f.case_fields)
-        n_ref = np.array(f.n_ref, dtype=np.int64)
         n_cit = np.array(f.n_cit, dtype=np.int64)
-        n_exp = np.array(f.n_exp, dtype=np.int64)
         cit_first = np.cumsum(n_cit) - n_cit
-        ref_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_ref)
-        cit_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_cit)
-        exp_case = np.repeat(np.arange(n_cases, dtype=np.int64), n_exp)
+        # The case of each reference, citation and expected source.
+        ref_case, cit_case, exp_case = (np.repeat(np.arange(n_cases, dtype=np.int64), n)
+                                        for n in (f.n_ref, n_cit, f.n_exp))
 
         # Texts and normalised sources as ids.
         text_index: dict[str, int] = {}
-        ref_tid = _ids(f.ref_text, text_index)
-        cit_tid = _ids(f.cit_text, text_index)
+        ref_tid, cit_tid = (_ids(texts, text_index) for texts in (f.ref_text, f.cit_text))
         texts = list(text_index)
         blank = np.fromiter([not t or t.isspace() for t in texts], dtype=bool, count=len(texts))
         src_index: dict[str, int] = {}
         raw_src: dict[str, int] = {}
-        ref_sid = _source_ids(f.ref_src, norm, raw_src, src_index)
-        cit_sid = _source_ids(f.cit_src, norm, raw_src, src_index)
-        exp_sid = _source_ids(f.exp_src, norm, raw_src, src_index)
+        ref_sid, cit_sid, exp_sid = (_source_ids(sources, norm, raw_src, src_index)
+                                     for sources in (f.ref_src, f.cit_src, f.exp_src))
         n_src = max(len(src_index), 1)
 
         # Slots: reference r of case k pairs with each of the case's citations, in order.
         per_ref = n_cit[ref_case]  # slots of each reference
         slot_ref = np.repeat(np.arange(len(ref_tid), dtype=np.int64), per_ref)
         ref_slot_first = np.cumsum(per_ref) - per_ref
-        n_slots = len(slot_ref)
         slot_cit = (cit_first[ref_case[slot_ref]]
-                    + np.arange(n_slots, dtype=np.int64) - ref_slot_first[slot_ref])
-        ref_blank = blank[ref_tid]
-        s_ref_blank = ref_blank[slot_ref]
+                    + np.arange(len(slot_ref), dtype=np.int64) - ref_slot_first[slot_ref])
+        s_ref_blank = blank[ref_tid[slot_ref]]
         s_same = ref_sid[slot_ref] == cit_sid[slot_cit]
         # The predicate (runner.scoring.predicate): 1. a blank reference is matched by a
         # citation of its source, without a similarity; 2. under require_same_source another
@@ -274,22 +252,15 @@ def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarra
         needs_sim: Per slot, whether the match rules need its similarity.
     """
     sim = np.full(len(pair_codes), np.nan)
-    failed_msg: dict[int, str] = {}
     need = np.flatnonzero(needs_sim)
     if not len(need):
-        return sim, failed_msg
-    n_texts = len(texts)
+        return sim, {}
     distinct, inverse = np.unique(pair_codes[need], return_inverse=True)
     inverse = inverse.reshape(-1)
-    values, failed = _similarities(matcher, texts, distinct // n_texts, distinct % n_texts)
+    values, failed = _similarities(matcher, texts, distinct // len(texts), distinct % len(texts))
     sim[need] = values[inverse]
-    if failed:
-        bad = np.zeros(len(distinct), dtype=bool)
-        bad[list(failed)] = True
-        hit = bad[inverse]
-        for slot, pair in zip(need[hit].tolist(), inverse[hit].tolist()):
-            failed_msg[slot] = failed[pair]
-    return sim, failed_msg
+    hit = np.isin(inverse, list(failed))  # the slots of the failed pairs
+    return sim, dict(zip(need[hit].tolist(), map(failed.__getitem__, inverse[hit].tolist())))
 
 
 def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:

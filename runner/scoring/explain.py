@@ -109,12 +109,13 @@ def summary(kind: str, r: float | None, p: float | None) -> str:
 
 def _part(shown: Sequence[str], n: int, lead: str, one: str, many: str, rest: str) -> str:
     """`lead`, the `shown` sources, the words for one item or for `n` > 1, and `rest` (``the a
-    and b citations use a wrong passage``)."""
-    return f"{lead}{listing(shown)} {one if n == 1 else many} {rest}"
+    and b citations use a wrong passage``); "" when no source is shown."""
+    return f"{lead}{listing(shown)} {one if n == 1 else many} {rest}" if shown else ""
 
 
 def _sentence(parts: Sequence[str]) -> str:
-    """The parts as one sentence after a space ("" for none)."""
+    """The parts that say something as one sentence after a space ("" for none)."""
+    parts = [p for p in parts if p]
     if not parts:
         return ""
     text = ", and ".join(parts)  # a source name starts it as written (``b.md``), never capitalised
@@ -130,29 +131,23 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _labelled(ref_sources, ref_labels, "source_missed")
-    parts = [_part(wrong, len(wrong), "the ", "citation uses", "citations use",
-                   "a wrong passage")] if wrong else []
-    if others:
-        parts.append(_part(_unique(others), len(others), "the other ", "passage is",
-                           "passages are", "not cited"))
-    if missed:
-        parts.append(_part(missed, len(missed), "", "is", "are", "not cited at all"))
-    return _sentence(parts)
+    return _sentence([
+        _part(wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
+        _part(_unique(others), len(others), "the other ", "passage is", "passages are",
+              "not cited"),
+        _part(missed, len(missed), "", "is", "are", "not cited at all")])
 
 
 def _citation_details(cit_sources: Sequence[str], cit_labels: Sequence[str]) -> str:
     wrong = _labelled(cit_sources, cit_labels, "wrong_passage")
     unexpected = _labelled(cit_sources, cit_labels, "unexpected_source")
     other = _labelled(cit_sources, cit_labels, "other_source")
-    parts = [_part(other, len(other), "the ", "citation matches", "citations match",
-                   "only a passage of another document")] if other else []
-    if wrong:
-        parts.append(_part(wrong, len(wrong), "the ", "citation uses", "citations use",
-                           "a wrong passage"))
-    if unexpected:
-        parts.append(_part(unexpected, len(unexpected), "", "has", "have",
-                           "no matching ground-truth reference"))
-    return _sentence(parts)
+    return _sentence([
+        _part(other, len(other), "the ", "citation matches", "citations match",
+              "only a passage of another document"),
+        _part(wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
+        _part(unexpected, len(unexpected), "", "has", "have",
+              "no matching ground-truth reference")])
 
 
 def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: list[str],
@@ -215,8 +210,7 @@ def source_recall(value: float | None, expected: Sequence[str], hit: Sequence[bo
     if k_exp == 0:
         return (f"None of the expected sources ({listing(expected)}) "
                 f"{'is' if n_exp == 1 else 'are'} cited.")
-    yes = [s for s, ok in zip(expected, hit) if ok]
-    no = [s for s, ok in zip(expected, hit) if not ok]
+    yes, no = ([s for s, ok in zip(expected, hit) if bool(ok) == want] for want in (True, False))
     return (f"{listing(yes)} {'are' if len(yes) > 1 else 'is'} cited, but {listing(no)} "
             f"{'are' if len(no) > 1 else 'is'} not ({k_exp} of {n_exp} expected sources).")
 
@@ -232,8 +226,7 @@ def source_precision(value: float | None, cited: Sequence[str], hit: Sequence[bo
     if k_cs == 0:
         return (f"None of the cited documents ({listing(cited)}) "
                 f"{'is' if n_cs == 1 else 'are'} among the expected sources.")
-    good = [s for s, ok in zip(cited, hit) if ok]
-    bad = [s for s, ok in zip(cited, hit) if not ok]
+    good, bad = ([s for s, ok in zip(cited, hit) if bool(ok) == want] for want in (True, False))
     return (f"{listing(good)} {'are' if len(good) > 1 else 'is an'} expected "
             f"source{'s' if len(good) > 1 else ''}, but {listing(bad)} "
             f"{'are' if len(bad) > 1 else 'is'} not ({k_cs} of {n_cs} cited sources are "

@@ -213,17 +213,15 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
     for kind, _, names in KINDS:
         followed = [(cid, la, lb) for cid in ids for k, la, lb in _moves(a[cid], b[cid])
                     if k == kind]
-        moved: dict[tuple[str, str], dict[str, Any]] = {}
+        moved: dict[tuple[str, str], list[str]] = {}  # (from, to): each moved item's case
         for cid, la, lb in followed:
             if la != lb:
-                entry = moved.setdefault((la, lb), {"from": la, "to": lb, "items": 0,
-                                                    "cases": []})
-                entry["items"] += 1
-                if cid not in entry["cases"]:
-                    entry["cases"].append(cid)
+                moved.setdefault((la, lb), []).append(cid)
         order = {name: n for n, name in enumerate(names)}
-        rows = sorted(moved.values(), key=lambda e: (-e["items"], order.get(e["from"], 99),
-                                                     order.get(e["to"], 99)))
+        rows: list[dict[str, Any]] = [
+            {"from": la, "to": lb, "items": len(cases), "cases": list(dict.fromkeys(cases))}
+            for (la, lb), cases in moved.items()]
+        rows.sort(key=lambda e: (-e["items"], order.get(e["from"], 99), order.get(e["to"], 99)))
         out[kind] = {"followed": len(followed),
                      "kept": sum(la == lb for _, la, lb in followed), "moves": rows}
     return out
