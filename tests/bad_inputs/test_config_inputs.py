@@ -37,7 +37,7 @@ GATES = ("context_recall, context_precision, context_f1, source_recall, source_p
          "source_f1, max_error_rate, max_fabricated")
 NGRAM_KEYS = "n, tokenizer, threads, kernel"
 STEPS = "nfc, strip, collapse_whitespace, casefold, basename"
-MATCHERS = "embeddings, llm, local_embeddings, locate, ngram, substring"
+MATCHERS = "embeddings, llm, local_embeddings, ngram, substring"
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 ROWS = [
