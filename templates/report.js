@@ -259,7 +259,7 @@
     var ts = terms($("case-search").value);
     var self = this, cases = this.cases;
     var kind = label.charAt(0), name = label.slice(2);
-    if (ts.length && !this.details) {
+    if ((ts.length || kind === "f") && !this.details) {  /* the quote fidelity is in the passages */
       this.status.textContent = "Loading the passages to search…";
       this.loadDetails().then(function () { self.applyFilters(); });
       return;
@@ -268,6 +268,8 @@
       var c = cases[i];
       if (label === "error") {
         if (!c.err) { return false; }
+      } else if (kind === "f") {
+        if (!(self.details[i].F || []).some(function (f) { return f[0] === name; })) { return false; }
       } else if (label) {
         if ((kind === "c" ? c.cl : c.rl).indexOf(name) < 0) { return false; }
       }
@@ -393,6 +395,28 @@
     return "item bad";
   }
 
+  /* A citation's quote fidelity (SPEC 6.1; F: [label, document, similarity, spans]): a chip in
+     its head (the similarity of a paraphrase, the document a misattributed quote comes from)
+     and where it was located. The spans index the document's normalised text (docs/fidelity.md),
+     which the page does not hold: they are stated, not highlighted. */
+  function fidelityOf(f, box, head, meanings) {
+    var label = f[0], text = label;
+    if (label === "paraphrased") { text += " " + fmt(f[2], 2); }
+    if (label === "misattributed") { text += ": from " + f[1]; }
+    var chip = el("span", "lab lab-" + label, text);
+    chip.setAttribute("data-fidelity", label);
+    chip.title = "quote fidelity: " + (meanings[label] || label);
+    head.appendChild(document.createTextNode(" "));
+    head.appendChild(chip);
+    if (f[3] && f[3].length) {
+      var at = el("div", "link small", "quote located in " + f[1] + " at characters "
+        + f[3].map(function (s) { return s[0] + "–" + s[1]; }).join(", ")
+        + " of its normalised text (case folded, spaces collapsed; the document is not in this page)");
+      at.setAttribute("data-located", label);
+      box.appendChild(at);
+    }
+  }
+
   CaseTable.prototype.detail = function (i) {
     var c = this.cases[i], threshold = this.meta.threshold, self = this;
     var tr = el("tr", "detail");
@@ -464,6 +488,7 @@
       box.appendChild(head);
       box.appendChild(passage(x[1], "(empty passage)"));
       if (x[2]) { box.appendChild(el("div", "claim", "claim: " + x[2])); }
+      if (d.F && d.F[ci]) { fidelityOf(d.F[ci], box, head, self.meta.label_text); }
       var links = [], best = null, bestI = -1;
       d.R.forEach(function (_, ri) {
         var v = sim(ri, ci);

@@ -11,7 +11,9 @@ page) in blocks the page's script decodes (short keys keep big reports small):
   results files do not store them; a case whose labels no threshold changes has one); ``a``
   answer; ``md`` metadata as JSON text; ``Rc`` / ``Cc`` the positions of the references and
   citations whose content is cut in the report (``max_text_chars``), which the pair review does
-  not export (the last four when present);
+  not export; ``F`` each citation's quote fidelity (SPEC 6.1) as ``[label, document,
+  similarity, spans]`` (the spans in the normalised document, whose text the page does not
+  hold) (the last five when present);
 * per threshold, what it **decided** (``ragcite-decided``), as columns of small values: ``f``
   each distinct ``[metric values, bands]`` (the bands one letter each: g/m/r, ``-``
   undefined); per case ``k`` its entry of ``f``, ``cl`` / ``rl`` its citation and reference
@@ -71,6 +73,7 @@ def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
                                     for r in shared.get("similarity") or []], "X": []}
     metadata = shared.get("metadata")
     optional = {"Rc": refs_cut, "Cc": cits_cut, "dg": response.get("dangling"),
+                "F": [list(f.values()) for f in shared.get("fidelity") or []],  # table.py's order
                 "a": clip(response.get("answer"), limit),
                 "md": metadata and clip(json.dumps(metadata, ensure_ascii=False, default=str),
                                         limit)}

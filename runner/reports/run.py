@@ -28,7 +28,7 @@ from runner.reports.common import embed_json, render, stacked_bars, write_html
 from runner.reports.sentences import card_sentence, diagnosis
 from runner.results import CONFIG_FILE, REPORT_FILE, read_result, require_complete, result_dirs
 from runner.scoring.bands import DEFAULT_BANDS
-from runner.scoring.labels import CITATION_LABELS, LABEL_TEXT, REFERENCE_LABELS
+from runner.scoring.labels import CITATION_LABELS, FIDELITY, LABEL_TEXT, REFERENCE_LABELS
 from runner.scoring.metrics import declared
 
 EMBED_CHOICES = ("auto", "json", "gzip")
@@ -105,6 +105,7 @@ def build_context(metrics: Mapping[str, Any], n_embedded: int, opts: HtmlOptions
     meta = {
         "metrics": [m.name for m in metric_list], "names": {m.name: m.title for m in metric_list},
         "citation_labels": list(CITATION_LABELS), "reference_labels": list(REFERENCE_LABELS),
+        "fidelity_labels": [lab.name for lab in FIDELITY],
         "label_text": LABEL_TEXT, "page_size": opts.page_size,
         "n_cases": int(metrics.get("n_cases") or 0), "n_embedded": n_embedded,
         "threshold": run["threshold"], "review_key": review_key(result_dir, run),

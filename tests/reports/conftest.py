@@ -132,8 +132,10 @@ def extra(name: str, dataset: str = "fixture", model: str = "precomputed",
 
 
 def _write(folder: Path, cases: Sequence[Case], matcher: str, threshold: float,
-           passages: str, report: dict[str, Any] | None, **extra_args: Any) -> Path:
-    result = runner.evaluate(cases, matcher=matcher, threshold=threshold, bootstrap_resamples=200)
+           passages: str, report: dict[str, Any] | None,
+           knowledge_base: dict[str, str] | None = None, **extra_args: Any) -> Path:
+    result = runner.evaluate(cases, matcher=matcher, threshold=threshold, bootstrap_resamples=200,
+                             knowledge_base=knowledge_base)
     result.extra = extra(matcher=matcher, threshold=threshold, **extra_args)
     result.extra["dataset"]["n_cases"] = len(cases)
     write_result(folder, result, passages=passages)

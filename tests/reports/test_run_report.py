@@ -24,6 +24,7 @@ from tests.reports.conftest import (
     CLOSE,
     IMG,
     SCRIPT,
+    _case,
     assert_no_external_refs,
     build_job,
     build_run,
@@ -304,6 +305,57 @@ def test_run_report_in_chromium(tmp_path: Path, open_page: Any, embed: str) -> N
     assert page.locator('[data-field="tracking-link"]').get_attribute("href") == (
         "http://127.0.0.1:5000/#/experiments/1/runs/abc")
     screenshot(page, f"run-{embed}")
+    watch.assert_clean()
+
+
+# Quote fidelity in the case view (SPEC 6.1): the knowledge base and four quotes of
+# tests/scoring/test_fidelity.py (labels and spans worked out there), one case each, all citing
+# leave.md. After fold leave.md is "employees get 25 days of paid leave per year. unused days
+# expire in march. requests go through the hr portal.": "unused days expire in march." is
+# [46, 74); the paraphrase keeps 8 of its 9 words in order against sentence 1's 9, similarity
+# 2 * 8 / 18 = 0.888... (shown to 2 decimals: 0.89), span [0, 44) ("employees" to "year");
+# travel.md's whole text is [0, 39); the cafeteria sentence is in no document.
+FIDELITY_KB = {"leave.md": "Employees get 25 days of paid leave per year. Unused days expire in "
+               "March.  Requests go through the HR portal.",
+               "travel.md": "Travel is approved by the line manager."}
+FIDELITY_QUOTES = [
+    ("as-written", "Unused days expire in March.", "verbatim",
+     "quote located in leave.md at characters 46–74"),
+    ("reworded", "Employees get 25 days of paid holiday per year.", "paraphrased 0.89",
+     "quote located in leave.md at characters 0–44"),
+    ("elsewhere", "Travel is approved by the line manager.", "misattributed: from travel.md",
+     "quote located in travel.md at characters 0–39"),
+    ("made-up", "The cafeteria serves free lunch on Fridays.", "fabricated", None)]
+
+
+@pytest.mark.slow
+def test_fidelity_chips_and_filter_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    cases = [_case(cid, "q", [("leave.md", quote)], [("leave.md", quote)])
+             for cid, quote, *_ in FIDELITY_QUOTES]
+    run = build_run(tmp_path / "run", cases, knowledge_base=FIDELITY_KB)
+    page, watch = open_page(render_run_report(run))
+    for cid, _, chip, located in FIDELITY_QUOTES:
+        page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
+        cit = page.locator("tr.detail .cits .item")
+        expect(cit.locator("[data-fidelity]")).to_have_text(chip)
+        if located is None:  # found nowhere: no span to state
+            expect(cit.locator("[data-located]")).to_have_count(0)
+        else:  # the spans index the normalised text, which the page does not hold: stated
+            expect(cit.locator("[data-located]")).to_have_text(
+                located + " of its normalised text (case folded, spaces collapsed; the "
+                "document is not in this page)")
+        page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
+    # The label filter by fidelity: one fabricated quote, one paraphrased, none stitched.
+    page.select_option("#case-label", "f:fabricated")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(1)
+    assert _rows(page) == ["made-up"]
+    page.select_option("#case-label", "f:paraphrased")
+    expect(page.locator('tr.case-row[data-case-id="reworded"]')).to_have_count(1)
+    assert _rows(page) == ["reworded"]
+    page.select_option("#case-label", "f:stitched")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(0)
+    page.select_option("#case-label", "")
+    expect(page.locator("#case-body tr.case-row")).to_have_count(4)
     watch.assert_clean()
 
 
