@@ -58,13 +58,17 @@ LABEL_TEXT = {lab.name: lab.text for lab in (*CITATION, *REFERENCE, *FIDELITY)}
 KINDS = (("citations", "citation_", CITATION_LABELS), ("references", "reference_",
                                                         REFERENCE_LABELS))
 """Each kind of item (``counts`` key), its labels' key prefix and its labels in order."""
+CHECKED = ("checked quotes", "fidelity_", tuple(lab.name for lab in FIDELITY[:-1]))
+"""The fidelity labels of a checked quote (all but ``unchecked``), as a kind of :data:`KINDS`."""
 
 
 def shares(labels: Mapping[str, int], counts: Mapping[str, int]) -> dict[str, float | None]:
     """Each label's count over the items of its kind (``counts`` → ``citations`` or
-    ``references``): ``metrics.json`` → ``label_shares``, None when there is none."""
-    return {lab.key: labels.get(lab.key, 0) / whole if (whole := counts.get(lab.kind + "s"))
-            else None for lab in (*CITATION, *REFERENCE)}
+    ``references``; a fidelity label's over the checked quotes, when `labels` count them):
+    ``metrics.json`` → ``label_shares``, None when there is none."""
+    wholes = {**counts, "fidelitys": sum(labels.get(CHECKED[1] + n, 0) for n in CHECKED[2])}
+    return {lab.key: labels.get(lab.key, 0) / whole if (whole := wholes.get(lab.kind + "s"))
+            else None for lab in (*CITATION, *REFERENCE, *FIDELITY[:-1]) if lab.key in labels}
 
 
 def diagnose(labels: Mapping[str, int]) -> str:

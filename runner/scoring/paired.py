@@ -22,7 +22,7 @@ from runner.config.naming import model_text, params_text
 from runner.results import CaseResult
 from runner.scoring.aggregate import bootstrap_ci
 from runner.scoring.explain import signed
-from runner.scoring.labels import KINDS
+from runner.scoring.labels import CHECKED, KINDS
 from runner.scoring.metrics import METRIC_KEYS
 
 
@@ -112,7 +112,7 @@ def compare_runs(a: RunData, b: RunData, resamples: int = 2000, confidence: floa
         "pairing": pairing,
         "bootstrap": {"resamples": resamples, "confidence": confidence, "seed": seed,
                       "method": "paired percentile bootstrap over cases"}, "metrics": metrics,
-        "labels": {"shares": share_shifts(a.metrics.get("labels"), b.metrics.get("labels")),
+        "labels": {"shares": share_shifts(_labels(a), _labels(b)),
                    "transitions": label_transitions(a.cases, b.cases, paired)},
         "changed": changed_cases(a, b, common, statuses, top)}
 
@@ -227,11 +227,19 @@ def label_transitions(a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
     return out
 
 
+def _labels(run: RunData) -> dict[str, Any]:
+    """A run's label counts with its fidelity counts keyed as labels (``fidelity_verbatim``)."""
+    return {**(run.metrics.get("labels") or {}),
+            **{CHECKED[1] + k: v for k, v in (run.metrics.get("fidelity") or {}).items()}}
+
+
 def share_shifts(labels_a: Mapping[str, Any] | None,
                  labels_b: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Per kind and label: the counts and shares in A and B and the move in percentage points."""
+    """Per kind and label: the counts and shares in A and B and the move in percentage points
+    (the fidelity labels of checked quotes too, when either counts them)."""
     rows = []
-    for kind, prefix, names in KINDS:
+    fidelity = any(k.startswith(CHECKED[1]) for side in (labels_a, labels_b) for k in side or {})
+    for kind, prefix, names in (*KINDS, *([CHECKED] if fidelity else [])):
         ca, cb = ({n: int((side or {}).get(prefix + n) or 0) for n in names}
                   for side in (labels_a, labels_b))
         ta, tb = sum(ca.values()), sum(cb.values())

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from runner.data.models import Case, Citation, Reference, Response
 from runner.reports.compare import main
@@ -164,3 +165,41 @@ def test_common_case_figures_in_chromium(tmp_path: Path, open_page: Any) -> None
     assert page.locator('[data-common="b|context_recall"]').inner_text() == "0.650"
     screenshot(page, "compare-common-cases")
     watch.assert_clean()
+
+
+@pytest.mark.slow
+def test_fidelity_share_shift_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    # The quotes of tests/reports/test_run_report.py (labels worked out in
+    # tests/scoring/test_fidelity.py), one a case. A: 1 verbatim, 1 paraphrased, 1 misattributed,
+    # 1 fabricated of 4 checked. B: the same, with the cafeteria sentence in a document of its
+    # own, so the quote citing leave.md for it is misattributed: 0 fabricated, 2 misattributed.
+    from tests.reports.test_run_report import FIDELITY_KB, FIDELITY_QUOTES
+
+    cases = [_case(cid, ("leave.md", q), [("leave.md", q)]) for cid, q, *_ in FIDELITY_QUOTES]
+    a = build_run(tmp_path / "a", cases, name="a", knowledge_base=FIDELITY_KB)
+    b = build_run(tmp_path / "b", cases, name="b", knowledge_base={
+        **FIDELITY_KB, "cafeteria.md": "The cafeteria serves free lunch on Fridays."})
+    out = tmp_path / "cmp.html"
+    main([str(a), str(b), "--out", str(out)])
+    shares = {s["key"]: (s["a"], s["b"], s["pp_text"])
+              for s in load_json(out.with_suffix(".json"))["labels"]["shares"]
+              if s["kind"] == "checked quotes"}
+    assert shares == {
+        "fidelity_verbatim": ("1 of 4 checked quotes (25.0%)",) * 2 + ("0.0 pp",),
+        "fidelity_paraphrased": ("1 of 4 checked quotes (25.0%)",) * 2 + ("0.0 pp",),
+        "fidelity_misattributed": ("1 of 4 checked quotes (25.0%)",
+                                   "2 of 4 checked quotes (50.0%)", "+25.0 pp"),
+        "fidelity_stitched": ("0 of 4 checked quotes (0.0%)",) * 2 + ("0.0 pp",),
+        "fidelity_fabricated": ("1 of 4 checked quotes (25.0%)",
+                                "0 of 4 checked quotes (0.0%)", "-25.0 pp")}
+    page, watch = open_page(out)
+    row = page.locator('[data-share="fidelity_fabricated"] td')
+    expect(row).to_have_text(["fabricated checked quotes", "1 of 4 checked quotes (25.0%)",
+                              "0 of 4 checked quotes (0.0%)", "-25.0 pp"])
+    watch.assert_clean()
+    # Runs scored without a knowledge base have no fidelity counts, so no such rows.
+    plain = tmp_path / "plain.html"
+    main([str(build_run(tmp_path / "p1", cases)), str(build_run(tmp_path / "p2", cases)),
+          "--out", str(plain)])
+    assert not [s for s in load_json(plain.with_suffix(".json"))["labels"]["shares"]
+                if s["key"].startswith("fidelity_")]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from runner.reports.common import fmt
 from runner.reports.run import render_run_reports
@@ -19,6 +20,7 @@ from tests.conftest import REPO, run_cli
 from tests.reports.conftest import (
     IMG,
     SCRIPT,
+    _case,
     assert_no_external_refs,
     build_job,
     build_run,
@@ -262,3 +264,33 @@ def test_equal_results_are_all_listed_as_best(tmp_path: Path) -> None:
     assert page.html.count('data-metric="source_f1" data-value=') == 4
     assert len(re.findall(r'class="num band-\w+ best" data-job="[^"]+" data-metric="source_f1"',
                           page.html)) == 4
+
+
+@pytest.mark.slow
+def test_fidelity_shares_per_result_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    # Two results of the quotes of tests/reports/test_run_report.py (labels worked out in
+    # tests/scoring/test_fidelity.py): "all" checks its 4 quotes against the knowledge base, 1
+    # fabricated of 4 checked (25.0%); "none" has an empty knowledge base: 2 unchecked, none
+    # checked, so no share ("—"). A sweep without fidelity (make_sweep) has no such table.
+    from tests.reports.test_run_report import FIDELITY_KB, FIDELITY_QUOTES
+
+    sweep, entries = tmp_path / "sweep", []
+    for num, (name, quotes, kb) in enumerate([("all", FIDELITY_QUOTES, FIDELITY_KB),
+                                              ("none", FIDELITY_QUOTES[2:], {})]):
+        cases = [_case(cid, "q", [("leave.md", q)], [("leave.md", q)]) for cid, q, *_ in quotes]
+        build_run(sweep / name, cases, knowledge_base=kb)
+        entries.append({"dir": name, "job": name, "num": num, "overrides": [],
+                        "threshold": {"value": 0.5, "level": None}, "complete": True,
+                        "metrics": read_result(sweep / name)})
+    (sweep / SWEEP_FILE).write_text(json.dumps({
+        "schema_version": 2, "sweep_dir": str(sweep), "failed": False, "n_jobs": 2,
+        "incomplete_jobs": [], "jobs": entries, "best": best_results(entries)}))
+    page, watch = open_page(render_sweep_report(sweep))
+    want = {"all": ["25.0%", "1", "1", "1", "0", "1", "0"],
+            "none": ["—", "0", "0", "0", "0", "0", "2"]}
+    for name, cells in want.items():  # fabricated share, then verbatim ... unchecked
+        row = page.locator(f'#fidelity-table tr[data-fidelity-row="{name}"] td.num')
+        expect(row).to_have_text(cells)
+    watch.assert_clean()
+    assert "fidelity-table" not in render_sweep_report(make_sweep(tmp_path / "plain")).read_text(
+        "utf-8")
