@@ -22,7 +22,7 @@ loop, from lists converted once per batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 
 import numpy as np
@@ -165,7 +165,7 @@ class _Prepared:
         """Lay out a batch, look up its similarities and locate its quotes: everything before
         the threshold."""
         norm, same_source = options.normalizer, options.require_same_source
-        self.fidelity = _locate(f, options.fidelity) if options.fidelity is not None else None
+        self.fidelity = None if options.fidelity is None else list(_locate(f, options.fidelity))
         n_cases = len(f.case_fields)
         n_cit = np.array(f.n_cit, dtype=np.int64)
         cit_first = np.cumsum(n_cit) - n_cit
@@ -229,15 +229,13 @@ def _source_sets(exp: tuple[np.ndarray, np.ndarray], cit: tuple[np.ndarray, np.n
             np.isin(ref[0] * n_src + ref[1], cited))
 
 
-def _locate(f: _Flat, knowledge_base: Locator) -> list[Found]:
+def _locate(f: _Flat, knowledge_base: Locator) -> Iterator[Found]:
     """Each citation's fidelity (SPEC 6.1): located in the documents its response carries, or
     in the knowledge base when it carries none."""
-    out: list[Found] = []
     for rd, n, first in zip(f.resp_fields, f.n_cit, accumulate([0, *f.n_cit])):
         at = (Locator(((d.source, d.text) for d in rd["documents"]), knowledge_base.norm)
               if rd["documents"] else knowledge_base)
-        out += map(at.label, f.cit_src[first:first + n], f.cit_text[first:first + n])
-    return out
+        yield from map(at.label, f.cit_src[first:first + n], f.cit_text[first:first + n])
 
 
 def _slot_similarities(matcher: Matcher, texts: list[str], pair_codes: np.ndarray,

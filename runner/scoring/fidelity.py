@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice, pairwise
+from itertools import chain, islice, pairwise
 from typing import Any
 
 import numpy as np
@@ -46,11 +46,9 @@ def label_counts(found: Iterable[Found]) -> dict[str, int]:
     return {lab.key: seen[lab.name] for lab in FIDELITY}
 
 
-def _grams(text: str) -> np.ndarray:
-    """The distinct hashes of the n-grams of `text`'s words (a shorter text: one, padded)."""
-    words = np.fromiter(map(hash, _TOKEN.findall(text)), np.int64)
-    words = np.concatenate([words, np.zeros(max(N - len(words), 0), np.int64)])
-    return np.unique(sum(words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)))
+def _grams(words: np.ndarray) -> np.ndarray:
+    """The hashes of the n-grams of `words` (hashes of words), one per word but the last N - 1."""
+    return np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
 
 
 def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
@@ -59,8 +57,7 @@ def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
     spans, at = [], 0
     for part in parts:
         start = doc.find(part, at)
-        start = doc.find(part) if start < 0 else start
-        if start < 0:
+        if start < 0 and (start := doc.find(part)) < 0:
             return None
         spans.append([start, at := start + len(part)])
     return spans
@@ -81,13 +78,19 @@ class Locator:
             key = norm(source)
             self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
                               else fold(text))
-        # The index: every document's distinct n-grams (their hashes), sorted, with their owner.
-        self.keys, grams = list(self.docs), [_grams(text) for _, text in self.docs.values()]
-        flat = np.concatenate([np.zeros(0, np.int64), *grams])
-        order = np.argsort(flat, kind="stable")
-        self.grams = flat[order]
-        self.owner = np.repeat(np.arange(len(grams)), [len(g) for g in grams])[order]
-        self._words: dict[str, list[str]] = {}  # each document's words, when first needed
+        # The index: every document's words hashed (a text of fewer than N words padded with
+        # "", hashed 0) and its distinct n-grams, sorted by hash, with their owner.
+        self.keys, words = list(self.docs), [_TOKEN.findall(text) for _, text in self.docs.values()]
+        size = np.array([max(len(w), N) for w in words], np.int64)
+        self.words = np.fromiter(map(hash, chain.from_iterable(
+            w + [""] * (N - len(w)) for w in words)), np.int64, count=int(size.sum()))
+        self.span = {k: (a, a + len(w)) for k, a, w in zip(self.keys, size.cumsum() - size, words)}
+        owner = np.repeat(np.arange(len(size)), size)[:len(grams := _grams(self.words))]
+        keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(size)[owner])  # in one doc
+        keep = keep[np.argsort(grams[keep], kind="stable")]  # owners ascending within a hash
+        grams, owner = grams[keep], owner[keep]
+        new = (np.diff(grams, prepend=0) != 0) | (np.diff(owner, prepend=-1) != 0)  # distinct
+        self.grams, self.owner = grams[new], owner[new]
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
@@ -103,19 +106,21 @@ class Locator:
             spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
             if spans:
                 return self._found("stitched", key, 1.0, spans)
-        others = [other for other in self._candidates(text) if other != key][:CANDIDATES]
+        words = list(map(hash, _TOKEN.findall(text)))
+        others = [other for other in self._candidates(words) if other != key][:CANDIDATES]
         for other in others:  # verbatim elsewhere before close to the cited document
             if spans := _exact(self.docs[other][1], parts):
                 return self._found("misattributed", other, 1.0, spans)
         for label, other in [("paraphrased", key)] * (key in self.docs) + [
                 ("misattributed", other) for other in others]:
-            if close := self._close(label, other, text):
+            if close := self._close(label, other, words):
                 return close
         return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
 
-    def _candidates(self, text: str) -> list[str]:
-        """The documents that share most n-grams (none of them common) with `text`."""
-        low = np.searchsorted(self.grams, grams := _grams(text)[:PROBES])
+    def _candidates(self, words: list[int]) -> list[str]:
+        """The documents that share most n-grams (none of them common) with `words`."""
+        grams = np.unique(_grams(np.array([*words, *[0] * (N - len(words))], np.int64)))
+        low = np.searchsorted(self.grams, grams := grams[:PROBES])
         size = np.searchsorted(self.grams, grams, "right") - low
         low, size = low[size <= COMMON], size[size <= COMMON]  # each n-gram's owners, in a row
         at = np.repeat(low - np.cumsum(size) + size, size) + np.arange(size.sum())
@@ -123,17 +128,16 @@ class Locator:
         best = found[np.argsort(-hits, kind="stable")[:CANDIDATES + 1]]
         return [self.keys[k] for k in best.tolist()]
 
-    def _close(self, label: str, key: str, text: str) -> Found | None:
-        """`label` when the words of `text` align with a span of the words of document `key`
-        at least :data:`CLOSE` (its span: from its first word's start to its last word's end)."""
-        if key not in self._words:
-            self._words[key] = _TOKEN.findall(self.docs[key][1])
-        got = fuzz.partial_ratio_alignment(_TOKEN.findall(text), self._words[key],
+    def _close(self, label: str, key: str, words: list[int]) -> Found | None:
+        """`label` when `words` (the quote's, hashed) align with a span of the words of document
+        `key` at least :data:`CLOSE` (its span: from its first word's start to its last word's
+        end)."""
+        got = fuzz.partial_ratio_alignment(words, self.words[slice(*self.span[key])].tolist(),
                                            score_cutoff=100 * CLOSE)
         if got is None:
             return None
-        words = list(islice(_TOKEN.finditer(self.docs[key][1]), got.dest_start, got.dest_end))
-        return self._found(label, key, got.score / 100, [[words[0].start(), words[-1].end()]])
+        span = list(islice(_TOKEN.finditer(self.docs[key][1]), got.dest_start, got.dest_end))
+        return self._found(label, key, got.score / 100, [[span[0].start(), span[-1].end()]])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
