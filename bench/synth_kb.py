@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def data_files(folder: Path, n: int, docs: int, seed: int) -> tuple[Path, Path]:
             tmp = path.with_suffix(".tmp")
             tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
             tmp.replace(path)
-        print(f"generated {where} in {time.perf_counter() - t0:.1f} s")
+        print(f"generated {where} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return cases, kb
 
 

@@ -87,7 +87,8 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
     work = tmp_path / "work"
     proc = subprocess.run(
         [sys.executable, str(SUITE), "--sizes", str(N), "--multirun-sizes", str(N),
-         "--memory-size", str(MEMORY_N), "--seed", str(SEED), "--data-dir",
+         "--memory-size", str(MEMORY_N), "--fidelity-size", str(N), "--fidelity-docs", "20",
+         "--seed", str(SEED), "--data-dir",
          str(tmp_path / "data"), "--work-dir", str(work), "--json", str(out_json)],
         cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -110,10 +111,12 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
         ("multirun", BYTES_ROW.strip()),
         ("memory", "small cases, tracking=none report=none"),
         ("memory", "process tree PSS (sampled)"),
+        ("fidelity", "ragcite run, scoring.fidelity=off, 20 docs"),
+        ("fidelity", "ragcite run, scoring.fidelity=auto, 20 docs"),
     ]
     assert rows[0][2] == "1"
-    assert all(r[2] == str(N) for r in rows[1:-2])
-    assert all(r[2] == str(MEMORY_N) for r in rows[-2:])
+    assert all(r[2] == str(N) for r in rows[1:-4] + rows[-2:])
+    assert all(r[2] == str(MEMORY_N) for r in rows[-4:-2])
     # Targets apply at 100,000 cases only; the multirun ratios at any size.
     assert rows[1][-1] == "n/a"
     multirun_rows = [r for r in rows if r[0] == "multirun"]
@@ -123,7 +126,9 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
     assert re.fullmatch(r"[\d.]+ MB = \d+\.\d\dx single", multirun_rows[3][-1])
     assert multirun_rows[4][-2] == "< 2x single run"
     assert re.fullmatch(r"\d+\.\d\dx (PASS|FAIL)", multirun_rows[4][-1])
-    assert rows[-2][-2:] == ["< 1 GB at 100k, < 1.5 GB at 1M", "n/a"]
+    assert rows[-4][-2:] == ["< 1 GB at 100k, < 1.5 GB at 1M", "n/a"]
+    assert rows[-1][-2] == "<= 1.5x off"
+    assert re.fullmatch(r"\d+\.\d\dx (PASS|FAIL)", rows[-1][-1])
 
     report = json.loads(out_json.read_text(encoding="utf-8"))
     assert report["sizes"] == [N]
@@ -131,7 +136,7 @@ def test_suite_at_50_cases(tmp_path: Path) -> None:
     assert report["memory_sizes"] == [MEMORY_N]
     assert report["seed"] == SEED
     assert report["repeat"] == 1
-    assert report["parts"] == ["e2e", "matchers", "multirun", "memory"]
+    assert report["parts"] == ["e2e", "matchers", "multirun", "memory", "fidelity"]
     assert report["store"] == "warm"
     assert report["store_creation_s"] > 0
     assert report["targets"]["multirun"] == {

@@ -134,7 +134,8 @@ def test_evaluate_scores_each_marker_form(form: str, one: str, two: str,
     result = runner.evaluate([case("1", ("a", A), one), case("2", ("b", B), two)])
     m = result.metrics
     assert (m["context_recall"], m["context_precision"], m["source_precision"]) == expected
-    assert result.extra["dangling"] == {"citations": 0, "answers": 0}
+    # As metrics.json writes it: counts, never booleans (False == 0 would hide one).
+    assert json.dumps(result.extra["dangling"]) == '{"citations": 0, "answers": 0}'
 
 
 def test_evaluate_scores_id_markers_and_counts_dangling_ones() -> None:

@@ -97,8 +97,8 @@ class Tally(Counter[str]):
     def add(self, responses: Iterable[Any]) -> None:
         """Count the responses (None for no response)."""
         for r in filter(None, responses):
-            self.update(dangling=r.dangling, dangling_answers=r.dangling > 0,
-                        unread=r.unread_markers, unread_answers=r.unread_markers > 0)
+            self.update(dangling=r.dangling, dangling_answers=int(r.dangling > 0),
+                        unread=r.unread_markers, unread_answers=int(r.unread_markers > 0))
 
     def figure(self) -> dict[str, int]:
         """``metrics.json``'s ``dangling``: the dangling citations and the answers with one."""
