@@ -75,7 +75,8 @@ def test_the_report_flags_it_in_the_case_view(run_job_in: Callable[..., list[Any
     row = page.locator(f'tr.case-row[data-case-id="{CASE}"]')
     row.click()
     cit = page.locator('tr.detail [data-cit="0"]')
-    expect(cit.locator(".lab")).to_have_text("other_source")
+    # Its diagnosis chip (the quote's fidelity chip beside it carries data-fidelity).
+    expect(cit.locator(".lab:not([data-fidelity])")).to_have_text("other_source")
     assert "Kahuku, Hawaii" in cit.inner_text()
     expect(cit.locator('[data-flag="other_source"]')).to_have_text(
         "Credited by another document's passage: every reference it matches belongs to another "
