@@ -29,7 +29,7 @@ import json
 import random
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,21 +172,27 @@ def build(seed: int = SEED) -> list[dict[str, object]]:
             and not seen.add((r["reference"], r["citation"]))]  # type: ignore[func-returns-value]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(build: Callable[[int], list[dict[str, object]]], out: Path, seed: int,
+        doc: str) -> int:
+    """The command line of a pair-making script: write `out` from ``build(seed)``, or with
+    ``--check`` say whether the shipped file is what the rule gives."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the shipped file")
-    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--seed", type=int, default=seed)
     args = parser.parse_args()
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build(args.seed))
     if args.check:
-        same = OUT.is_file() and OUT.read_text(encoding="utf-8") == text
-        print("up to date" if same else f"{OUT} differs from what the rule gives")
+        same = out.is_file() and out.read_text(encoding="utf-8") == text
+        print("up to date" if same else f"{out} differs from what the rule gives")
         return 0 if same else 1
-    OUT.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     labels = [json.loads(line)["label"] for line in text.splitlines()]
-    print(f"wrote {OUT}: {len(labels)} pairs, {sum(labels)} true")
+    print(f"wrote {out}: {len(labels)} pairs, {sum(labels)} true")
     return 0
 
+
+def main() -> int:
+    return cli(build, OUT, SEED, __doc__ or "")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,8 +30,6 @@ ellipsis has none; another paragraph's sentence shares none).
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import sys
 import unicodedata
@@ -42,6 +40,10 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "data" / "calibration" / "paragraphs_zh_ja.txt"
 OUT = REPO / "data" / "calibration" / "pairs_zh_ja.jsonl"
 SEED = 26
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_calibration_pairs import cli  # noqa: E402 - the same command line as the English set
+
 ELLIPSES = ("…", "……", "[…]", "[...]", ". . .")
 INVISIBLE = ("\u200b", "\u2060", "\u00ad", "\u200d")
 
@@ -128,20 +130,7 @@ def build(seed: int = SEED) -> list[dict[str, object]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the shipped file")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in build(args.seed))
-    if args.check:
-        same = OUT.is_file() and OUT.read_text(encoding="utf-8") == text
-        print("up to date" if same else f"{OUT} differs from what the rule gives")
-        return 0 if same else 1
-    OUT.write_text(text, encoding="utf-8")
-    labels = [json.loads(line)["label"] for line in text.splitlines()]
-    print(f"wrote {OUT}: {len(labels)} pairs, {sum(labels)} true")
-    return 0
-
+    return cli(build, OUT, SEED, __doc__ or "")
 
 if __name__ == "__main__":
     sys.exit(main())
