@@ -34,7 +34,7 @@ from runner.data.mapping import CASE_KEYS, KB_KEYS, mapping_conf
 from runner.scoring.aggregate import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, MAX_RESAMPLES
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.batch import DEFAULT_BATCH_SIZE
-from runner.scoring.metrics import LIMITS, METRIC_KEYS
+from runner.scoring.metrics import LIMITS, METRIC_KEYS, ZERO_DIVISION_POLICIES
 from runner.scoring.sources import DEFAULT_STEPS, STEPS
 
 FROM_APP = {"tracking": ("experiment", "output_root")}
@@ -176,13 +176,9 @@ class BootstrapConf:
                               metadata=allows(Range(0, 1, open_low=True, open_high=True)))
 
 
-class ZeroDivision(str, Enum):
-    """Values of empty denominators (SPEC 5); see runner.scoring.metrics."""
-
-    auto = "auto"
-    nan = "nan"
-    zero = "zero"
-    one = "one"
+ZeroDivision = Enum("ZeroDivision", {p: p for p in ZERO_DIVISION_POLICIES},  # type: ignore[misc]
+                    module=__name__, type=str)
+"""Values of empty denominators (SPEC 5); see runner.scoring.metrics."""
 
 
 @dataclass
@@ -194,7 +190,7 @@ class ScoringConf:
     """
 
     threshold: Any = "default"
-    zero_division: ZeroDivision = ZeroDivision.auto
+    zero_division: ZeroDivision = ZeroDivision("auto")
     require_same_source: bool = False
     source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS),
                                             metadata=allows(OneOf(tuple(STEPS), "step")))
