@@ -42,11 +42,9 @@ def recall(hits: int, expected: int, zero_division: str = "auto") -> float | Non
 
 def precision(hits: int, cited: int, expected: int, zero_division: str = "auto") -> float | None:
     """hits / cited; with nothing cited: under ``auto`` 1.0 if nothing was expected, else 0.0."""
-    if cited:
-        return hits / cited
-    if zero_division == "auto":
-        return 1.0 if expected == 0 else 0.0
-    return {"nan": None, "zero": 0.0, "one": 1.0}[zero_division]
+    if cited or zero_division != "auto":  # the rule of a recall
+        return recall(hits, cited, zero_division)
+    return 1.0 if expected == 0 else 0.0
 
 
 def f1(p: float | None, r: float | None) -> float | None:
