@@ -161,11 +161,9 @@ def override_secrets(text: str) -> set[str]:
     values = _override_values(text, value) if sep else set()
     found = set().union(*map(secret_values, [text, *values]))
     if sep and _is_header_key(key):
-        for spec in values:
-            found |= header_secrets(spec)
+        found = found.union(*map(header_secrets, values))
     elif sep and is_secret_key(key):
-        for item in values:
-            found |= _secret_text(item)
+        found = found.union(*map(_secret_text, values))
     return found
 
 
@@ -182,9 +180,7 @@ def secret_values(obj: Any, _under_headers: bool = False) -> set[str]:
                 found |= header_secrets(value)
             elif isinstance(value, str) and is_secret_key(key):
                 found |= _secret_text(value)
-            elif isinstance(value, str):
-                found |= secret_values(value)
-            else:
+            else:  # a string for its URLs (the headers flag is for what lies below)
                 found |= secret_values(value, _under_headers or str(key).lower() == "headers")
     elif isinstance(obj, list):
         for value in obj:
