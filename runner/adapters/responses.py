@@ -20,11 +20,15 @@ log = logging.getLogger("ragcite")
 
 
 def _scrubbed(response: Response) -> Response:
-    """The response with every secret this process knows replaced by ``***``."""
+    """The response with every secret this process knows replaced by ``***``: in its answer,
+    error, citations, documents, provider reply and usage names alike."""
     secrets = known_secrets()
-    texts = [response.answer, response.error or "",
-             *(t for c in response.citations for t in (c.source, c.content))]
-    if not secrets or not any(s in t for t in texts for s in secrets):
+    texts = [response.answer, response.error or "", response.provider or "",
+             *(response.usage or {}),
+             *(t for c in response.citations for t in (c.source, c.content, c.claim)),
+             *(t for d in response.documents for t in (d.source, d.text, d.id or ""))]
+    if not secrets or (not any(s in t for t in texts for s in secrets)
+                       and scrub_data(response.raw, secrets) == response.raw):
         return response
     return Response.model_validate(scrub_data(response.model_dump(mode="json"), secrets))
 

@@ -42,6 +42,26 @@ LEAKY = {"leaky.py": (
     "        raise PermissionError(f'key {self.api_key} is revoked')\n\n\n"
     "def fine(case):\n"
     "    return {'answer': 'ok', 'citations': []}\n")}
+# One case whose answer cites the first of the documents it carries; the key a function reads
+# from OPENAI_API_KEY is only in a document it does not cite, or only in the provider's reply.
+CARRIED = {"cases.jsonl": '{"id": "c1", "query": "q", "references": [{"source": "a", '
+                          '"content": "alpha beta gamma"}]}\n',
+           "carried.py": (
+    "import os\n\n"
+    "DOC = {'source': 'a', 'text': 'alpha beta gamma'}\n\n\n"
+    "def in_documents(case):\n"
+    "    return {'answer': 'alpha [1]', 'documents': [\n"
+    "        DOC, {'source': 'b', 'text': 'key ' + os.environ['OPENAI_API_KEY']}]}\n\n\n"
+    "def in_raw(case):\n"
+    "    cite = {'type': 'char_location', 'cited_text': 'alpha beta gamma', 'document_index': 0}\n"
+    "    return {'answer': 'alpha', 'documents': [DOC], 'provider': 'anthropic', 'raw': {\n"
+    "        'id': 'msg ' + os.environ['OPENAI_API_KEY'],\n"
+    "        'content': [{'type': 'text', 'text': 'alpha', 'citations': [cite]}]}}\n")}
+# Its one citation is document a's whole text, the reference's passage (ngram similarity 1.0):
+# every context and source figure is 1/1.
+CARRIED_LINE = ("threshold 0.5: context R/P/F1 1.000/1.000/1.000  source R/P/F1 1.000/1.000/1.000  "
+                "(means over 1 scored case, 0 failed; 1 of 1 ground-truth passage matched; the "
+                "system answered 1 of the dataset's 1 case)")
 _HYDRA_STAMP = re.compile(r"^\[[^\]]*\]\[HYDRA\] ", re.MULTILINE)
 
 
@@ -128,6 +148,11 @@ ROWS = [
                    f"+model.kwargs.api_key={KEY}"], 3,
                   "ragcite: error: no case could be scored: all 30 failed; the first: rw-1: "
                   "PermissionError: key *** is revoked", files=LEAKY), (KEY,)),
+    *(SecretRow(Row(f"a key only in a response's {where} is in no file (cache, report)",
+                    ["dataset=file", "dataset.path=cases.jsonl", "model=python",
+                     f"model.function=carried.in_{where}", "report=html"], 0, CARRIED_LINE,
+                    files=CARRIED, env={"OPENAI_API_KEY": ENV_KEY}), (ENV_KEY,))
+      for where in ("documents", "raw")),
 ]
 
 
