@@ -39,6 +39,7 @@ from runner.redact import env_secrets, guard_output, scrub_files, scrub_text, se
 from runner.reports.base import make_reports
 from runner.results import REPORT_FILE
 from runner.scoring.gates import check_gate_config
+from runner.scoring.thresholds import is_number
 from runner.sweep import SWEEPS, finish_sweep
 from runner.tracking.base import TrackingLost, make_tracker
 
@@ -87,11 +88,8 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
         for outcome in outcomes:  # the job complete: its runs get its files
             tracker.log(outcome.folder)
             tracker.close("FINISHED", outcome.folder)
-    except KeyboardInterrupt:
-        tracker.close("KILLED")
-        raise
-    except BaseException:
-        tracker.close("FAILED")
+    except BaseException as exc:  # Ctrl-C (and SIGTERM, taken as it) ends the runs KILLED
+        tracker.close("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
         raise
     return outcomes
 
@@ -197,22 +195,13 @@ def canonical_args(argv: list[str]) -> list[str]:
         bare = key.lstrip("+~")
         if eq and bare in ALIASES:
             arg = f"{key[:len(key) - len(bare)]}{ALIASES[bare]}={value}"
-        elif eq and bare == "threshold" and (value[:1] in "0123456789.-[" or _number(value)):
+        elif eq and bare == "threshold" and (value[:1] in "0123456789.-[" or is_number(value)):
             arg = f"scoring.threshold={value}"
         elif eq and bare == "scoring.zero_division":  # Hydra reads a bare nan as a float
             arg = f"{key}=" + ",".join("'nan'" if v.strip().lower() == "nan" else v
                                        for v in value.split(","))
         out.append(arg)
     return out
-
-
-def _number(text: str) -> bool:
-    """Whether `text` reads as a number, ``nan`` and ``inf`` included."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _register_sweeper() -> None:

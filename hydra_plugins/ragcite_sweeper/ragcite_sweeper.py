@@ -21,29 +21,21 @@ from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 
 from runner.matchers.base import LEVELS
-from runner.scoring.thresholds import THRESHOLD_KEYS
+from runner.scoring.thresholds import THRESHOLD_KEYS, is_number
 
 
 def _spec(job: Sequence[str]) -> tuple[Optional[str], list[str]]:
     """The threshold a job's overrides choose (the value over the level) and its other ones;
     a threshold that is neither a number nor a level is refused before any job runs."""
-    found: dict[str, str] = {}
-    rest = []
-    for override in job:
-        key, eq, value = override.partition("=")
-        if eq and key.lstrip("+~") in THRESHOLD_KEYS:
-            found[key.lstrip("+~")] = value
-        else:
-            rest.append(override)
+    chosen = [o for o in job if "=" in o and o.split("=", 1)[0].lstrip("+~") in THRESHOLD_KEYS]
+    found = {key.lstrip("+~"): value for key, value in (o.split("=", 1) for o in chosen)}
+    rest = [o for o in job if o not in chosen]
     spec = found.get("scoring.threshold", found.get("threshold"))
     if spec is not None and spec.startswith("["):  # already a list: a job of its own
         return None, list(job)
-    if spec is not None and spec not in LEVELS:
-        try:
-            float(spec)
-        except ValueError:
-            raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a "
-                                 f"level ({', '.join(LEVELS)})") from None
+    if spec is not None and spec not in LEVELS and not is_number(spec):
+        raise HydraException(f"scoring.threshold: {spec!r} is neither a number nor a level "
+                             f"({', '.join(LEVELS)})")
     return spec, rest
 
 

@@ -42,6 +42,15 @@ class Threshold:
         return asdict(self)
 
 
+def is_number(text: str) -> bool:
+    """Whether `text` reads as a number, ``nan`` and ``inf`` included."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _one(spec: Any, levels: Mapping[str, float],
          bounds: tuple[float, float]) -> tuple[float, str | None]:
     """The value and level of one item of ``scoring.threshold``."""
