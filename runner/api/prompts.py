@@ -83,16 +83,12 @@ class Prompt:
         if "user" not in blocks:
             raise ValueError(f"prompt {self.name!r} has no {{% block user %}}")
         ctx = self.template.new_context(variables)
-        messages = []
         try:
-            for role in ("system", "user"):
-                if role in blocks:
-                    text = "".join(blocks[role](ctx)).strip()
-                    if text:
-                        messages.append({"role": role, "content": text})
+            texts = {role: "".join(blocks[role](ctx)).strip() for role in ("system", "user")
+                     if role in blocks}
         except jinja2.UndefinedError as exc:
             raise ValueError(f"prompt {self.name!r}: {exc}") from None
-        return messages
+        return [{"role": role, "content": text} for role, text in texts.items() if text]
 
 
 @functools.lru_cache(maxsize=32)
