@@ -99,12 +99,9 @@ class ExtractiveModel(BaseAdapter):
                                       show_progress=False)
         ids, scores = self._index.retrieve(query_tokens, k=k, show_progress=False,
                                            n_threads=1)
-        out = []
-        for row_ids, row_scores in zip(ids, scores):
-            cits = [Citation(source=self._passages[i][0], content=self._passages[i][1])
-                    for i, s in zip(row_ids.tolist(), row_scores.tolist())
-                    if s > self.min_score]
-            # The answer quotes a passage: a [n] in it is the passage's text, not a marker.
-            out.append(Response(answer=cits[0].content if cits else "", citations=cits,
-                                unread_markers=0))
-        return out
+        cited = [[Citation(source=self._passages[i][0], content=self._passages[i][1])
+                  for i, s in zip(row_ids.tolist(), row_scores.tolist()) if s > self.min_score]
+                 for row_ids, row_scores in zip(ids, scores)]
+        # The answer quotes a passage: a [n] in it is the passage's text, not a marker.
+        return [Response(answer=cits[0].content if cits else "", citations=cits, unread_markers=0)
+                for cits in cited]
