@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
@@ -50,14 +50,12 @@ STYLES: dict[str, tuple[str, dict[str, Any]]] = {
                                    "required": ["answer"], "additionalProperties": False})}
 
 
-class _Quote(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class _Quote(BaseModel):  # other keys of a reply are ignored (pydantic's default)
     source: Source
     quote: str = ""
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(extra="ignore")
     answer: str = ""
     citations: list[_Quote] = []
 
@@ -178,10 +176,9 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         requests = [self.request(c.query, passages) for c, passages in zip(cases, shown)]
         keys = [request_key("chat", effective_base_url(self.base_url), r) for r in requests]
         cache_dir = self._context.cache_dir if self._context is not None else None
-        out: dict[str, Response] = {}
         with ResultStore(cache_dir, NAMESPACE, self._memory) as store:
-            for key, value in store.get_many(keys).items():
-                out[key] = self._response(value["content"], value.get("usage"), None)
+            out = {key: self._response(value["content"], value.get("usage"), None)
+                   for key, value in store.get_many(keys).items()}
             self._usage.add(cached=len(out))
             todo = {k: r for k, r in zip(keys, requests) if k not in out}
 
