@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+from itertools import accumulate
 from typing import Any
 
 from hydra.errors import (
@@ -122,11 +123,7 @@ def _too_deep(args: list[str]) -> str | None:
     """The override whose lists or dicts nest too deeply for Hydra's recursive reader (a
     RecursionError), when one nests deep enough to be the cause (else None: not an input's)."""
     def depth(text: str) -> int:
-        level = deepest = 0
-        for char in text:
-            level += (char in "[{") - (char in "]}")
-            deepest = max(deepest, level)
-        return deepest
+        return max(accumulate(((char in "[{") - (char in "]}") for char in text), initial=0))
 
     arg = max(args, key=depth, default="")
     if depth(arg) < 50:
