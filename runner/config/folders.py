@@ -105,10 +105,8 @@ def _check_or_exit(config: DictConfig, folder_key: str) -> None:
     carries on)."""
     try:
         check_folder("output_root", str(config.get("output_root", ".")))
-        try:  # a static folder resolves here; one naming the job's choices only in the job
-            folder = OmegaConf.select(config, folder_key, throw_on_resolution_failure=True)
-        except Exception:
-            folder = None
+        # A static folder resolves here; one naming the job's choices only in the job (None).
+        folder = OmegaConf.select(config, folder_key, throw_on_resolution_failure=False)
         if folder:
             check_folder(folder_key, str(folder))
     except RagciteError as exc:
