@@ -16,13 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 
 from runner.calibration.schema import OPTIONAL_KEYS, PAIR_KEYS
 from runner.data.errors import DataError
 from runner.data.loading import MappingLike, resolve_path, validation_to_data_error
 from runner.data.mapping import as_mapping
-from runner.data.models import Source
+from runner.data.models import DECIMAL_ID, Source
 from runner.data.readers import infer_format, iter_records
 
 _CSV_LABELS = {"true": True, "false": False}
@@ -51,8 +51,7 @@ class LabelledPair(BaseModel):
     label: StrictBool
     reference_source: str | None = None
     citation_source: str | None = None
-    case_id: Annotated[str | None, BeforeValidator(
-        lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v)] = None
+    case_id: Annotated[str | None, DECIMAL_ID] = None
     annotator: str | None = None
     note: str | None = None
     where: str = ""

@@ -36,6 +36,10 @@ def _not_blank(value: str) -> str:
     return value
 
 
+#: An id that may be given as an integer (common in foreign data), kept as its decimal text.
+DECIMAL_ID = BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool)
+                             else v)
+
 #: A document id or name (of a reference, a citation, a knowledge-base document, an expected
 #: source): not blank.
 Source = Annotated[str, AfterValidator(_not_blank)]
@@ -152,10 +156,7 @@ class Case(_Model):
         metadata: Free data carried into every artifact.
     """
 
-    # Integer ids are common in foreign data; they are kept as their decimal text.
-    id: Annotated[str, BeforeValidator(
-        lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v)] = Field(
-        min_length=1)
+    id: Annotated[str, DECIMAL_ID] = Field(min_length=1)
     query: str
     references: list[Reference] = Field(default_factory=list)
     expected_sources: list[Source] = Field(default_factory=list)
