@@ -190,7 +190,7 @@ class ScoringConf:
     """
 
     threshold: Any = "default"
-    zero_division: ZeroDivision = ZeroDivision("auto")
+    zero_division: ZeroDivision = ZeroDivision["auto"]
     require_same_source: bool = False
     source_normalization: list[str] = field(default_factory=lambda: list(DEFAULT_STEPS),
                                             metadata=allows(OneOf(tuple(STEPS), "step")))
