@@ -102,14 +102,12 @@ def _scrub_hydra_files(output_dir: Path, secrets: set[str]) -> None:
 
 def _report(outcomes: list[Outcome], out: Path) -> int:
     """Log each result's summary and failed gates; the exit status they give."""
-    status = 0
     for outcome in outcomes:
         label = "" if len(outcomes) == 1 else f" ({outcome.folder.name})"
         log.info("threshold %g%s: %s", outcome.threshold.value, label,
                  summary_line(outcome.result))
         for reason in outcome.failures:
             log.error("ragcite: gate failed%s: %s", label, reason)
-            status = EXIT_GATE_FAILED
     log.info("results: %s", out)
     result = outcomes[0].result  # failed cases are the same at every threshold
     listed = (result.failed or {}).get("listed") or []
@@ -121,7 +119,7 @@ def _report(outcomes: list[Outcome], out: Path) -> int:
     if result.n_errors:
         log.warning("ragcite: %d of %d cases failed and were not scored (metrics.json: "
                     "failed)%s", result.n_errors, result.n_cases, first)
-    return status
+    return EXIT_GATE_FAILED if any(outcome.failures for outcome in outcomes) else 0
 
 
 def job_failed(exc: Exception, out: Path) -> int:
