@@ -23,11 +23,10 @@ from runner.adapters.base import AdapterContext, BaseAdapter
 from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
 from runner.api.cache import ResultStore, request_key
 from runner.api.client import OpenaiCaller, describe_error, effective_base_url, shared
-from runner.api.prompts import load_prompt
+from runner.api.prompts import check_prompt, load_prompt
 from runner.api.usage import token_count
 from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
-from runner.errors import RagciteError
 from runner.redact import known_secrets, scrub_data
 
 NAMESPACE = "openai-chat"
@@ -130,10 +129,7 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
-        try:
-            load_prompt(self._prompt)
-        except ValueError as exc:
-            raise RagciteError(f"model.prompt: {exc}") from None
+        check_prompt(self._prompt, "model.prompt")
 
     def identity(self) -> dict[str, Any]:
         """The fields plus the prompt's SHA-256."""
@@ -175,8 +171,7 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         shown = [r.citations for r in self._retriever.respond_sync(cases)]
         requests = [self.request(c.query, passages) for c, passages in zip(cases, shown)]
         keys = [request_key("chat", effective_base_url(self.base_url), r) for r in requests]
-        cache_dir = self._context.cache_dir if self._context is not None else None
-        with ResultStore(cache_dir, NAMESPACE, self._memory) as store:
+        with ResultStore(self.context.cache_dir, NAMESPACE, self._memory) as store:  # bound
             out = {key: self._response(value["content"], value.get("usage"), None)
                    for key, value in store.get_many(keys).items()}
             self._usage.add(cached=len(out))

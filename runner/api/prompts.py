@@ -29,6 +29,7 @@ from typing import Any
 import jinja2
 
 from runner.data.text import check_file, read_text
+from runner.errors import RagciteError
 
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z_]*(?:passage|reference|citation|document|question)"
                   r"[A-Za-z_]*\b[^>]*>?", re.IGNORECASE)
@@ -89,6 +90,18 @@ class Prompt:
         except jinja2.UndefinedError as exc:
             raise ValueError(f"prompt {self.name!r}: {exc}") from None
         return [{"role": role, "content": text} for role, text in texts.items() if text]
+
+
+def check_prompt(name: str, key: str) -> None:
+    """Refuse a prompt that cannot be loaded (:func:`load_prompt`), before any work.
+
+    Raises:
+        RagciteError: One line naming the config key (``matcher.prompt: ...``).
+    """
+    try:
+        load_prompt(name)
+    except ValueError as exc:
+        raise RagciteError(f"{key}: {exc}") from None
 
 
 @functools.lru_cache(maxsize=32)

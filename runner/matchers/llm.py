@@ -19,9 +19,8 @@ from typing import Any, ClassVar
 
 from runner.api.cache import ResultStore, request_key
 from runner.api.client import OpenaiCaller, describe_error, effective_base_url, run_sync, shared
-from runner.api.prompts import load_prompt
+from runner.api.prompts import check_prompt, load_prompt
 from runner.config.constraints import POSITIVE, Range, allows
-from runner.errors import RagciteError
 from runner.matchers.base import BaseMatcher, CacheFolder, PairError, Similarity, TextPair
 
 NAMESPACE = "llm-judgments"
@@ -128,10 +127,7 @@ class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
     def check(self) -> None:
         """Fail early with a one-line message: missing key, bad settings, broken prompt."""
         super().check()
-        try:
-            load_prompt(self.prompt)
-        except ValueError as exc:
-            raise RagciteError(f"matcher.prompt: {exc}") from None
+        check_prompt(self.prompt, "matcher.prompt")
 
     def identity(self) -> dict[str, Any]:
         """The fields (model, base_url, prompt, request settings) plus the prompt's SHA-256."""
