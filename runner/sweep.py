@@ -111,10 +111,8 @@ def _entries(sweep_dir: Path, job_dir: Path) -> list[dict[str, Any]]:
                                   if threshold.get("level")
                                   else f"scoring.threshold={threshold.get('value')}"],
                     "complete": bool(metrics and metrics.get("complete")), "metrics": metrics})
-    if not out:
-        out.append({**base, "dir": job_dir.name, "threshold": None, "overrides": overrides,
-                    "complete": False, "metrics": None})
-    return out
+    return out or [{**base, "dir": job_dir.name, "threshold": None, "overrides": overrides,
+                    "complete": False, "metrics": None}]
 
 
 def best_results(jobs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
