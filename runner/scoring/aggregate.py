@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from itertools import accumulate, chain, islice
@@ -169,10 +168,9 @@ class Aggregator:
     # The state: the first failed cases (id, error), each scored case's metric row, the sums.
     failed_listed: list[dict[str, str]] = field(default_factory=list, init=False)
     rows: list[Sequence[float]] = field(default_factory=list, init=False)
-    counts: Counter[str] = field(init=False, default_factory=lambda: Counter(
-        dict.fromkeys(COUNT_KEYS, 0)))
-    labels: Counter[str] = field(init=False, default_factory=lambda: Counter({
-        lab.key: 0 for lab in (*CITATION, *REFERENCE)}))
+    counts: dict[str, int] = field(init=False, default_factory=lambda: dict.fromkeys(COUNT_KEYS, 0))
+    labels: dict[str, int] = field(init=False, default_factory=lambda: {
+        lab.key: 0 for lab in (*CITATION, *REFERENCE)})
     n_cases: int = field(default=0, init=False)
     n_errors: int = field(default=0, init=False)
     digest: int = field(default=0, init=False)  # ids_digest of the scored cases
@@ -209,8 +207,9 @@ class Aggregator:
         self.rows.extend(rows)
         if self.keep_cases:
             self._parts.extend(parts)
-        self.counts.update(counts)
-        self.labels.update(labels)
+        for sums, added in ((self.counts, counts), (self.labels, labels)):
+            for k, v in added.items():
+                sums[k] = sums.get(k, 0) + v
 
     def result(self) -> RunResult:
         """The run-level figures of every case added so far."""
