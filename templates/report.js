@@ -398,9 +398,10 @@
 
   /* A citation's quote fidelity (SPEC 6.1; F: [label, document, similarity, spans, excerpt]): a
      chip in its head (the similarity of a paraphrase, the document a misattributed quote comes
-     from), where it was located (character offsets of the document as written) and the pieces
+     from), where it was located (character offsets of the document as written) and the blocks
      of that document around its spans (excerpt: positions in docs, the ragcite-docs block of
-     [offset, text] pieces) with each span marked; an unchecked or fabricated quote has none. */
+     [offset, text] blocks, in order) with each span marked; an unchecked or fabricated quote
+     has none. */
   function fidelityOf(f, box, head, meanings, docs) {
     var label = f[0], text = label, spans = (f[3] || []).slice().sort(function (a, b) { return a[0] - b[0]; });
     if (label === "paraphrased") { text += " " + fmt(f[2], 2); }
@@ -414,8 +415,13 @@
       : "quote located in " + f[1] + " at characters " + f[3].map(function (s) { return s[0] + "–" + s[1]; }).join(", ") + ":");
     line.setAttribute("data-located", label);
     box.appendChild(line);
-    (f[4] || []).forEach(function (k) {  /* each piece, its spans marked */
-      var at = docs[k][0], piece = docs[k][1], pos = 0, out = el("div", "txt excerpt", at > 0 ? "…" : "");
+    var parts = [];  /* the document's blocks around the spans, those that meet joined */
+    (f[4] || []).forEach(function (k) {
+      var last = parts[parts.length - 1], block = docs[k];
+      if (last && last[0] + last[1].length === block[0]) { last[1] += block[1]; } else { parts.push(block.slice()); }
+    });
+    parts.forEach(function (part) {  /* each part, its spans marked */
+      var at = part[0], piece = part[1], pos = 0, out = el("div", "txt excerpt", at > 0 ? "…" : "");
       out.setAttribute("data-excerpt", label);
       spans.forEach(function (s) {
         var a = Math.max(s[0] - at, pos), b = Math.min(s[1] - at, piece.length);

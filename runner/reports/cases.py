@@ -13,11 +13,11 @@ page) in blocks the page's script decodes (short keys keep big reports small):
   citations whose content is cut in the report (``max_text_chars``), which the pair review does
   not export; ``F`` each citation's quote fidelity (SPEC 6.1) as ``[label, document,
   similarity, spans, excerpt]`` (the spans in the document as written; the excerpt, the
-  positions in ``ragcite-docs`` of the pieces of the document around them) (the last five when
+  positions in ``ragcite-docs`` of the blocks of the document around them) (the last five when
   present);
-* once, the **documents** (``ragcite-docs``): each distinct piece of a document some located
-  quote points into, ``[offset in its document, text]``, as scoring wrote them (a span with
-  ``WINDOW`` characters either side: runner/scoring/fidelity.py);
+* once, the **documents** (``ragcite-docs``): each distinct block of a document near a located
+  quote, ``[offset in its document, text]``, as scoring wrote them (``WINDOW`` characters:
+  runner/scoring/fidelity.py), however many quotes point into it;
 * per threshold, what it **decided** (``ragcite-decided``), as columns of small values: ``f``
   each distinct ``[metric values, bands]`` (the bands one letter each: g/m/r, ``-``
   undefined); per case ``k`` its entry of ``f``, ``cl`` / ``rl`` its citation and reference
@@ -124,7 +124,7 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.ids.append(case["id"])
         shared.queries.append(clip(case.get("query"), limit))
         shared.texts.append(texts_record(case, limit))
-        for f in shared.texts[-1].get("F", []):  # each piece of a document embedded once
+        for f in shared.texts[-1].get("F", []):  # each block of a document embedded once
             f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4]]
         shared.sources.append({k: case.get(k) for k in ("references", "expected_sources",
                                                         "response")})

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz
 
-from runner.matchers.text import fold, split_ellipsis
+from runner.matchers.text import INVISIBLE, fold, split_ellipsis
 from runner.scoring.labels import FIDELITY
 
 GAP = 200
@@ -35,11 +35,14 @@ PROBES = 16
 """The quote's n-grams looked up (a sample: they are sorted by hash)."""
 COMMON = 100
 """An n-gram found in more documents than this names no candidate (``of the company``)."""
-WINDOW = 200
-"""Characters of the document kept either side of a located span: the excerpt a report shows."""
+WINDOW = 100
+"""The excerpt a report shows of a located span: at least this many characters of its document
+either side, in whole blocks of this many (block k: characters [k * WINDOW, (k + 1) * WINDOW)),
+so the quotes that point near each other share their blocks."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
+_MOVES = re.compile(rf"(?:^|\s)[\s{INVISIBLE.pattern[1:-1]}]+|\S?[^\s\x00-\x7f]+")
 Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _written
 
 
@@ -54,19 +57,21 @@ def _grams(words: np.ndarray) -> np.ndarray:
     return np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
 
 
-def _places(text: str) -> list[tuple[int, int, int, int]]:
-    """Where the offsets of ``fold(text)`` move against those of `text`: after ``(0, 0, 0, 0)``,
-    ``(its offset in the fold, start, end, length of its fold)`` of each word (a run of non-space
-    characters) that starts at another shift than the word before ends at (spaces collapsed,
-    invisible characters dropped) or whose fold has another length (``ß`` → ``ss``, ``㈱`` →
-    ``(株)``). An offset after such a word (before the next) moves as its end; an offset inside
-    it is the shortest prefix of the word whose fold is that long. None when fold only lowers."""
-    rows, at, shift = [(0, 0, 0, 0)], 0, 0
-    for m in [] if text.isascii() and len(fold(text)) == len(text) else re.finditer(r"\S+", text):
-        if n := len(fold(m.group())):
-            if m.start() - at != shift or m.end() - m.start() != n:
-                rows.append((at, m.start(), m.end(), n))
-            at, shift = at + n + 1, m.end() - at - n
+def _places(text: str, doc: str) -> list[tuple[int, int, int, int]]:
+    """Where the offsets of `doc` (``fold(text)``) move against those of `text`: after
+    ``(0, 0, 0, 0)``, ``(its offset in the fold, start, end, length of its fold)`` of each stretch
+    fold may change the length of (:data:`_MOVES`: spaces, and invisible characters among them,
+    kept as one space, or none first; the characters that are not ASCII, with the one before
+    them, which NFKC may compose with them: ``ß`` → ``ss``, ``㈱`` → ``(株)``, ``e\u0301`` →
+    ``é``, ``e\u200b`` → ``e``). An offset after a stretch (before the next) moves as its end;
+    one inside it is the shortest prefix of the stretch whose fold is that long. None when fold
+    changes no length (one comparison: the fold is the text case folded, as long as the text)."""
+    rows, shift = [(0, 0, 0, 0)], 0
+    for m in [] if len(doc) == len(text) and doc == text.casefold() else _MOVES.finditer(text):
+        start, end = m.span()
+        n = len(fold(m.group())) + (start > 0 and text[start].isspace())  # spaces: one space
+        rows.append((start - shift, start, end, n))
+        shift += end - start - n
     return rows
 
 
@@ -164,21 +169,18 @@ class Locator:
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         """The entry of a quote located at `spans` of the folded document `key`: its spans in the
         text as written (:func:`_places`, noted once per document), and the excerpt of that text
-        a report shows, each span with :data:`WINDOW` characters either side, the pieces that
-        meet merged (``{"at": offset in the text, "text": ...}``)."""
+        a report shows: the blocks of :data:`WINDOW` characters within ``WINDOW`` of a span, in
+        order (``{"at": offset in the text, "text": ...}``)."""
         text = self.texts[key][1]
-        rows = self.places.get(key) or self.places.setdefault(key, _places(text))
+        rows = self.places.get(key) or self.places.setdefault(key, _places(text, self.docs[key][1]))
 
         def place(offset: int) -> int:  # after the word: moved as its end; inside: its prefix's
             at, start, end, n = rows[bisect_right(rows, offset, key=lambda row: row[0]) - 1]
             return offset + end - at - n if offset - at >= n else start + bisect_left(
                 range(end - start), offset - at, key=lambda k: len(fold(text[start:start + k])))
 
-        spans, pieces = [[place(a), place(b)] for a, b in spans], list[list[int]]()
-        for a, b in sorted(spans):
-            if pieces and a - WINDOW <= pieces[-1][1]:
-                pieces[-1][1] = max(pieces[-1][1], b + WINDOW)
-            else:
-                pieces.append([max(a - WINDOW, 0), b + WINDOW])
+        spans = [[place(a), place(b)] for a, b in spans]
+        near = sorted({k for a, b in spans for k in range(  # the offsets of the blocks
+            max(a - a % WINDOW - WINDOW, 0), min(b + WINDOW, len(text)), WINDOW)})
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
-                "spans": spans, "excerpt": [{"at": a, "text": text[a:b]} for a, b in pieces]}
+                "spans": spans, "excerpt": [{"at": k, "text": text[k:k + WINDOW]} for k in near]}

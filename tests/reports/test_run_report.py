@@ -115,7 +115,7 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", xss_cases())
     page = parse(render_run_report(run, options={"embed": "json"}))
     scored = {c.id: c for c in runner.evaluate(xss_cases()).cases}  # their explanations
-    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "decided", "texts")]
+    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "decided", "texts", "docs")]
     for text in blocks:
         assert "<" not in text and ">" not in text and "&" not in text
     rows, texts = _cases(page), _decode(json.loads(blocks[2]))
@@ -136,8 +136,8 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
         assert detail["X"] == [explained.get(k, "") for k in EXPLANATION_KEYS]
         assert detail["S"] == [[None if v is None else round(v, 4) for v in r]
                                for r in case.similarity]
-    # Exactly the report's own five script elements; the payloads are text.
-    assert page.html.count("<script") == 5
+    # Exactly the report's own six script elements; the payloads are text.
+    assert page.html.count("<script") == 6
     assert SCRIPT not in page.html and IMG not in page.html
     assert page.texts(data_count="failed") == ["1"]
     failed_ids = [t for t in page.texts(**{"class": "id"})]
@@ -359,6 +359,8 @@ def test_fidelity_chips_and_filter_in_chromium(tmp_path: Path, open_page: Any) -
 # the spans worked out by hand in the documents as written (all shorter than 200 characters,
 # so each excerpt is its whole document). leave.md and travel.md as above: the stitched quote's
 # second sentence is [76, 110) as written ("March.  Requests": two spaces, one after fold).
+# Scoring keeps the blocks of 100 characters within 100 of a span: leave.md's two ([0, 100) and
+# [100, 110)), shared by its two quotes, and one of each other document: the page embeds 6.
 # moves.md "The Straße  office\u200b closes. Lunch starts at noon." folds to "the strasse office
 # closes. lunch starts at noon." (ß → ss +1, two spaces -1, the zero-width space -1): "lunch
 # starts at noon." is [27, 48) in the fold, [28, 49) as written. 通知.md
@@ -396,7 +398,14 @@ def test_located_spans_highlighted_in_chromium(tmp_path: Path, open_page: Any) -
     cases = [_case(cid, "q", [(src, quote or "x")], [(src, quote)])
              for cid, src, quote, *_ in HIGHLIGHTS]
     run = build_run(tmp_path / "run", cases, knowledge_base=HIGHLIGHT_KB)
-    page, watch = open_page(render_run_report(run))
+    path = render_run_report(run)
+    embedded = parse(path).script("ragcite-docs")  # xss.md's script-closing text escaped
+    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
+    blocks = _decode(json.loads(embedded))
+    assert sorted(map(tuple, blocks)) == sorted([
+        (0, HIGHLIGHT_KB["leave.md"][:100]), (100, "HR portal."),
+        *((0, HIGHLIGHT_KB[d]) for d in ("travel.md", "moves.md", "通知.md", "xss.md"))])
+    page, watch = open_page(path)
     for cid, src, _, chip, located, marks in HIGHLIGHTS:
         page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
         cit = page.locator("tr.detail .cits .item")

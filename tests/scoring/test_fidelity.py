@@ -10,8 +10,9 @@ as written (the spans are written in those, docs/fidelity.md):
                before it as written, one after fold: [75, 109) in the fold)
     travel.md  "travel is approved by the line manager."  [0, 39)
 
-Each document is shorter than WINDOW (200) characters, so a located quote's excerpt is its
-whole document (``{"at": 0, "text": ...}``).
+A located quote's excerpt is the blocks of WINDOW (100) characters of its document within 100
+characters of its spans: leave.md (110 characters) is blocks [0, 100) and [100, 110), each
+other document one block.
 
 The Chinese one (fold changes nothing; each character is one offset):
 
@@ -38,7 +39,9 @@ EN_KB = [{"source": "leave.md", "text": "Employees get 25 days of paid leave per
 ZH_KB = [{"source": "假期.md",
           "text": "员工每年享有二十五天带薪年假。未休假期于三月作废。请假须通过人事系统申请。"},
          {"source": "差旅.md", "text": "差旅须由直属经理批准。"}]
-LEAVE, TRAVEL = ([{"at": 0, "text": d["text"]}] for d in EN_KB)
+LEAVE = [{"at": 0, "text": "Employees get 25 days of paid leave per year. Unused days expire in "
+                          "March.  Requests go through the "}, {"at": 100, "text": "HR portal."}]
+TRAVEL = [{"at": 0, "text": "Travel is approved by the line manager."}]
 JIA, CHAI = ([{"at": 0, "text": d["text"]}] for d in ZH_KB)
 # (cited source, quote, the fidelity worked out by hand)
 EN = [
@@ -149,11 +152,13 @@ def test_spans_are_offsets_of_the_document_as_written(source: str, quote: str,
     assert MOVED[source][slice(*spans[0])] == written
 
 
-def test_excerpts_keep_a_window_around_each_span() -> None:
-    # long.md: "a " * 150 (300 characters), the sentence [300, 328), " b" * 150: the excerpt is
-    # [300 - 200, 328 + 200) = [100, 528) of its 628 characters. far.md: "Alpha one." [0, 10),
-    # "z " * 300 (600 characters) from 11, "Omega two." [611, 621): quoted in the other order,
-    # stitched; its pieces [0, 210) and [411, 621) (821 cut at the end) do not meet: two.
+def test_excerpts_are_the_blocks_around_each_span() -> None:
+    # Blocks of 100 characters (WINDOW), those within 100 of a span. long.md: "a " * 150 (300
+    # characters), the sentence [300, 328), " b" * 150 (628 in all): the blocks from the one
+    # holding 300 - 100 to the one holding 328 - 1 + 100: 200, 300 and 400. far.md: "Alpha
+    # one." [0, 10), "z " * 300 from 11, "Omega two." [611, 621) (its end): quoted in the other
+    # order, stitched; blocks 0 and 100 (0 - 100 is no block), 500 (611 - 100 = 511 is in it)
+    # and 600 (the last, 21 characters).
     long = "a " * 150 + "Unused days expire in March." + " b" * 150
     far = "Alpha one. " + "z " * 300 + "Omega two."
     result = evaluate(_cases([("long.md", "Unused days expire in March.", None),
@@ -161,10 +166,11 @@ def test_excerpts_keep_a_window_around_each_span() -> None:
                       knowledge_base={"long.md": long, "far.md": far})
     assert [case.fidelity for case in result.cases] == [
         [{"label": "verbatim", "document": "long.md", "similarity": 1.0, "spans": [[300, 328]],
-          "excerpt": [{"at": 100, "text": long[100:528]}]}],
+          "excerpt": [{"at": k, "text": long[k:k + 100]} for k in (200, 300, 400)]}],
         [{"label": "stitched", "document": "far.md", "similarity": 1.0,
           "spans": [[611, 621], [0, 10]],
-          "excerpt": [{"at": 0, "text": far[:210]}, {"at": 411, "text": far[411:]}]}]]
+          "excerpt": [{"at": k, "text": far[k:k + 100]} for k in (0, 100, 500, 600)]}]]
+    assert result.cases[1].fidelity[0]["excerpt"][-1]["text"] == " z z z z z Omega two."
 
 
 def _write(folder: Path, rows: list[Any], kb: list[Any]) -> list[str]:
