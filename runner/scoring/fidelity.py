@@ -43,7 +43,7 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 _MOVES = re.compile(rf"(?:^|\s)[\s{INVISIBLE.pattern[1:-1]}]+|\S?[^\s\x00-\x7f]+")
-Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _written
+Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _found
 
 
 def label_counts(found: Iterable[Found]) -> dict[str, int]:
@@ -174,7 +174,7 @@ class Locator:
         text = self.texts[key][1]
         rows = self.places.get(key) or self.places.setdefault(key, _places(text, self.docs[key][1]))
 
-        def place(offset: int) -> int:  # after the word: moved as its end; inside: its prefix's
+        def place(offset: int) -> int:  # after a stretch: moved as its end; inside: its prefix's
             at, start, end, n = rows[bisect_right(rows, offset, key=lambda row: row[0]) - 1]
             return offset + end - at - n if offset - at >= n else start + bisect_left(
                 range(end - start), offset - at, key=lambda k: len(fold(text[start:start + k])))
