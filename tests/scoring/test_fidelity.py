@@ -135,15 +135,20 @@ def test_a_response_with_documents_is_checked_against_them() -> None:
 #   "通知 (株)公司:未休假期于三月作废。": two ideographic spaces → one space (-1), ㈱ → (株)
 #   (+2), the full-width colon → ":" (0), so "未休假期于三月作废。" is [9, 19) in the fold and
 #   [8, 18) as written.
+# - Decomposed: "Cafe\u0301  menu. Soup of the day." folds to "café menu. soup of the day."
+#   (e + combining acute composed to é -1, two spaces -1): "soup of the day." is [11, 27) in the
+#   fold, [13, 29) as written.
 MOVED = {"moves.md": "The Straße  office\u200b closes. Lunch starts at noon.",
-         "通知.md": "通知\u3000\u3000㈱公司：未休假期于三月作废。"}
+         "通知.md": "通知\u3000\u3000㈱公司：未休假期于三月作废。",
+         "nfd.md": "Cafe\u0301  menu. Soup of the day."}
 
 
 @pytest.mark.parametrize("source, quote, spans, written", [
     ("moves.md", "Lunch starts at noon.", [[28, 49]], "Lunch starts at noon."),
     ("moves.md", "Strasse office closes.", [[4, 27]], "Straße  office\u200b closes."),
-    ("通知.md", "未休假期于三月作废。", [[8, 18]], "未休假期于三月作废。")],
-    ids=["english", "english-inside", "chinese"])
+    ("通知.md", "未休假期于三月作废。", [[8, 18]], "未休假期于三月作废。"),
+    ("nfd.md", "Soup of the day.", [[13, 29]], "Soup of the day.")],
+    ids=["english", "english-inside", "chinese", "decomposed"])
 def test_spans_are_offsets_of_the_document_as_written(source: str, quote: str,
                                                      spans: list[list[int]], written: str) -> None:
     [found] = evaluate(_cases([(source, quote, None)]), knowledge_base=MOVED).cases[0].fidelity
