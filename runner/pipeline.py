@@ -48,7 +48,7 @@ from runner.results.writer import ResultWriter, write_config
 from runner.scoring.aggregate import Aggregator
 from runner.scoring.case import ScoringOptions
 from runner.scoring.fidelity import Locator
-from runner.scoring.gates import check_gates, fabricated, run_metrics
+from runner.scoring.gates import check_gates, run_metrics
 from runner.scoring.metrics import COUNT_KEYS, summary_figures
 from runner.scoring.parallel import resolve_workers, score_parallel
 from runner.scoring.thresholds import Threshold, resolve_thresholds
@@ -349,7 +349,7 @@ def summary_line(result: RunResult) -> str:
         total = int(cover["dataset_cases"])
         pooled += (f"; the system answered {cover['answered']} of the dataset's {total} "
                    f"case{'' if total == 1 else 's'}")
-    made_up, checked = fabricated(result.fidelity)
+    made_up, checked = result.fidelity.get("fabricated", 0), result.fidelity_checked
     if made_up:  # quote fidelity (SPEC 6.1): said when some quote is found in no document
         pooled += (f"; {made_up} of {checked} checked quote{'' if checked == 1 else 's'} "
                    f"appear{'s' if made_up == 1 else ''} in no document")

@@ -214,6 +214,7 @@
           throw new Error("the case details do not match the cases");
         }
         self.details = self.cases.map(function (c, i) { return detailOf(c, texts[i]); });
+        self.docs = texts.docs;
         window.__detailsReady = performance.now();
         document.documentElement.setAttribute("data-details", "1");
         return self.details;
@@ -395,12 +396,14 @@
     return "item bad";
   }
 
-  /* A citation's quote fidelity (SPEC 6.1; F: [label, document, similarity, spans]): a chip in
-     its head (the similarity of a paraphrase, the document a misattributed quote comes from)
-     and where it was located. The spans index the document's normalised text (docs/fidelity.md),
-     which the page does not hold: they are stated, not highlighted. */
-  function fidelityOf(f, box, head, meanings) {
-    var label = f[0], text = label;
+  /* A citation's quote fidelity (SPEC 6.1; F: [label, document, similarity, spans, excerpt]): a
+     chip in its head (the similarity of a paraphrase, the document a misattributed quote comes
+     from), where it was located (character offsets of the document as written) and the blocks
+     of that document around its spans (excerpt: positions in docs, the ragcite-docs block of
+     [offset, text] blocks, in order) with each span marked; an unchecked or fabricated quote
+     has none. */
+  function fidelityOf(f, box, head, meanings, docs) {
+    var label = f[0], text = label, spans = (f[3] || []).slice().sort(function (a, b) { return a[0] - b[0]; });
     if (label === "paraphrased") { text += " " + fmt(f[2], 2); }
     if (label === "misattributed") { text += ": from " + f[1]; }
     var chip = el("span", "lab lab-" + label, text);
@@ -408,13 +411,28 @@
     chip.title = "quote fidelity: " + (meanings[label] || label);
     head.appendChild(document.createTextNode(" "));
     head.appendChild(chip);
-    if (f[3] && f[3].length) {
-      var at = el("div", "link small", "quote located in " + f[1] + " at characters "
-        + f[3].map(function (s) { return s[0] + "–" + s[1]; }).join(", ")
-        + " of its normalised text (case folded, spaces collapsed; the document is not in this page)");
-      at.setAttribute("data-located", label);
-      box.appendChild(at);
-    }
+    var line = el("div", "link small", !spans.length ? "nothing to highlight: " + (meanings[label] || label)
+      : "quote located in " + f[1] + " at characters " + f[3].map(function (s) { return s[0] + "–" + s[1]; }).join(", ") + ":");
+    line.setAttribute("data-located", label);
+    box.appendChild(line);
+    var parts = [];  /* the document's blocks around the spans, those that meet joined */
+    (f[4] || []).forEach(function (k) {
+      var last = parts[parts.length - 1], block = docs[k];
+      if (last && last[0] + last[1].length === block[0]) { last[1] += block[1]; } else { parts.push(block.slice()); }
+    });
+    parts.forEach(function (part) {  /* each part, its spans marked */
+      var at = part[0], piece = part[1], pos = 0, out = el("div", "txt excerpt", at > 0 ? "…" : "");
+      out.setAttribute("data-excerpt", label);
+      spans.forEach(function (s) {
+        var a = Math.max(s[0] - at, pos), b = Math.min(s[1] - at, piece.length);
+        if (b <= a) { return; }
+        out.appendChild(document.createTextNode(piece.slice(pos, a)));
+        out.appendChild(el("mark", null, piece.slice(a, b)));
+        pos = b;
+      });
+      out.appendChild(document.createTextNode(piece.slice(pos)));
+      box.appendChild(out);
+    });
   }
 
   CaseTable.prototype.detail = function (i) {
@@ -488,7 +506,7 @@
       box.appendChild(head);
       box.appendChild(passage(x[1], "(empty passage)"));
       if (x[2]) { box.appendChild(el("div", "claim", "claim: " + x[2])); }
-      if (d.F && d.F[ci]) { fidelityOf(d.F[ci], box, head, self.meta.label_text); }
+      if (d.F && d.F[ci]) { fidelityOf(d.F[ci], box, head, self.meta.label_text, self.docs); }
       var links = [], best = null, bestI = -1;
       d.R.forEach(function (_, ri) {
         var v = sim(ri, ci);
@@ -1036,8 +1054,11 @@
     if (!meta || !$("ragcite-decided" + sfx)) { return false; }
     var shared = unpack(readJSON("ragcite-cases"), "cases");
     timing.block = performance.now();
-    function readTexts() {  /* the passages, parsed once for every threshold */
-      if (!texts) { texts = unpack(readJSON("ragcite-texts"), "texts"); }
+    function readTexts() {  /* the passages and the documents' pieces, parsed once for every threshold */
+      if (!texts) {
+        texts = Promise.all([unpack(readJSON("ragcite-texts"), "texts"), unpack(readJSON("ragcite-docs")
+          || { encoding: "json", data: [] }, "docs")]).then(function (p) { p[0].docs = p[1]; return p[0]; });
+      }
       return texts;
     }
     function rows(meta, sfx) {

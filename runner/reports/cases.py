@@ -12,8 +12,12 @@ page) in blocks the page's script decodes (short keys keep big reports small):
   answer; ``md`` metadata as JSON text; ``Rc`` / ``Cc`` the positions of the references and
   citations whose content is cut in the report (``max_text_chars``), which the pair review does
   not export; ``F`` each citation's quote fidelity (SPEC 6.1) as ``[label, document,
-  similarity, spans]`` (the spans in the normalised document, whose text the page does not
-  hold) (the last five when present);
+  similarity, spans, excerpt]`` (the spans in the document as written; the excerpt, the
+  positions in ``ragcite-docs`` of the blocks of the document around them) (the last five when
+  present);
+* once, the **documents** (``ragcite-docs``): each distinct block of a document near a located
+  quote, ``[offset in its document, text]``, as scoring wrote them (``WINDOW`` characters:
+  runner/scoring/fidelity.py), however many quotes point into it;
 * per threshold, what it **decided** (``ragcite-decided``), as columns of small values: ``f``
   each distinct ``[metric values, bands]`` (the bands one letter each: g/m/r, ``-``
   undefined); per case ``k`` its entry of ``f``, ``cl`` / ``rl`` its citation and reference
@@ -91,6 +95,7 @@ class Shared:
     texts: list[dict[str, Any]] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its X
+    docs: dict[tuple[int, str], int] = field(default_factory=dict)  # (at, text): its position
     normalizer: Callable[[str], str] = str
 
     def explanation(self, pos: int, key: tuple[str, str, tuple[float, ...], str | None],
@@ -119,6 +124,8 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.ids.append(case["id"])
         shared.queries.append(clip(case.get("query"), limit))
         shared.texts.append(texts_record(case, limit))
+        for f in shared.texts[-1].get("F", []):  # each block of a document embedded once
+            f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4]]
         shared.sources.append({k: case.get(k) for k in ("references", "expected_sources",
                                                         "response")})
     return shared
@@ -186,8 +193,8 @@ def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
     """The blocks of a page (its cases, passages and each threshold's decisions), gzipped when
     `embed` says so (``auto``: once they hold more than `gzip_above_mb` megabytes together)."""
     texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts),
-             *map(dumps_compact, decided)]
+             dumps_compact(list(shared.docs)), *map(dumps_compact, decided)]
     size = sum(len(text.encode("utf-8")) for text in texts)
     gzip = embed == "gzip" or (embed == "auto" and size > gzip_above_mb * 1024 * 1024)
     packed = [embed_packed(text, gzip) for text in texts]
-    return {"cases_json": packed[0], "texts_json": packed[1], "decided_json": packed[2:]}
+    return dict(zip(("cases_json", "texts_json", "docs_json"), packed), decided_json=packed[3:])

@@ -44,7 +44,7 @@ PASSAGE_KEYS = ("id", "query", "references", "expected_sources", "response", "me
 DECISION_KEYS = ("matched", "labels", "metrics", "counts", "bands", "error")
 _FIGURES = ("n_cases", "n_scored", "n_errors", "error_rate", "metrics", "ci", "micro", "labels",
             "counts", "bootstrap", "bands", "histograms", "label_shares", "diagnosis",
-            "scored_digest", "fidelity")  # metrics.json, in order
+            "scored_digest", "fidelity", "fidelity_checked")  # metrics.json, in order
 
 
 @dataclass(eq=False)
@@ -119,6 +119,7 @@ class RunResult:
         diagnosis: The main finding of the label counts (``runner.scoring.labels.diagnose``).
         scored_digest: A digest of the scored cases' ids (equal ids, equal digest).
         fidelity: Each fidelity label's count (SPEC 6.1); empty when fidelity is off.
+        fidelity_checked: The quotes checked: counted by every fidelity label but unchecked.
         extra: Anything else the runner records (config summary, timings, usage, gates).
         cases: The per-case results (not part of ``metrics.json``).
     """
@@ -140,6 +141,7 @@ class RunResult:
     diagnosis: str | None = None
     scored_digest: str | None = None
     fidelity: dict[str, int] = field(default_factory=dict)
+    fidelity_checked: int = 0
     cases: Sequence[CaseResult] = field(default_factory=list, repr=False)
 
     @property

@@ -31,13 +31,14 @@ CITATION = pa.struct([("source", pa.string()), ("content", pa.string()), ("claim
 RESPONSE = pa.struct([("answer", pa.string()), ("citations", pa.list_(CITATION)),
                       ("usage", pa.string()), ("latency_s", pa.float64()),
                       ("error", pa.string()), ("dangling", pa.int64())])
+FOUND = pa.struct([("label", pa.string()), ("document", pa.string()), ("similarity", pa.float64()),
+                   ("spans", pa.list_(pa.list_(pa.int64()))),  # runner/scoring/fidelity.py
+                   ("excerpt", pa.list_(pa.struct([("at", pa.int64()), ("text", pa.string())])))])
 PASSAGES_SCHEMA = pa.schema([
     ("id", pa.string()), ("query", pa.string()), ("references", pa.list_(PASSAGE)),
     ("expected_sources", pa.list_(pa.string())), ("response", RESPONSE),
     ("metadata", pa.string()), ("similarity", pa.list_(pa.list_(pa.float64()))),
-    ("fidelity", pa.list_(pa.struct([("label", pa.string()), ("document", pa.string()),
-                                     ("similarity", pa.float64()),  # runner/scoring/fidelity.py
-                                     ("spans", pa.list_(pa.list_(pa.int64())))])))])
+    ("fidelity", pa.list_(FOUND))])
 
 
 def decisions_schema(metrics: Sequence[str], counts: Sequence[str]) -> pa.Schema:

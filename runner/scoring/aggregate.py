@@ -18,7 +18,7 @@ from runner.results import CaseResult, RunResult
 from runner.results.sequence import CaseSequence
 from runner.scoring.bands import DEFAULT_BANDS, band
 from runner.scoring.bootstrap import interval, resample_counts
-from runner.scoring.labels import CITATION, REFERENCE, diagnose, shares
+from runner.scoring.labels import CHECKED, CITATION, REFERENCE, diagnose, shares
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS, declared
 
 DEFAULT_RESAMPLES = 1000
@@ -219,6 +219,7 @@ class Aggregator:
             key: float(d.mean()) if (d := col[~np.isnan(col)]).size else None
             for key, col in zip(names, values.T)}
         ci = bootstrap_ci(values, self.resamples, self.confidence, self.seed)
+        checked = sum(self.labels.get(CHECKED[1] + name, 0) for name in CHECKED[2])
         return RunResult(
             metrics=metrics, ci=dict(zip(names, ci)),
             # With no scored case there is nothing to pool: the micro figures are undefined
@@ -228,13 +229,13 @@ class Aggregator:
                    if self.rows else dict.fromkeys(names)),
             labels={k: v for k, v in self.labels.items() if not k.startswith("fidelity_")},
             fidelity={k[9:]: v for k, v in self.labels.items() if k.startswith("fidelity_")},
-            counts=dict(self.counts),
+            counts=dict(self.counts), fidelity_checked=checked,
             n_cases=self.n_cases, n_scored=len(self.rows), n_errors=self.n_errors,
             bootstrap={"resamples": self.resamples, "confidence": self.confidence,
                        "seed": self.seed, "method": "percentile"},
             histograms=histograms(values, names, bands=self.bands),
-            label_shares=shares(self.labels, self.counts), diagnosis=diagnose(self.labels),
-            scored_digest=f"{self.digest:016x}",
+            label_shares=shares(self.labels, {**self.counts, "fidelitys": checked}),
+            scored_digest=f"{self.digest:016x}", diagnosis=diagnose(self.labels),
             bands={key: band(value, self.bands) for key, value in metrics.items()},
             failed={"count": self.n_errors, "listed": list(self.failed_listed)},
             cases=CaseList(self._parts) if self.keep_cases else [])

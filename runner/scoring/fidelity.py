@@ -11,6 +11,7 @@ built once per job, before the scoring workers fork); then a fuzzy alignment (ra
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, islice, pairwise
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz
 
-from runner.matchers.text import fold, split_ellipsis
+from runner.matchers.text import INVISIBLE, fold, split_ellipsis
 from runner.scoring.labels import FIDELITY
 
 GAP = 200
@@ -34,10 +35,15 @@ PROBES = 16
 """The quote's n-grams looked up (a sample: they are sorted by hash)."""
 COMMON = 100
 """An n-gram found in more documents than this names no candidate (``of the company``)."""
+WINDOW = 100
+"""The excerpt a report shows of a located span: at least this many characters of its document
+either side, in whole blocks of this many (block k: characters [k * WINDOW, (k + 1) * WINDOW)),
+so the quotes that point near each other share their blocks."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
-Found = dict[str, Any]  # {"label", "document", "similarity", "spans": [[start, end], ...]}
+_MOVES = re.compile(rf"(?:^|\s)[\s{INVISIBLE.pattern[1:-1]}]+|\S?[^\s\x00-\x7f]+")
+Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _found
 
 
 def label_counts(found: Iterable[Found]) -> dict[str, int]:
@@ -49,6 +55,24 @@ def label_counts(found: Iterable[Found]) -> dict[str, int]:
 def _grams(words: np.ndarray) -> np.ndarray:
     """The hashes of the n-grams of `words` (hashes of words), one per word but the last N - 1."""
     return np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
+
+
+def _places(text: str, doc: str) -> list[tuple[int, int, int, int]]:
+    """Where the offsets of `doc` (``fold(text)``) move against those of `text`: after
+    ``(0, 0, 0, 0)``, ``(its offset in the fold, start, end, length of its fold)`` of each stretch
+    fold may change the length of (:data:`_MOVES`: spaces, and invisible characters among them,
+    kept as one space, or none first; the characters that are not ASCII, with the one before
+    them, which NFKC may compose with them: ``ß`` → ``ss``, ``㈱`` → ``(株)``, ``e\u0301`` →
+    ``é``, ``e\u200b`` → ``e``). An offset after a stretch (before the next) moves as its end;
+    one inside it is the shortest prefix of the stretch whose fold is that long. None when fold
+    changes no length (one comparison: the fold is the text case folded, as long as the text)."""
+    rows, shift = [(0, 0, 0, 0)], 0
+    for m in [] if len(doc) == len(text) and doc == text.casefold() else _MOVES.finditer(text):
+        start, end = m.span()
+        n = len(fold(m.group())) + (start > 0 and text[start].isspace())  # spaces: one space
+        rows.append((start - shift, start, end, n))
+        shift += end - start - n
+    return rows
 
 
 def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
@@ -73,11 +97,12 @@ class Locator:
 
     def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
         self.norm = norm
-        self.docs: dict[str, tuple[str, str]] = {}  # a source named twice: its texts joined
-        for source, text in documents:
+        self.texts: dict[str, tuple[str, str]] = {}  # as written; named twice: its texts joined
+        self.places: dict[str, list[tuple[int, int, int, int]]] = {}  # where fold moves them
+        for source, raw in documents:
             key = norm(source)
-            self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
-                              else fold(text))
+            self.texts[key] = (source, f"{self.texts[key][1]} {raw}" if key in self.texts else raw)
+        self.docs = {key: (source, fold(text)) for key, (source, text) in self.texts.items()}
         # The index: every document's words hashed (a text of fewer than N words padded with
         # "", hashed 0) and its distinct n-grams, sorted by hash, with their owner.
         self.keys, words = list(self.docs), [_TOKEN.findall(text) for _, text in self.docs.values()]
@@ -96,7 +121,8 @@ class Locator:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
         parts = split_ellipsis(fold(quote))
         if not self.docs or not parts:
-            return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
+            return {"label": "unchecked", "document": None, "similarity": None, "spans": [],
+                    "excerpt": []}
         key, text = self.norm(source), " ".join(parts)
         if key in self.docs:
             doc = self.docs[key][1]
@@ -115,7 +141,8 @@ class Locator:
                 ("misattributed", other) for other in others]:
             if close := self._close(label, other, words):
                 return close
-        return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
+        return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": [],
+                "excerpt": []}
 
     def _candidates(self, words: list[int]) -> list[str]:
         """The documents that share most n-grams (none of them common) with `words`."""
@@ -140,5 +167,20 @@ class Locator:
         return self._found(label, key, got.score / 100, [[span[0].start(), span[-1].end()]])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
+        """The entry of a quote located at `spans` of the folded document `key`: its spans in the
+        text as written (:func:`_places`, noted once per document), and the excerpt of that text
+        a report shows: the blocks of :data:`WINDOW` characters within ``WINDOW`` of a span, in
+        order (``{"at": offset in the text, "text": ...}``)."""
+        text = self.texts[key][1]
+        rows = self.places.get(key) or self.places.setdefault(key, _places(text, self.docs[key][1]))
+
+        def place(offset: int) -> int:  # after a stretch: moved as its end; inside: its prefix's
+            at, start, end, n = rows[bisect_right(rows, offset, key=lambda row: row[0]) - 1]
+            return offset + end - at - n if offset - at >= n else start + bisect_left(
+                range(end - start), offset - at, key=lambda k: len(fold(text[start:start + k])))
+
+        spans = [[place(a), place(b)] for a, b in spans]
+        near = sorted({k for a, b in spans for k in range(  # the offsets of the blocks
+            max(a - a % WINDOW - WINDOW, 0), min(b + WINDOW, len(text)), WINDOW)})
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
-                "spans": spans}
+                "spans": spans, "excerpt": [{"at": k, "text": text[k:k + WINDOW]} for k in near]}

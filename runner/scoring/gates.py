@@ -28,11 +28,6 @@ def run_metrics(section: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def fabricated(fidelity: Mapping[str, int]) -> tuple[int, int]:
-    """The fabricated quotes and the checked ones (every fidelity label but unchecked)."""
-    return fidelity.get("fabricated", 0), sum(fidelity.values()) - fidelity.get("unchecked", 0)
-
-
 def check_gate_config(cfg: Mapping[str, Any]) -> None:
     """Check the ``gate`` section against the run's metrics, before any work.
 
@@ -61,7 +56,7 @@ def check_gates(result: RunResult, gates: dict[str, Any]) -> list[str]:
     if max_rate is not None and result.error_rate > max_rate:
         failures.append(f"error rate {result.error_rate:.4f} ({result.n_errors} of "
                         f"{result.n_cases} cases) > gate max_error_rate {max_rate}")
-    made_up, checked = fabricated(result.fidelity)
+    made_up, checked = result.fidelity.get("fabricated", 0), result.fidelity_checked
     if gates.get("max_fabricated") is not None and made_up > gates["max_fabricated"] * checked:
         failures.append(f"fabricated quotes {made_up / checked:.4f} ({made_up} of {checked} "
                         f"checked) > gate max_fabricated {gates['max_fabricated']}")

@@ -64,10 +64,9 @@ CHECKED = ("checked quotes", "fidelity_", tuple(lab.name for lab in FIDELITY[:-1
 
 def shares(labels: Mapping[str, int], counts: Mapping[str, int]) -> dict[str, float | None]:
     """Each label's count over the items of its kind (``counts`` → ``citations`` or
-    ``references``; a fidelity label's over the checked quotes, when `labels` count them):
-    ``metrics.json`` → ``label_shares``, None when there is none."""
-    wholes = {**counts, "fidelitys": sum(labels.get(CHECKED[1] + n, 0) for n in CHECKED[2])}
-    return {lab.key: labels.get(lab.key, 0) / whole if (whole := wholes.get(lab.kind + "s"))
+    ``references``; a fidelity label's over the checked quotes, ``fidelitys``, when `labels`
+    count them): ``metrics.json`` → ``label_shares``, None when there is none."""
+    return {lab.key: labels.get(lab.key, 0) / whole if (whole := counts.get(lab.kind + "s"))
             else None for lab in (*CITATION, *REFERENCE, *FIDELITY[:-1]) if lab.key in labels}
 
 

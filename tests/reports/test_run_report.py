@@ -115,7 +115,7 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", xss_cases())
     page = parse(render_run_report(run, options={"embed": "json"}))
     scored = {c.id: c for c in runner.evaluate(xss_cases()).cases}  # their explanations
-    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "decided", "texts")]
+    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "decided", "texts", "docs")]
     for text in blocks:
         assert "<" not in text and ">" not in text and "&" not in text
     rows, texts = _cases(page), _decode(json.loads(blocks[2]))
@@ -136,8 +136,8 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
         assert detail["X"] == [explained.get(k, "") for k in EXPLANATION_KEYS]
         assert detail["S"] == [[None if v is None else round(v, 4) for v in r]
                                for r in case.similarity]
-    # Exactly the report's own five script elements; the payloads are text.
-    assert page.html.count("<script") == 5
+    # Exactly the report's own six script elements; the payloads are text.
+    assert page.html.count("<script") == 6
     assert SCRIPT not in page.html and IMG not in page.html
     assert page.texts(data_count="failed") == ["1"]
     failed_ids = [t for t in page.texts(**{"class": "id"})]
@@ -320,12 +320,13 @@ FIDELITY_KB = {"leave.md": "Employees get 25 days of paid leave per year. Unused
                "travel.md": "Travel is approved by the line manager."}
 FIDELITY_QUOTES = [
     ("as-written", "Unused days expire in March.", "verbatim",
-     "quote located in leave.md at characters 46–74"),
+     "quote located in leave.md at characters 46–74:"),
     ("reworded", "Employees get 25 days of paid holiday per year.", "paraphrased 0.89",
-     "quote located in leave.md at characters 0–44"),
+     "quote located in leave.md at characters 0–44:"),
     ("elsewhere", "Travel is approved by the line manager.", "misattributed: from travel.md",
-     "quote located in travel.md at characters 0–39"),
-    ("made-up", "The cafeteria serves free lunch on Fridays.", "fabricated", None)]
+     "quote located in travel.md at characters 0–39:"),
+    ("made-up", "The cafeteria serves free lunch on Fridays.", "fabricated",
+     "nothing to highlight: found in no document")]
 
 
 @pytest.mark.slow
@@ -338,12 +339,7 @@ def test_fidelity_chips_and_filter_in_chromium(tmp_path: Path, open_page: Any) -
         page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
         cit = page.locator("tr.detail .cits .item")
         expect(cit.locator("[data-fidelity]")).to_have_text(chip)
-        if located is None:  # found nowhere: no span to state
-            expect(cit.locator("[data-located]")).to_have_count(0)
-        else:  # the spans index the normalised text, which the page does not hold: stated
-            expect(cit.locator("[data-located]")).to_have_text(
-                located + " of its normalised text (case folded, spaces collapsed; the "
-                "document is not in this page)")
+        expect(cit.locator("[data-located]")).to_have_text(located)
         page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
     # The label filter by fidelity: one fabricated quote, one paraphrased, none stitched.
     page.select_option("#case-label", "f:fabricated")
@@ -356,6 +352,72 @@ def test_fidelity_chips_and_filter_in_chromium(tmp_path: Path, open_page: Any) -
     expect(page.locator("#case-body tr.case-row")).to_have_count(0)
     page.select_option("#case-label", "")
     expect(page.locator("#case-body tr.case-row")).to_have_count(4)
+    watch.assert_clean()
+
+
+# The located span highlighted in its document (docs/fidelity.md): each case cites one quote,
+# the spans worked out by hand in the documents as written (all shorter than 200 characters,
+# so each excerpt is its whole document). leave.md and travel.md as above: the stitched quote's
+# second sentence is [76, 110) as written ("March.  Requests": two spaces, one after fold).
+# Scoring keeps the blocks of 100 characters within 100 of a span: leave.md's two ([0, 100) and
+# [100, 110)), shared by its two quotes, and one of each other document: the page embeds 6.
+# moves.md "The Straße  office\u200b closes. Lunch starts at noon." folds to "the strasse office
+# closes. lunch starts at noon." (ß → ss +1, two spaces -1, the zero-width space -1): "lunch
+# starts at noon." is [27, 48) in the fold, [28, 49) as written. 通知.md
+# "通知　　㈱公司：未休假期于三月作废。" folds to "通知 (株)公司:未休假期于三月作废。"
+# (two ideographic spaces -1, ㈱ → (株) +2): the sentence is [9, 19) in the fold, [8, 18) as
+# written. xss.md holds a script-closing text of 44 characters and a space before its sentence
+# [45, 68), shown as text. A blank quote is unchecked.
+HIGHLIGHT_KB = {**FIDELITY_KB, "moves.md": "The Straße  office\u200b closes. Lunch starts at noon.",
+                "通知.md": "通知\u3000\u3000㈱公司：未休假期于三月作废。",
+                "xss.md": CLOSE + " Badges open every door."}
+HIGHLIGHTS = [  # (case, cited document, quote, chip, located line, the marked texts)
+    ("stitched-parts", "leave.md", "Employees get 25 days of paid leave per year. Requests go "
+     "through the HR portal.", "stitched", "quote located in leave.md at characters 0–45, 76–110:",
+     ["Employees get 25 days of paid leave per year.", "Requests go through the HR portal."]),
+    ("reworded", "leave.md", "Employees get 25 days of paid holiday per year.", "paraphrased 0.89",
+     "quote located in leave.md at characters 0–44:",
+     ["Employees get 25 days of paid leave per year"]),
+    ("elsewhere", "leave.md", "Travel is approved by the line manager.",
+     "misattributed: from travel.md", "quote located in travel.md at characters 0–39:",
+     ["Travel is approved by the line manager."]),
+    ("moved-en", "moves.md", "Lunch starts at noon.", "verbatim",
+     "quote located in moves.md at characters 28–49:", ["Lunch starts at noon."]),
+    ("moved-zh", "通知.md", "未休假期于三月作废。", "verbatim",
+     "quote located in 通知.md at characters 8–18:", ["未休假期于三月作废。"]),
+    ("escaped", "xss.md", "Badges open every door.", "verbatim",
+     "quote located in xss.md at characters 45–68:", ["Badges open every door."]),
+    ("made-up", "leave.md", "The cafeteria serves free lunch on Fridays.", "fabricated",
+     "nothing to highlight: found in no document", []),
+    ("blank", "leave.md", "", "unchecked",
+     "nothing to highlight: no documents to check it against", [])]
+
+
+@pytest.mark.slow
+def test_located_spans_highlighted_in_chromium(tmp_path: Path, open_page: Any) -> None:
+    cases = [_case(cid, "q", [(src, quote or "x")], [(src, quote)])
+             for cid, src, quote, *_ in HIGHLIGHTS]
+    run = build_run(tmp_path / "run", cases, knowledge_base=HIGHLIGHT_KB)
+    path = render_run_report(run)
+    embedded = parse(path).script("ragcite-docs")  # xss.md's script-closing text escaped
+    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
+    blocks = _decode(json.loads(embedded))
+    assert sorted(map(tuple, blocks)) == sorted([
+        (0, HIGHLIGHT_KB["leave.md"][:100]), (100, "HR portal."),
+        *((0, HIGHLIGHT_KB[d]) for d in ("travel.md", "moves.md", "通知.md", "xss.md"))])
+    page, watch = open_page(path)
+    for cid, src, _, chip, located, marks in HIGHLIGHTS:
+        page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
+        cit = page.locator("tr.detail .cits .item")
+        expect(cit.locator("[data-fidelity]")).to_have_text(chip)
+        expect(cit.locator("[data-located]")).to_have_text(located)
+        assert cit.locator("[data-excerpt] mark").all_text_contents() == marks
+        # The excerpt is the document as written (the misattributed quote's: travel.md), each
+        # character as it is, the script-closing text shown as text.
+        document = HIGHLIGHT_KB["travel.md" if cid == "elsewhere" else src]
+        assert cit.locator("[data-excerpt]").all_text_contents() == [document] * bool(marks)
+        page.locator(f'tr.case-row[data-case-id="{cid}"]').click()
+    assert page.evaluate("window.__xss") is None
     watch.assert_clean()
 
 
