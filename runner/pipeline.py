@@ -35,6 +35,7 @@ from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.matchers.base import (
     Checked,
+    FallsBack,
     Matcher,
     OwnCache,
     for_workload,
@@ -322,7 +323,9 @@ def describe(run: _Run, threshold: Threshold, folder: Path) -> dict[str, Any]:
         "model": {"name": names.get("model", type(run.adapter).__name__), "system": system,
                   "identity": redact(run.adapter.identity())},
         "matcher": {"name": names.get("matcher", type(run.matcher).__name__),
-                    "identity": redact(run.matcher.identity())},
+                    "identity": redact(run.matcher.identity()),
+                    **({"fallback": run.matcher.fallback()}
+                       if isinstance(run.matcher, FallsBack) else {})},
         "scoring": {"threshold": threshold.value, "threshold_level": threshold.level,
                     **{k: cfg["scoring"][k] for k in ("zero_division", "require_same_source",
                                                       "source_normalization", "bands")}},
@@ -353,5 +356,9 @@ def summary_line(result: RunResult) -> str:
     if made_up:  # quote fidelity (SPEC 6.1): said when some quote is found in no document
         pooled += (f"; {made_up} of {checked} checked quote{'' if checked == 1 else 's'} "
                    f"appear{'s' if made_up == 1 else ''} in no document")
+    back = (result.extra.get("matcher") or {}).get("fallback") or {}
+    if back.get("fell_back"):  # a matcher that handed pairs to another (locate: to ngram)
+        pooled += (f"; {back['fell_back']} of {back['pairs']} pair"
+                   f"{'' if back['pairs'] == 1 else 's'} fell back to {back['to']}")
     return (f"{summary_figures(result.metrics)}  (means over {n} scored "
             f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")
