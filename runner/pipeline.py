@@ -341,7 +341,8 @@ def summary_line(result: RunResult) -> str:
     ``context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  (means over 30
     scored cases, 0 failed; 25 of 34 ground-truth passages matched; the system answered 30 of
     the dataset's 30 cases)``: the six figures are macro means over the scored cases; the
-    passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``.
+    passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``; then
+    the quotes in no document and the pairs a matcher handed to another, when there are any.
     """
     n = result.n_scored
     refs, hit = result.counts.get("references"), result.counts.get("references_matched")
@@ -356,9 +357,9 @@ def summary_line(result: RunResult) -> str:
     if made_up:  # quote fidelity (SPEC 6.1): said when some quote is found in no document
         pooled += (f"; {made_up} of {checked} checked quote{'' if checked == 1 else 's'} "
                    f"appear{'s' if made_up == 1 else ''} in no document")
-    back = (result.extra.get("matcher") or {}).get("fallback") or {}
-    if back.get("fell_back"):  # a matcher that handed pairs to another (locate: to ngram)
-        pooled += (f"; {back['fell_back']} of {back['pairs']} pair"
-                   f"{'' if back['pairs'] == 1 else 's'} fell back to {back['to']}")
+    # A matcher that handed pairs to another (SPEC 6.1: locate, to ngram): said when some were.
+    if (back := (result.extra.get("matcher") or {}).get("fallback") or {}).get("fell_back"):
+        pooled += (f"; {back['fell_back']} of {back['pairs']} pair{'s' * (back['pairs'] != 1)} "
+                   f"fell back to {back['to']}")
     return (f"{summary_figures(result.metrics)}  (means over {n} scored "
             f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")
