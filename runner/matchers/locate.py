@@ -51,7 +51,7 @@ class LocateMatcher(NgramMatcher):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.locator = self.locator or Locator((
-            (d.source, d.text) for k, kb in enumerate(self.knowledge_base) if kb
+            (d.source, d.text) for k, kb in enumerate(self.knowledge_base) if (kb or {}).get("path")
             for d in iter_documents(kb["path"], **file_options(kb, f"matcher.knowledge_base[{k}]"))
         ), str)
 

@@ -110,3 +110,17 @@ def test_the_run_summary_says_how_many_pairs_fell_back(tmp_path: Path, workers: 
             "ngram)" in proc.stderr), proc.stderr
     (metrics,) = [read_json(p) for p in (tmp_path / "outputs").rglob("metrics.json")]
     assert metrics["matcher"]["fallback"] == {"pairs": 7, "fell_back": 2, "to": "ngram"}
+
+
+def test_without_a_knowledge_base_every_pair_falls_back_to_ngram_and_is_said(
+        tmp_path: Path) -> None:
+    (tmp_path / "cases.jsonl").write_text(json.dumps(
+        {"id": "1", "query": "q", "references": [{"source": "x", "content": PAIRS[5][0]}],
+         "response": {"answer": "a", "citations": [{"source": "x", "content": PAIRS[5][1]}]}}
+    ) + "\n", "utf-8")
+    proc = run_cli(["tracking=none", "report=none", "progress=false", "dataset=file",
+                    "dataset.path=cases.jsonl", "model=precomputed", "matcher=locate"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # ngram's 3 / 4 (PAIRS[5]) matches at 0.5: every figure 1.0.
+    assert ("context R/P/F1 1.000/1.000/1.000" in proc.stderr
+            and "; 1 of 1 pair fell back to ngram)" in proc.stderr), proc.stderr
