@@ -35,6 +35,7 @@ from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.matchers.base import (
     Checked,
+    FallsBack,
     Matcher,
     OwnCache,
     for_workload,
@@ -322,7 +323,9 @@ def describe(run: _Run, threshold: Threshold, folder: Path) -> dict[str, Any]:
         "model": {"name": names.get("model", type(run.adapter).__name__), "system": system,
                   "identity": redact(run.adapter.identity())},
         "matcher": {"name": names.get("matcher", type(run.matcher).__name__),
-                    "identity": redact(run.matcher.identity())},
+                    "identity": redact(run.matcher.identity()),
+                    **({"fallback": run.matcher.fallback()}
+                       if isinstance(run.matcher, FallsBack) else {})},
         "scoring": {"threshold": threshold.value, "threshold_level": threshold.level,
                     **{k: cfg["scoring"][k] for k in ("zero_division", "require_same_source",
                                                       "source_normalization", "bands")}},
@@ -338,7 +341,8 @@ def summary_line(result: RunResult) -> str:
     ``context R/P/F1 0.806/0.283/0.408  source R/P/F1 0.933/0.506/0.613  (means over 30
     scored cases, 0 failed; 25 of 34 ground-truth passages matched; the system answered 30 of
     the dataset's 30 cases)``: the six figures are macro means over the scored cases; the
-    passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``.
+    passage count is pooled over them; the coverage is ``metrics.json``'s ``coverage``; then
+    the quotes in no document and the pairs a matcher handed to another, when there are any.
     """
     n = result.n_scored
     refs, hit = result.counts.get("references"), result.counts.get("references_matched")
@@ -353,5 +357,9 @@ def summary_line(result: RunResult) -> str:
     if made_up:  # quote fidelity (SPEC 6.1): said when some quote is found in no document
         pooled += (f"; {made_up} of {checked} checked quote{'' if checked == 1 else 's'} "
                    f"appear{'s' if made_up == 1 else ''} in no document")
+    # A matcher that handed pairs to another (SPEC 6.1: locate, to ngram): said when some were.
+    if (back := (result.extra.get("matcher") or {}).get("fallback") or {}).get("fell_back"):
+        pooled += (f"; {back['fell_back']} of {back['pairs']} pair{'s' * (back['pairs'] != 1)} "
+                   f"fell back to {back['to']}")
     return (f"{summary_figures(result.metrics)}  (means over {n} scored "
             f"case{'' if n == 1 else 's'}, {result.n_errors} failed{pooled})")

@@ -9,7 +9,8 @@ its similarities, carries no threshold: one job decides any number of thresholds
 finds with ``isinstance``: :class:`Ranged` (similarities outside [0, 1]), :class:`Checked`
 (refuse a setting before any work), :class:`Local` (computed on this machine: never cached,
 scored by the worker pool, set up for its workload), :class:`FastPath` (similarities as an
-array), :class:`OwnCache` (a cache of its own) and :class:`Metered` (API usage).
+array), :class:`OwnCache` (a cache of its own), :class:`Metered` (API usage) and
+:class:`FallsBack` (pairs handed to another matcher, counted).
 Any class with the members of :class:`Matcher` plugs in through Hydra
 (``matcher._target_=my_pkg.MyMatcher``); a dataclass that subclasses :class:`BaseMatcher` gets
 ``levels``, ``similarity_range`` and ``identity``, has its fields' declared ranges checked
@@ -121,6 +122,16 @@ class Metered(Protocol):
 
     def usage(self) -> dict[str, Any]:
         """API requests and tokens spent so far."""
+
+
+@runtime_checkable
+class FallsBack(Protocol):
+    """A matcher that hands the pairs it cannot score to another matcher (``locate``: to
+    ``ngram`` where a passage is in no document), and counts them for the run's summary."""
+
+    def fallback(self) -> dict[str, Any]:
+        """``{"pairs": n, "fell_back": k, "to": "ngram"}``: pairs scored so far, of them those
+        the other matcher (``to``) scored, counted over every process of the job."""
 
 
 def similarity_range(matcher: Matcher) -> tuple[float, float]:

@@ -162,7 +162,7 @@ class NgramMatcher(BaseMatcher):
             word_table(), split_table(self.tokenizer)
         adapted = dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
         if adapted.kernel == "numba" and not ngram_numba.loaded():
-            adapted.similarities([("a b c d", "a b c")])  # loads and warms the kernel, once
+            NgramMatcher.similarities(adapted, [("a b c d", "a b c")])  # loads the kernel, once
         return adapted
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:

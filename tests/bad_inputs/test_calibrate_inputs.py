@@ -29,10 +29,10 @@ GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
 ROWS = [
     Row("no such matcher", ["matcher=nope"], 2,
         "ragcite: error: matcher=nope: no such option; choose one of: embeddings, llm, "
-        "local_embeddings, ngram, substring"),
+        "local_embeddings, locate, ngram, substring"),
     Row("no such matcher in a sweep", ["-m", "matcher=ngram,nope"], 2,
         "ragcite: error: matcher=nope: no such option; choose one of: embeddings, llm, "
-        "local_embeddings, ngram, substring"),
+        "local_embeddings, locate, ngram, substring"),
     Row("a matcher key that does not exist", ["matcher.foo=1"], 2,
         "ragcite: error: matcher.foo: no such key; NgramMatcher takes: n, tokenizer, threads, "
         "kernel"),

@@ -28,6 +28,7 @@ FILES = {
     "empty.jsonl": "",
     "stray.jsonl": _jsonl({**ANSWER_A, "id": "x"}),  # matches no case
     "half.jsonl": _jsonl(ANSWER_A, {**ANSWER_A, "id": "zz"}),  # answers a; zz matches none
+    "no_text.jsonl": _jsonl({"source": "D"}),  # a knowledge base record without its text
 }
 ON_FILE = ["dataset=file", "dataset.path=cases.jsonl", "model=precomputed"]
 E = "ragcite: error: "
@@ -37,7 +38,7 @@ GATES = ("context_recall, context_precision, context_f1, source_recall, source_p
          "source_f1, max_error_rate, max_fabricated")
 NGRAM_KEYS = "n, tokenizer, threads, kernel"
 STEPS = "nfc, strip, collapse_whitespace, casefold, basename"
-MATCHERS = "embeddings, llm, local_embeddings, ngram, substring"
+MATCHERS = "embeddings, llm, local_embeddings, locate, ngram, substring"
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 ROWS = [
@@ -124,6 +125,14 @@ ROWS = [
         f"{E}matcher.kernel: unknown kernel 'gpu'; choose from: auto, numpy, numba"),
     Row("unknown tokenizer", ["matcher.tokenizer=maybe"], 2,
         f"{E}matcher.tokenizer: unknown tokenizer 'maybe'; choose from: auto, words, chars"),
+    Row("locate: its knowledge base is no file", ["matcher=locate",
+                                                   "matcher.knowledge_base=[{path:kb.jsonl}]"],
+        2, f"{E}matcher: cannot build runner.matchers.locate.LocateMatcher: kb.jsonl: file not "
+        "found"),
+    Row("locate: a knowledge base record without text",
+        ["matcher=locate", "matcher.knowledge_base=[{path:no_text.jsonl}]"], 2,
+        f"{E}matcher: cannot build runner.matchers.locate.LocateMatcher: no_text.jsonl, line 1, "
+        "field 'text': required field is missing", FILES),
     Row("unknown fidelity setting", ["scoring.fidelity=sometimes"], 2,
         f"{E}scoring.fidelity: unknown value 'sometimes'; choose from: auto, off"),
     Row("negative limit", ["dataset.limit=-1"], 2,

@@ -13,6 +13,7 @@ import pytest
 
 from runner.calibration.pairs import load_pairs
 from runner.matchers import NgramMatcher
+from runner.matchers.locate import LocateMatcher
 from tests.conftest import REPO, run_cli
 
 SHIPPED = REPO / "data" / "calibration" / "pairs.jsonl"
@@ -67,6 +68,25 @@ def test_the_zh_ja_set_is_what_its_script_gives_and_the_default_ngram_separates_
     # At the default threshold only re-chunked citations near the half-overlap line are
     # wrong: 11 true ones below 0.5 and one false one at 0.5 (docs/calibration.md).
     assert len(wrong) == 12 and all(w.startswith("rechunked") for w in wrong)
+
+
+def test_locate_with_both_corpora_decides_all_but_two_shipped_pairs_at_its_default() -> None:
+    # The knowledge base of docs/fidelity.md's calibration command: the paragraphs the pairs
+    # were cut from.
+    matcher = LocateMatcher(knowledge_base=[
+        {"path": "pkg://runner.datasets/hotpotqa/hotpotqa_train_corpus.json",
+         "transform": {"_target_": "runner.data.shapes.hotpotqa.corpus_documents"}},
+        {"path": "pkg://runner.datasets/musique/musique_train_corpus.json",
+         "mapping": {"source": "title", "text": "text"}}])
+    pairs = load_pairs("pkg://runner.datasets/calibration/pairs.jsonl")
+    sims = matcher.similarities([(p.reference, p.citation) for p in pairs])
+    assert matcher.levels["default"] == 0.5
+    wrong = [(p.note or "").split(":")[0] for p, s in zip(pairs, sims) if (s >= 0.5) != p.label]
+    # No false pair matches; two true ones do not (docs/fidelity.md): balanced accuracy
+    # (274 / 276 + 144 / 144) / 2 = 0.9964.
+    assert sorted(wrong) == ["reformatted", "shifted"]
+    assert all(p.label for p, s in zip(pairs, sims) if (s >= 0.5) != p.label)
+    assert matcher.fallback() == {"pairs": 420, "fell_back": 15, "to": "ngram"}
 
 
 @pytest.mark.slow
