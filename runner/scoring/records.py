@@ -151,12 +151,11 @@ class Scored:
         index = {c: i for i, c in enumerate(dict.fromkeys(counts_rows))}
         self.patterns = [(c, _figures(c, options.zero_division, bands, names)) for c in index]
         self.pattern = np.fromiter(map(index.__getitem__, counts_rows), np.int64, len(counts_rows))
-        self.figures = [None if k in failed else self.patterns[i][1]
-                        for k, i in enumerate(self.pattern.tolist())]
         # Run-level sums over the cases that are not failed.
         self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.ref_case, self.cit_case = ref_case, cit_case
-        self.rows = [f[2] for f in self.figures if f is not None]
+        self.rows = [self.patterns[i][1][2] for k, i in enumerate(self.pattern.tolist())
+                     if k not in failed]
         self.totals = totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
         self.counts = dict(zip(COUNT_KEYS, totals[ok_case].sum(axis=0).tolist()))
         cit_counts = np.bincount(self.cit_label[ok_case[cit_case]],
