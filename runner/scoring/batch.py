@@ -14,10 +14,10 @@ The batch is laid out flat:
   some citation" / "matches some reference" / "source in the case's set" are bincounts and
   sorted-set lookups over ``case * n_ids + id`` codes.
 
-Each threshold's rows of ``cases.parquet`` are cut from these arrays
-(:meth:`BatchResults.table <runner.scoring.records.BatchResults.table>`); only the building of
-the per-case records (lists and dicts: ``passages.parquet``, ``result.cases``) stays a Python
-loop, from lists converted once per batch.
+The rows of ``passages.parquet`` and each threshold's rows of ``cases.parquet`` are cut from
+these arrays (:meth:`BatchResults.passages <runner.scoring.records.BatchResults.passages>`,
+:meth:`BatchResults.table <runner.scoring.records.BatchResults.table>`); the per-case records of
+``result.cases`` are those rows read back, built only when one is read.
 """
 
 from __future__ import annotations
@@ -125,10 +125,10 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
 
     The decisions, counts, labels and the run-level sums are computed at once
     (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
-    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
-    dicts of the results files, a third of the scoring time and most of its memory — are built
-    for the whole batch when one of them is read. A case whose response failed, or whose needed
-    pair failed (:class:`PairError`), is an error case.
+    <runner.scoring.aggregate.Aggregator.add_batch>`), and the tables of the results files are
+    cut from the arrays; the per-case records (lists and dicts: most of a batch's memory) are
+    built for the whole batch when one of them is read. A case whose response failed, or whose
+    needed pair failed (:class:`PairError`), is an error case.
 
     Args:
         batch: Cases with their responses (``None`` when the system produced none).

@@ -1,8 +1,10 @@
-"""The per-case records of a decided batch (:class:`Scored`, :class:`BatchResults`): the only
-per-case Python loop of scoring, run for the whole batch when a record is first read; a case's
-figures (memoised per count pattern) and its explanations (written on first read). A
-threshold's rows of ``cases.parquet`` need no record: :meth:`BatchResults.table` cuts them from
-the decided arrays."""
+"""The results of a decided batch (:class:`Scored`, :class:`BatchResults`) as the two tables
+of the results files, cut from its arrays: its rows of ``passages.parquet``
+(:meth:`BatchResults.passages`) and of a threshold's ``cases.parquet``
+(:meth:`BatchResults.table`); a case's figures are memoised per count pattern. A job builds no
+per-case record: a case's record (``result.cases`` of :func:`runner.evaluate`) is its rows of
+the two tables as a reader reads them back, built for the whole batch when one is first read,
+and its explanations are written on first read."""
 
 from __future__ import annotations
 
