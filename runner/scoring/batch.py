@@ -32,7 +32,7 @@ from runner.data.models import Case, Response
 from runner.matchers.base import FastPath, Matcher, PairError
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
-from runner.scoring.fidelity import Found, Locator
+from runner.scoring.fidelity import Found, Locator, label_counts
 from runner.scoring.records import BatchResults, Scored
 
 DEFAULT_BATCH_SIZE = 10_000
@@ -202,6 +202,8 @@ class _Prepared:
         pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
         self.sim, self.failed_msg = _slot_similarities(matcher, texts, pair_codes, needs_sim)
         self.failed = {int(ref_case[slot_ref[s]]) for s in self.failed_msg}  # their cases
+        self.found = None if self.fidelity is None else label_counts(  # the same at every threshold
+            f for f, k in zip(self.fidelity, cit_case.tolist()) if k not in self.failed)
         self.digest = ids_digest(cd["id"] for k, cd in enumerate(f.case_fields)
                                  if k not in self.failed)
         self.flat, self.n_cases, self.n_cits = f, n_cases, len(cit_tid)
@@ -283,4 +285,4 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.cit_claim, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
                   cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options,
-                  p.fidelity)
+                  p.fidelity, p.found)

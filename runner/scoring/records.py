@@ -23,7 +23,6 @@ from runner.results.sequence import CaseSequence
 from runner.scoring.bands import band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.explain import Facts
-from runner.scoring.fidelity import label_counts
 from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, declared
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
@@ -129,7 +128,8 @@ class Scored:
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
                  ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
                  failed_msg: dict[int, str], options: ScoringOptions,
-                 fidelity: list[dict[str, Any]] | None = None) -> None:
+                 fidelity: list[dict[str, Any]] | None = None,
+                 found: dict[str, int] | None = None) -> None:
         # The failed cases' error records now (they need the models); of the others only the
         # field values are kept, so the models can be freed once scored.
         self.failed: dict[int, CaseResult] = {}
@@ -166,9 +166,8 @@ class Scored:
                                  minlength=len(REFERENCE_LABELS)).tolist()
         self.labels = {lab.key: v for lab, v in zip((*CITATION, *REFERENCE),
                                                      cit_counts + ref_counts)}
-        self.fidelity = fidelity  # counted as labels fidelity_<name> (aggregate splits them)
-        if fidelity is not None:
-            self.labels.update(label_counts(f for f, ok in zip(fidelity, ok_case[cit_case]) if ok))
+        self.fidelity = fidelity  # `found`: counted once a batch as labels fidelity_<name>
+        self.labels.update(found or {})  # (the aggregate splits them off)
 
     def passages(self) -> pa.Table:
         """The rows of ``passages.parquet`` of the cases not failed, in case order, built from
