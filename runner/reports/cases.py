@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -93,7 +94,6 @@ class Shared:
     ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     texts: list[dict[str, Any]] = field(default_factory=list)
-    sources: list[dict[str, Any]] = field(default_factory=list)
     explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its X
     docs: dict[tuple[int, str], int] = field(default_factory=dict)  # (at, text): its position
     normalizer: Callable[[str], str] = str
@@ -105,7 +105,10 @@ class Shared:
         index = self.explained.get((pos, key))
         if index is None:
             cl, rl, figures, error = key
-            made = explain_record({**self.sources[pos], "error": error, "labels": {
+            record = self.texts[pos]  # its passages' sources (never cut) and expected sources
+            made = explain_record({"error": error, "expected_sources": record["E"], "references": [
+                {"source": r[0]} for r in record["R"]], "response": {"citations": [
+                    {"source": c[0]} for c in record["C"]]}, "labels": {
                 "citations": [CITATION_LABELS[int(d)] for d in cl],
                 "references": [REFERENCE_LABELS[int(d)] for d in rl]},
                 "metrics": {k: None if v < 0 else v for k, v in zip(names, figures)}},
@@ -126,8 +129,6 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.texts.append(texts_record(case, limit))
         for f in shared.texts[-1].get("F", []):  # each block of a document embedded once
             f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4]]
-        shared.sources.append({k: case.get(k) for k in ("references", "expected_sources",
-                                                        "response")})
     return shared
 
 
@@ -170,7 +171,9 @@ def read_decided(result_dir: Path, shared: Shared, limit: int) -> dict[str, Any]
         ValueError: ``cases.parquet`` holds fewer cases than the passages file.
     """
     path, n = result_dir / CASES_FILE, len(shared.ids)
-    decided = table.open_table(path).read().slice(0, n)
+    with closing(table.open_table(path)) as file:  # its first n rows only
+        first = next(file.iter_batches(max(n, 1)), None)
+        decided = pa.Table.from_batches([first] if first else [], file.schema_arrow).slice(0, n)
     if decided.num_rows < n:
         raise ValueError(f"{path}: {decided.num_rows} cases, but the passages file has more")
     figures, entry, raw = _figures(decided)
@@ -193,8 +196,8 @@ def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
     """The blocks of a page (its cases, passages and each threshold's decisions), gzipped when
     `embed` says so (``auto``: once they hold more than `gzip_above_mb` megabytes together)."""
     texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts),
-             dumps_compact(list(shared.docs)), *map(dumps_compact, decided)]
-    size = sum(len(text.encode("utf-8")) for text in texts)
-    gzip = embed == "gzip" or (embed == "auto" and size > gzip_above_mb * 1024 * 1024)
-    packed = [embed_packed(text, gzip) for text in texts]
-    return dict(zip(("cases_json", "texts_json", "docs_json"), packed), decided_json=packed[3:])
+             dumps_compact(list(shared.docs)), *map(dumps_compact, decided)]  # UTF-8 bytes
+    gzip = embed == "gzip" or (embed == "auto" and sum(map(len, texts)) > gzip_above_mb * 2**20)
+    packed = [embed_packed(texts.pop(0), gzip) for _ in list(texts)]  # each text freed once packed
+    return {"cases_json": packed[0], "texts_json": packed[1], "docs_json": packed[2],
+            "decided_json": packed[3:]}

@@ -20,7 +20,7 @@ import gzip
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -114,24 +114,25 @@ def embed_json(data: Any) -> Markup:
 
     Parse it in the page with ``JSON.parse(element.textContent)``.
     """
-    return Markup(_escape_script_json(dumps_compact(data)))
+    return Markup(_escape_script_json(dumps_compact(data).decode("utf-8")))
 
 
-def dumps_compact(data: Any) -> str:
-    """Compact, strict JSON (NaN written as null), non-ASCII kept as is.
+def dumps_compact(data: Any) -> bytes:
+    """Compact, strict JSON (NaN written as null), non-ASCII kept as is, as UTF-8.
 
     orjson writes the same text as ``json.dumps(..., separators=(",", ":"))`` several times
     faster (the case data of a 20,000-case report); what it cannot encode (non-string keys,
     integers beyond 64 bits) goes through the standard library.
     """
     try:
-        return orjson.dumps(data).decode("utf-8")
+        return orjson.dumps(data)
     except TypeError:
-        return json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(data, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":")).encode("utf-8")
 
 
-def embed_packed(text: str, gzipped: bool) -> Markup:
-    """A JSON document `text` wrapped for an embedded block, safe inside ``<script>``.
+def embed_packed(text: bytes, gzipped: bool) -> Markup:
+    """A JSON document `text` (UTF-8) wrapped for an embedded block, safe inside ``<script>``.
 
     Plain: ``{"encoding": "json", "data": <text>}``. `gzipped`: ``{"encoding": "gzip-base64",
     "bytes": n, "data": "<base64 of gzipped text>"}``, the UTF-8 bytes of `text` gzipped (no
@@ -139,10 +140,10 @@ def embed_packed(text: str, gzipped: bool) -> Markup:
     built-in ``DecompressionStream``. Base64 holds no character that could end the block.
     """
     if not gzipped:
-        return Markup(_escape_script_json('{"encoding":"json","data":' + text + "}"))
-    raw = text.encode("utf-8")
-    data = base64.b64encode(gzip.compress(raw, compresslevel=3, mtime=0)).decode("ascii")
-    return Markup(f'{{"encoding":"gzip-base64","bytes":{len(raw)},"data":"{data}"}}')
+        return Markup(_escape_script_json('{"encoding":"json","data":' + text.decode("utf-8")
+                                          + "}"))
+    data = base64.b64encode(gzip.compress(text, compresslevel=3, mtime=0)).decode("ascii")
+    return Markup(f'{{"encoding":"gzip-base64","bytes":{len(text)},"data":"{data}"}}')
 
 
 @cache
@@ -175,26 +176,30 @@ def page_assets() -> dict[str, Any]:
     return {"css": Markup(css), "js": Markup(js), "csp": csp}
 
 
-def render(template: str, **context: Any) -> str:
-    """Render a report template with the shared assets and page facts."""
+def render(template: str, **context: Any) -> Iterator[str]:
+    """Render a report template with the shared assets and page facts, piece by piece (as
+    :func:`write_html` writes them: the page is never held whole)."""
     from runner import __version__
 
     env = environment()
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return env.get_template(template).render(
+    return env.get_template(template).generate(
         assets=page_assets(), version=__version__, generated_at=now, **context)
 
 
-def write_html(path: Path, text: str) -> Path:
+def write_html(path: Path, text: str | Iterable[str]) -> Path:
     """Write a report (or a summary) atomically: a reader never sees a half-written file, and
     a write that fails (a full disk) leaves none behind and names `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-    except OSError as exc:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.writelines([text] if isinstance(text, str) else text)
+    except BaseException as exc:  # a failed write, or a page that fails as it renders
         with contextlib.suppress(OSError):  # none was made on a read-only file system
             tmp.unlink()
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
     tmp.replace(path)
     return path

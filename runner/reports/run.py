@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,8 @@ def _options(result_dir: Path, options: Mapping[str, Any] | HtmlOptions | None) 
     return options if isinstance(options, HtmlOptions) else HtmlOptions.from_config(options)
 
 
-def _page(result_dirs: Sequence[Path], links: Sequence[str | None], opts: HtmlOptions) -> str:
+def _page(result_dirs: Sequence[Path], links: Sequence[str | None],
+          opts: HtmlOptions) -> Iterator[str]:
     """The page of one or more result folders of a job: one view each; their cases read once
     from the job's passages, each threshold's decisions as a few columns."""
     metrics = [read_result(folder) for folder in result_dirs]

@@ -52,7 +52,8 @@ def decisions_schema(metrics: Sequence[str], counts: Sequence[str]) -> pa.Schema
         ("error", pa.string())])
 
 
-def _json_text(value: Any) -> str | None:
+def json_text(value: Any) -> str | None:
+    """A value as the JSON text of a column (``metadata``, ``response.usage``)."""
     return None if value is None else json.dumps(clean_json(value), ensure_ascii=False,
                                                  allow_nan=False, default=default_json)
 
@@ -61,10 +62,10 @@ def passage_row(case: Any) -> dict[str, Any]:
     """A case record's row of ``passages.parquet`` (metadata and usage as JSON text)."""
     response = dict(case.response) if case.response is not None else None
     if response is not None:
-        response["usage"] = _json_text(response.get("usage"))
+        response["usage"] = json_text(response.get("usage"))
     return {"id": case.id, "query": case.query, "references": case.references,
             "expected_sources": case.expected_sources, "response": response,
-            "metadata": _json_text(case.metadata), "similarity": case.similarity,
+            "metadata": json_text(case.metadata), "similarity": case.similarity,
             "fidelity": case.fidelity}
 
 
@@ -75,15 +76,19 @@ def decision_row(case: Any) -> dict[str, Any]:
             "counts": case.counts or None, "bands": case.bands, "error": case.error}
 
 
-def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
-    """Rows as a table of `schema`: a NaN is stored as null (as strict JSON writes it), a text
-    that is not valid Unicode (a lone surrogate) with U+FFFD in its place."""
-    rows, kind = list(rows), pa.struct(list(schema))
+def arrow(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    """Values as an Arrow array of `kind`: a NaN is stored as null (as strict JSON writes it), a
+    text that is not valid Unicode (a lone surrogate) with U+FFFD in its place."""
     try:
-        array = pa.array(rows, kind, from_pandas=True)
+        return pa.array(values, kind, from_pandas=True)
     except (UnicodeEncodeError, pa.ArrowInvalid):
-        text = json.dumps(rows, ensure_ascii=False, default=default_json)
-        array = pa.array(json.loads(_SURROGATE.sub("\ufffd", text)), kind, from_pandas=True)
+        text = json.dumps(list(values), ensure_ascii=False, default=default_json)
+        return pa.array(json.loads(_SURROGATE.sub("\ufffd", text)), kind, from_pandas=True)
+
+
+def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows as a table of `schema`, their values as :func:`arrow` stores them."""
+    array = arrow(list(rows), pa.struct(list(schema)))
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(array)], schema)
 
 
@@ -146,14 +151,18 @@ def iter_rows(path: Path, columns: Sequence[str] | None = None,
     file = open_table(path)
     try:
         for batch in file.iter_batches(batch_size, columns=columns):
-            for row in batch.to_pylist():
-                if "metadata" in row:
-                    row["metadata"] = json.loads(row["metadata"] or "{}")
-                if row.get("response") is not None:
-                    row["response"]["usage"] = json.loads(row["response"]["usage"] or "null")
-                yield row
+            yield from map(decoded, batch.to_pylist())
     finally:
         file.close()
+
+
+def decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of a results table with its JSON text columns decoded (in place)."""
+    if "metadata" in row:
+        row["metadata"] = json.loads(row["metadata"] or "{}")
+    if row.get("response") is not None:
+        row["response"]["usage"] = json.loads(row["response"]["usage"] or "null")
+    return row
 
 
 REQUIRED = ("id", "query", "references.source", "references.content", "expected_sources",

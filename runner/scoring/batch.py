@@ -14,10 +14,10 @@ The batch is laid out flat:
   some citation" / "matches some reference" / "source in the case's set" are bincounts and
   sorted-set lookups over ``case * n_ids + id`` codes.
 
-Each threshold's rows of ``cases.parquet`` are cut from these arrays
-(:meth:`BatchResults.table <runner.scoring.records.BatchResults.table>`); only the building of
-the per-case records (lists and dicts: ``passages.parquet``, ``result.cases``) stays a Python
-loop, from lists converted once per batch.
+The rows of ``passages.parquet`` and each threshold's rows of ``cases.parquet`` are cut from
+these arrays (:meth:`BatchResults.passages <runner.scoring.records.BatchResults.passages>`,
+:meth:`BatchResults.table <runner.scoring.records.BatchResults.table>`); the per-case records of
+``result.cases`` are those rows read back, built only when one is read.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from runner.data.models import Case, Response
 from runner.matchers.base import FastPath, Matcher, PairError
 from runner.scoring.aggregate import ids_digest
 from runner.scoring.case import ScoringOptions, error_case
-from runner.scoring.fidelity import Found, Locator
+from runner.scoring.fidelity import Found, Locator, label_counts
 from runner.scoring.records import BatchResults, Scored
 
 DEFAULT_BATCH_SIZE = 10_000
@@ -125,10 +125,10 @@ def score_batch_thresholds(batch: Sequence[tuple[Case, Response | None]], matche
 
     The decisions, counts, labels and the run-level sums are computed at once
     (:class:`BatchResults` has them for :meth:`Aggregator.add_batch
-    <runner.scoring.aggregate.Aggregator.add_batch>`); the per-case records — the lists and
-    dicts of the results files, a third of the scoring time and most of its memory — are built
-    for the whole batch when one of them is read. A case whose response failed, or whose needed
-    pair failed (:class:`PairError`), is an error case.
+    <runner.scoring.aggregate.Aggregator.add_batch>`), and the tables of the results files are
+    cut from the arrays; the per-case records (lists and dicts: most of a batch's memory) are
+    built for the whole batch when one of them is read. A case whose response failed, or whose
+    needed pair failed (:class:`PairError`), is an error case.
 
     Args:
         batch: Cases with their responses (``None`` when the system produced none).
@@ -202,6 +202,8 @@ class _Prepared:
         pair_codes = ref_tid[slot_ref] * len(texts) + cit_tid[slot_cit]
         self.sim, self.failed_msg = _slot_similarities(matcher, texts, pair_codes, needs_sim)
         self.failed = {int(ref_case[slot_ref[s]]) for s in self.failed_msg}  # their cases
+        self.found = None if self.fidelity is None else label_counts(  # the same at every threshold
+            f for f, k in zip(self.fidelity, cit_case.tolist()) if k not in self.failed)
         self.digest = ids_digest(cd["id"] for k, cd in enumerate(f.case_fields)
                                  if k not in self.failed)
         self.flat, self.n_cases, self.n_cits = f, n_cases, len(cit_tid)
@@ -283,4 +285,4 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
                   f.cit_text, f.cit_claim, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
                   cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options,
-                  p.fidelity)
+                  p.fidelity, p.found)

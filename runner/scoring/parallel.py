@@ -88,7 +88,7 @@ def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], mat
                                         matcher, options, thresholds)
         for agg, batch in zip(aggs, scored):
             agg.add_batch(batch)
-        passages = table.from_rows(map(table.passage_row, scored[0]), table.PASSAGES_SCHEMA)
+        passages = scored[0].passages()
         decided = [b.table(schema) for b in scored]
     return ChunkResult(passages, decided, aggs)
 

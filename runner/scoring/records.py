@@ -1,15 +1,16 @@
-"""The per-case records of a decided batch (:class:`Scored`, :class:`BatchResults`): the only
-per-case Python loop of scoring, run for the whole batch when a record is first read; a case's
-figures (memoised per count pattern) and its explanations (written on first read). A
-threshold's rows of ``cases.parquet`` need no record: :meth:`BatchResults.table` cuts them from
-the decided arrays."""
+"""The results of a decided batch (:class:`Scored`, :class:`BatchResults`) as the two tables
+of the results files, cut from its arrays: its rows of ``passages.parquet``
+(:meth:`BatchResults.passages`) and of a threshold's ``cases.parquet``
+(:meth:`BatchResults.table`); a case's figures are memoised per count pattern. A job builds no
+per-case record: a case's record (``result.cases`` of :func:`runner.evaluate`) is its rows of
+the two tables as a reader reads them back, built for the whole batch when one is first read,
+and its explanations are written on first read."""
 
 from __future__ import annotations
 
 import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
-from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,6 @@ from runner.results.sequence import CaseSequence
 from runner.scoring.bands import band
 from runner.scoring.case import ScoringOptions, error_case
 from runner.scoring.explain import Facts
-from runner.scoring.fidelity import label_counts
 from runner.scoring.labels import CITATION, CITATION_LABELS, REFERENCE, REFERENCE_LABELS
 from runner.scoring.metrics import COUNT_KEYS, declared
 from runner.scoring.sources import DEFAULT_STEPS, SourceNormalizer
@@ -128,7 +128,8 @@ class Scored:
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
                  ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
                  failed_msg: dict[int, str], options: ScoringOptions,
-                 fidelity: list[dict[str, Any]] | None = None) -> None:
+                 fidelity: list[dict[str, Any]] | None = None,
+                 found: dict[str, int] | None = None) -> None:
         # The failed cases' error records now (they need the models); of the others only the
         # field values are kept, so the models can be freed once scored.
         self.failed: dict[int, CaseResult] = {}
@@ -146,18 +147,17 @@ class Scored:
         self.sim, self.needs_sim, self.matched = sim, needs_sim, matched
         self.cit_label = cit_label.astype(np.int8)
         self.ref_label = ref_label.astype(np.int8)
-        self.norm = options.normalizer
+        self.norm, self.metrics = options.normalizer, options.metrics
         bands, names = tuple(options.bands.items()), tuple(options.metrics)
         # Each distinct count pattern (``patterns``) once; per case its pattern's number.
         index = {c: i for i, c in enumerate(dict.fromkeys(counts_rows))}
         self.patterns = [(c, _figures(c, options.zero_division, bands, names)) for c in index]
         self.pattern = np.fromiter(map(index.__getitem__, counts_rows), np.int64, len(counts_rows))
-        self.figures = [None if k in failed else self.patterns[i][1]
-                        for k, i in enumerate(self.pattern.tolist())]
         # Run-level sums over the cases that are not failed.
         self.ok_case = ok_case = ~np.isin(np.arange(len(n_ref)), list(failed))
         self.ref_case, self.cit_case = ref_case, cit_case
-        self.rows = [f[2] for f in self.figures if f is not None]
+        self.rows = [self.patterns[i][1][2] for k, i in enumerate(self.pattern.tolist())
+                     if k not in failed]
         self.totals = totals = np.array(counts_rows, dtype=np.int64).reshape(len(counts_rows), 7)
         self.counts = dict(zip(COUNT_KEYS, totals[ok_case].sum(axis=0).tolist()))
         cit_counts = np.bincount(self.cit_label[ok_case[cit_case]],
@@ -166,57 +166,38 @@ class Scored:
                                  minlength=len(REFERENCE_LABELS)).tolist()
         self.labels = {lab.key: v for lab, v in zip((*CITATION, *REFERENCE),
                                                      cit_counts + ref_counts)}
-        self.fidelity = fidelity  # counted as labels fidelity_<name> (aggregate splits them)
-        if fidelity is not None:
-            self.labels.update(label_counts(f for f, ok in zip(fidelity, ok_case[cit_case]) if ok))
+        self.fidelity = fidelity  # `found`: counted once a batch as labels fidelity_<name>
+        self.labels.update(found or {})  # (the aggregate splits them off)
 
-    def records(self) -> list[CaseResult]:
-        """Every case's record (failed ones as their error records), in case order.
-
-        The only per-case loop of scoring, over lists converted once: everything that is per
-        reference or per citation (its dict, its similarity row) is built for the whole batch in
-        one comprehension and sliced per case.
-        """
-        sim_list: list[Any] = self.sim.tolist()
-        for s in np.flatnonzero(~self.needs_sim).tolist():
-            sim_list[s] = None
-        matched_list = self.matched.tolist()
-        cit_labels = [CITATION_LABELS[i] for i in self.cit_label.tolist()]
-        ref_labels = [REFERENCE_LABELS[i] for i in self.ref_label.tolist()]
-        ref_dicts = [{"source": s, "content": t} for s, t in zip(self.ref_src, self.ref_text)]
-        cit_dicts = [{"source": s, "content": t, "claim": c}
-                     for s, t, c in zip(self.cit_src, self.cit_text, self.cit_claim)]
-        # Row i of a case = its reference i's slots; a reference's slots follow each other.
-        row_len = [nc for nr, nc in zip(self.n_ref, self.n_cit) for _ in range(nr)]
-        row_end = list(accumulate(row_len))
-        sim_rows = [sim_list[e - n:e] for n, e in zip(row_len, row_end)]
-        matched_rows = [matched_list[e - n:e] for n, e in zip(row_len, row_end)]
-        new = ExplainedLater.from_fields
-        out: list[CaseResult] = []
-        r0 = c0 = 0
-        for k, (f, counts_t, fig) in enumerate(zip(self.fields, self.counts_rows, self.figures)):
-            nr, nc = counts_t[0], counts_t[2]
-            r1, c1 = r0 + nr, c0 + nc
-            if fig is None:
-                out.append(self.failed[k])
-            else:
-                case_id, query, expected, metadata, answer, usage, latency, dangling = f
-                out.append(new({
-                    "id": case_id, "query": query,
-                    "references": ref_dicts[r0:r1],
-                    "expected_sources": list(expected),
-                    "response": {"answer": answer, "citations": cit_dicts[c0:c1],
-                                 "usage": usage, "latency_s": latency, "error": None,
-                                 "dangling": dangling},
-                    "metadata": dict(metadata),
-                    "similarity": sim_rows[r0:r1], "matched": matched_rows[r0:r1],
-                    "fidelity": self.fidelity[c0:c1] if self.fidelity is not None else None,
-                    "citation_labels": cit_labels[c0:c1], "reference_labels": ref_labels[r0:r1],
-                    "metrics": dict(fig[0]), "counts": dict(zip(COUNT_KEYS, counts_t)),
-                    "bands": dict(fig[1]), "error": None,
-                }, self.norm))
-            r0, c0 = r1, c1
-        return out
+    def passages(self) -> pa.Table:
+        """The rows of ``passages.parquet`` of the cases not failed, in case order, built from
+        the laid-out arrays and one list per field: what :func:`table.passage_row` gives for
+        each record, without building the records."""
+        ok, arrow, text, found = self.ok_case, table.arrow, pa.string(), table.FOUND
+        ok_ref, ok_cit = ok[self.ref_case], ok[self.cit_case]
+        n_ref, n_cit = self.totals[ok, 0], self.totals[ok, 2]
+        row_len = self.totals[self.ref_case, 2]  # each reference's row of similarities
+        kept = [f for f, keep in zip(self.fields, ok.tolist()) if keep]
+        ids, queries, expected, metadata, answers, usage, latency, dangling = (
+            list(column) for column in zip(*kept)) if kept else [[]] * 8
+        refs, cits = (pa.StructArray.from_arrays([arrow(v, text) for v in values], fields=list(
+            kind)).filter(keep) for kind, values, keep in (
+            (table.PASSAGE, (self.ref_src, self.ref_text), ok_ref),
+            (table.CITATION, (self.cit_src, self.cit_text, self.cit_claim), ok_cit)))
+        sim = pa.array(self.sim, from_pandas=True).filter(np.repeat(ok_ref, row_len))
+        return pa.Table.from_arrays([
+            arrow(ids, text), arrow(queries, text), _lists(refs, n_ref), _lists(arrow(
+                [s for e in expected for s in e], text), np.array([len(e) for e in expected])),
+            pa.StructArray.from_arrays([
+                arrow(answers, text), _lists(cits, n_cit),
+                arrow(list(map(table.json_text, usage)), text), pa.array(latency, pa.float64()),
+                pa.nulls(len(ids), text), pa.array(dangling, pa.int64())],
+                fields=list(table.RESPONSE)),
+            arrow(list(map(table.json_text, metadata)), text),
+            _lists(_lists(sim, row_len[ok_ref]), n_ref),
+            pa.nulls(len(ids), pa.list_(found)) if self.fidelity is None else _lists(
+                arrow(self.fidelity, found).filter(ok_cit), n_cit)],
+            schema=table.PASSAGES_SCHEMA)
 
 
 def _pair_error_case(item: tuple[Case, Response], failed_msg: dict[int, str], s0: int, s1: int,
@@ -256,15 +237,23 @@ class BatchResults(CaseSequence):
         return len(self._where)
 
     def _at(self, pos: int) -> CaseResult:
-        k = self._where[pos]
-        if k < 0:
+        if self._where[pos] < 0:  # failed before scoring: no record is built
             return self._errors[pos]
         if self._records is None:
-            if self._scored is None:  # a scored position implies scored cases
-                raise RuntimeError("BatchResults: scored position without scored cases")
             with gc_paused():  # without `select` every record is built
-                self._records = self._scored.records()
-        return self._records[k]
+                self._records = self._read_back()
+        return self._records[pos]
+
+    def _read_back(self) -> list[CaseResult]:
+        """Every case's record, in case order: a scored case's is its rows of the two tables as
+        a reader gets them back (:func:`table.decoded`), a failed case's its error record."""
+        failed, s = self.error_cases(), self._scored
+        if s is None:
+            return list(failed)
+        decided = self.table(table.decisions_schema(s.metrics, COUNT_KEYS)).to_pylist()
+        return [next(failed) if row["error"] is not None else ExplainedLater.from_fields(
+            table.decoded({**shared, **row}), s.norm)
+            for shared, row in zip(self.passages().to_pylist(), decided)]
 
     def table(self, schema: pa.Schema) -> pa.Table:
         """The batch's rows of ``cases.parquet`` (`schema`: :func:`table.decisions_schema`), in
@@ -298,6 +287,18 @@ class BatchResults(CaseSequence):
             _lists(pa.array(REFERENCE_LABELS).take(s.ref_label[ok_ref]), n_refs),
             *figs, error],
             schema=schema)
+
+    def passages(self) -> pa.Table:
+        """The batch's rows of ``passages.parquet``, in case order: the scored cases' from the
+        decided arrays (:meth:`Scored.passages`), the failed cases' from their error records."""
+        s, where = self._scored, np.array(self._where, dtype=np.int64)
+        failed = table.from_rows(map(table.passage_row, self.error_cases()),
+                                 table.PASSAGES_SCHEMA)
+        if s is None or not failed.num_rows:
+            return failed if s is None else s.passages()
+        late = (where < 0) | ~s.ok_case[where]  # the failed rows go after the others: put back
+        return pa.concat_tables([s.passages(), failed]).take(np.argsort(np.argsort(
+            late, kind="stable")))
 
     def error_cases(self) -> Iterator[CaseResult]:
         """The failed cases' records, in case order (the scored ones are not built)."""

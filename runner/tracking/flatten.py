@@ -16,9 +16,12 @@ from runner.redact import env_secrets, redact, scrub_text, secret_values
 from runner.scoring.metrics import METRIC_KEYS
 
 # Sections of metrics.json that describe the run rather than measure it: no metric is taken
-# from them (their config values are the run's params; names and levels are tags).
+# from them (their config values are the run's params; names and levels are tags); nor from
+# the score histograms (150 bin counts a run, two thirds of the cost of its metrics in the
+# store), which the run's metrics.json artifact and report hold.
 NOT_FIGURES = frozenset({"schema_version", "complete", "bootstrap", "run", "files", "dataset",
-                         "model", "matcher", "scoring", "threshold", "metrics", "gates"})
+                         "model", "matcher", "scoring", "threshold", "metrics", "gates",
+                         "histograms"})
 MAX_PARAM = 6000  # MLflow's limit on a param value
 MAX_KEY = 250
 _BAD_KEY_CHARS = re.compile(r"[^/\w.\- ]")

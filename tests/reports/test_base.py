@@ -3,6 +3,7 @@ writes nothing but itself."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,17 @@ def test_no_reports_render_nothing(tmp_path: Path) -> None:
     none.render_runs([run], [None])
     none.render_sweep(tmp_path)
     assert _files(run) == before and not (tmp_path / "sweep.html").exists()
+
+
+def test_a_page_that_fails_as_it_is_written_leaves_no_file(tmp_path: Path) -> None:
+    from runner.reports.common import write_html
+
+    def pieces() -> Iterator[str]:  # a page is written piece by piece as it renders
+        yield "<html>"
+        raise ValueError("a template error")
+
+    with pytest.raises(ValueError, match="a template error"):
+        write_html(tmp_path / "report.html", pieces())
+    assert _files(tmp_path) == set()  # neither the page nor its temporary file
+    assert write_html(tmp_path / "report.html", iter(["<p>", "a", "</p>"])).read_text(
+        encoding="utf-8") == "<p>a</p>"

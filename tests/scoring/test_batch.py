@@ -55,6 +55,9 @@ def assert_same(batch: list[Case], matcher: Matcher, options: ScoringOptions) ->
     # The batch's cases.parquet rows, built from its arrays, are the oracle's records' rows.
     schema = table.decisions_schema(options.metrics, COUNT_KEYS)
     assert together.table(schema).equals(table.from_rows(map(table.decision_row, alone), schema))
+    # Its passages.parquet rows, from the same arrays, are the oracle's records' rows too.
+    assert together.passages().equals(table.from_rows(map(table.passage_row, alone),
+                                                      table.PASSAGES_SCHEMA))
 
 
 @settings(max_examples=150, deadline=None)

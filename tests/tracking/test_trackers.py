@@ -111,6 +111,8 @@ def test_metrics_from_results_takes_every_figure_and_only_figures() -> None:
         "ci": {"context_recall": [0.25, 0.75], "context_precision": None},
         "micro": {"context_recall": 0.4}, "labels": {"citation_supported": 2},
         "counts": {"references": 5}, "bootstrap": {"resamples": 1000, "seed": 0},
+        "histograms": {"context_recall": {"low": 0, "high": 1, "bins": 2, "counts": [1, 2],
+                                          "undefined": 0, "defined": 3, "bands": ["red", "green"]}},
         "threshold": {"value": 0.3, "level": "strict", "index": 1},
         "files": {"passages": "../passages.parquet", "cases": "cases.parquet"},
         "run": {"name": "x", "n": 1}, "dataset": {"n_cases": 4, "digest": "ab"},
@@ -122,6 +124,7 @@ def test_metrics_from_results_takes_every_figure_and_only_figures() -> None:
                       "cache": {"enabled": True, "hits": {"responses": 3}}},
     }
     got = metrics_from_results(data)
+    # The histograms' bin counts are not metrics (the metrics.json artifact holds them).
     assert got == {
         "context_recall": 0.5, "source_f1": 0.75, "threshold": 0.3, "gates/passed": 0.0,
         "n_cases": 4.0, "n_scored": 3.0, "n_errors": 1.0, "error_rate": 0.25,
