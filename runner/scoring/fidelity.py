@@ -46,9 +46,29 @@ def label_counts(found: Iterable[Found]) -> dict[str, int]:
     return {lab.key: seen[lab.name] for lab in FIDELITY}
 
 
-def _grams(words: np.ndarray) -> np.ndarray:
-    """The hashes of the n-grams of `words` (hashes of words), one per word but the last N - 1."""
-    return np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
+def _hashed(texts: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """The words of `texts` hashed, end to end (a text of fewer than N words padded with "",
+    hashed 0), and each text's count of them."""
+    size = np.array([max(len(w), N) for w in texts], np.int64)
+    return np.fromiter(map(hash, chain.from_iterable(w + [""] * (N - len(w)) for w in texts)),
+                       np.int64, count=int(size.sum())), size
+
+
+def _distinct(words: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct n-grams (hashed) of texts of `size` words each (`words`: :func:`_hashed`),
+    sorted by hash, with their text (ascending within a hash)."""
+    grams = np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
+    owner = np.repeat(np.arange(len(size)), size)[:len(grams)]
+    keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(size)[owner])  # in one text
+    keep = keep[np.argsort(grams[keep], kind="stable")]
+    grams, owner = grams[keep], owner[keep]
+    new = (np.diff(grams, prepend=0) != 0) | (np.diff(owner, prepend=-1) != 0)
+    return grams[new], owner[new]
+
+
+def _ranks(group: np.ndarray) -> np.ndarray:
+    """Each item's place within its group (`group`: sorted)."""
+    return np.arange(len(group)) - np.searchsorted(group, group)
 
 
 def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
@@ -78,36 +98,77 @@ class Locator:
             key = norm(source)
             self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
                               else fold(text))
-        # The index: every document's words hashed (a text of fewer than N words padded with
-        # "", hashed 0) and its distinct n-grams, sorted by hash, with their owner.
+        # The index: every document's words hashed and its distinct n-grams, sorted by hash,
+        # with their owner.
         self.keys, words = list(self.docs), [_TOKEN.findall(text) for _, text in self.docs.values()]
-        size = np.array([max(len(w), N) for w in words], np.int64)
-        self.words = np.fromiter(map(hash, chain.from_iterable(
-            w + [""] * (N - len(w)) for w in words)), np.int64, count=int(size.sum()))
+        self.words, size = _hashed(words)
         self.span = {k: (a, a + len(w)) for k, a, w in zip(self.keys, size.cumsum() - size, words)}
-        owner = np.repeat(np.arange(len(size)), size)[:len(grams := _grams(self.words))]
-        keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(size)[owner])  # in one doc
-        keep = keep[np.argsort(grams[keep], kind="stable")]  # owners ascending within a hash
-        grams, owner = grams[keep], owner[keep]
-        new = (np.diff(grams, prepend=0) != 0) | (np.diff(owner, prepend=-1) != 0)  # distinct
-        self.grams, self.owner = grams[new], owner[new]
+        self.grams, self.owner = _distinct(self.words, size)
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
-        parts = split_ellipsis(fold(quote))
-        if not self.docs or not parts:
-            return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
-        key, text = self.norm(source), " ".join(parts)
-        if key in self.docs:
-            doc = self.docs[key][1]
-            spans = _exact(doc, parts)
-            if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
-                return self._found("verbatim", key, 1.0, spans)
-            spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
-            if spans:
-                return self._found("stitched", key, 1.0, spans)
-        words = list(map(hash, _TOKEN.findall(text)))
-        others = [other for other in self._candidates(words) if other != key][:CANDIDATES]
+        return self.labels([source], [quote])[0]
+
+    def labels(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
+        """Each quote's :meth:`label` (cited from its source): those not in their cited
+        document looked up in the index together."""
+        keys = {source: self.norm(source) for source in set(sources)}
+        out: list[Found] = []
+        rest: list[tuple[int, str, list[str]]] = []  # (place, document, parts) of the others
+        for source, quote in zip(sources, quotes):
+            parts = split_ellipsis(fold(quote))
+            if not self.docs or not parts:
+                out.append({"label": "unchecked", "document": None, "similarity": None,
+                            "spans": []})
+            elif not self._own(out, keys[source], parts):
+                rest.append((len(out), keys[source], parts))
+                out.append({})  # placed below
+        tokens = [_TOKEN.findall(" ".join(parts)) for _, _, parts in rest]
+        words, size = _hashed(tokens)
+        near = self._candidates(words, size) if rest else []
+        for (at, key, parts), start, said, others in zip(rest, (np.cumsum(size) - size).tolist(),
+                                                         tokens, near):
+            out[at] = self._elsewhere(key, parts, words[start:start + len(said)].tolist(),
+                                      [other for other in others if other != key][:CANDIDATES])
+        return out
+
+    def _own(self, out: list[Found], key: str, parts: list[str]) -> bool:
+        """Whether `parts` are all found in document `key`: verbatim or stitched (added to
+        `out`)."""
+        if key not in self.docs:
+            return False
+        doc = self.docs[key][1]
+        spans = _exact(doc, parts)
+        if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
+            out.append(self._found("verbatim", key, 1.0, spans))
+        elif spans := spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part)
+                                            if p]):
+            out.append(self._found("stitched", key, 1.0, spans))
+        return bool(spans)
+
+    def _candidates(self, words: np.ndarray, size: np.ndarray) -> list[list[str]]:
+        """Per quote (`words`, `size`: :func:`_hashed`), the documents that share most
+        n-grams (none of them common) with it: a sample of its n-grams, the first by hash."""
+        grams, quote = _distinct(words, size)
+        order = np.argsort(quote, kind="stable")
+        probe = np.sort(order[_ranks(quote[order]) < PROBES])  # by hash: a quicker lookup
+        low = np.searchsorted(self.grams, grams := grams[probe])
+        owners = np.searchsorted(self.grams, grams, "right") - low  # each n-gram's, in a row
+        common, n = owners <= COMMON, len(self.keys)
+        low, owners, quote = low[common], owners[common], quote[probe][common]
+        at = np.repeat(low - np.cumsum(owners) + owners, owners) + np.arange(owners.sum())
+        found, hits = np.unique(np.repeat(quote, owners) * n + self.owner[at], return_counts=True)
+        order = np.lexsort((-hits, found // n))  # most hits first, then the first document
+        found = found[order][_ranks(found[order] // n) <= CANDIDATES]
+        out: list[list[str]] = [[] for _ in range(len(size))]
+        for quote, doc in zip((found // n).tolist(), (found % n).tolist()):
+            out[quote].append(self.keys[doc])
+        return out
+
+    def _elsewhere(self, key: str, parts: list[str], words: list[int],
+                   others: list[str]) -> Found:
+        """A quote not found in its cited document `key`: verbatim in one of the `others`,
+        close to `key`, close to one of the `others`, or fabricated."""
         for other in others:  # verbatim elsewhere before close to the cited document
             if spans := _exact(self.docs[other][1], parts):
                 return self._found("misattributed", other, 1.0, spans)
@@ -116,17 +177,6 @@ class Locator:
             if close := self._close(label, other, words):
                 return close
         return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
-
-    def _candidates(self, words: list[int]) -> list[str]:
-        """The documents that share most n-grams (none of them common) with `words`."""
-        grams = np.unique(_grams(np.array([*words, *[0] * (N - len(words))], np.int64)))
-        low = np.searchsorted(self.grams, grams := grams[:PROBES])
-        size = np.searchsorted(self.grams, grams, "right") - low
-        low, size = low[size <= COMMON], size[size <= COMMON]  # each n-gram's owners, in a row
-        at = np.repeat(low - np.cumsum(size) + size, size) + np.arange(size.sum())
-        found, hits = np.unique(self.owner[at], return_counts=True)
-        best = found[np.argsort(-hits, kind="stable")[:CANDIDATES + 1]]
-        return [self.keys[k] for k in best.tolist()]
 
     def _close(self, label: str, key: str, words: list[int]) -> Found | None:
         """`label` when `words` (the quote's, hashed) align with a span of the words of document
