@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, islice, pairwise
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,8 @@ COMMON = 100
 """An n-gram found in more documents than this names no candidate (``of the company``)."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
+_ALONE = re.compile(f"[{_CJK}]")
+_MIX = np.random.default_rng(27).integers(1, 2**62, 64) * 2 + 1  # a word's hash: its characters
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 Found = dict[str, Any]  # {"label", "document", "similarity", "spans": [[start, end], ...]}
 
@@ -46,20 +48,39 @@ def label_counts(found: Iterable[Found]) -> dict[str, int]:
     return {lab.key: seen[lab.name] for lab in FIDELITY}
 
 
-def _hashed(texts: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """The words of `texts` hashed, end to end (a text of fewer than N words padded with "",
-    hashed 0), and each text's count of them."""
-    size = np.array([max(len(w), N) for w in texts], np.int64)
-    return np.fromiter(map(hash, chain.from_iterable(w + [""] * (N - len(w)) for w in texts)),
-                       np.int64, count=int(size.sum())), size
+def _words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of `texts` (:data:`_TOKEN`'s), found by each character's kind, not by the
+    pattern: each one's hash, start and end in its text, and each text's count of them."""
+    code = np.frombuffer("\0".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32)
+    kinds = np.zeros(int(code.max(initial=0)) + 1, np.int8)  # 1 in a word, 2 a word alone
+    chars = np.flatnonzero(np.bincount(code, minlength=len(kinds)))
+    kinds[chars] = [2 if _ALONE.match(c) else bool(_TOKEN.match(c)) for c in map(chr, chars)]
+    kind = kinds[code]
+    inner = np.concatenate([[False], kind == 1, [False]])
+    start = np.flatnonzero((kind == 2) | inner[1:-1] & ~inner[:-2])
+    end = np.flatnonzero((kind == 2) | inner[1:-1] & ~inner[2:]) + 1
+    at = np.flatnonzero(kind)  # each character of a word, word after word
+    mixed = np.cumsum(code[at] * _MIX[(at - np.repeat(start, end - start)) % len(_MIX)])
+    mixed = np.concatenate([[0], mixed])[np.cumsum(end - start)] - np.concatenate(
+        [[0], mixed])[np.cumsum(end - start) - (end - start)]
+    first = np.cumsum([len(text) + 1 for text in texts], dtype=np.int64) - [
+        len(text) + 1 for text in texts]
+    text = np.searchsorted(first, start, "right") - 1
+    return (mixed * 31 + end - start, (start - first[text]).astype(np.int32),
+            (end - first[text]).astype(np.int32), np.bincount(text, minlength=len(texts)))
 
 
-def _distinct(words: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct n-grams (hashed) of texts of `size` words each (`words`: :func:`_hashed`),
-    sorted by hash, with their text (ascending within a hash)."""
-    grams = np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
-    owner = np.repeat(np.arange(len(size)), size)[:len(grams)]
-    keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(size)[owner])  # in one text
+def _distinct(words: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct n-grams (hashed) of texts of `counts` words each (`words`: their hashes,
+    end to end; a text of fewer than N padded with 0), sorted by hash, with their text
+    (ascending within a hash)."""
+    pad = np.maximum(counts, N) - counts
+    padded = np.zeros(len(words) + int(pad.sum()), np.int64)
+    padded[np.repeat(np.cumsum(pad) - pad, counts) + np.arange(len(words))] = words
+    grams = np.add.reduce([padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21
+                           for i in range(N)])
+    owner = np.repeat(np.arange(len(counts)), counts + pad)[:len(grams)]
+    keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(counts + pad)[owner])
     keep = keep[np.argsort(grams[keep], kind="stable")]
     grams, owner = grams[keep], owner[keep]
     new = (np.diff(grams, prepend=0) != 0) | (np.diff(owner, prepend=-1) != 0)
@@ -77,7 +98,7 @@ def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
     spans, at = [], 0
     for part in parts:
         start = doc.find(part, at)
-        if start < 0 and (start := doc.find(part)) < 0:
+        if start < 0 and (not at or (start := doc.find(part)) < 0):
             return None
         spans.append([start, at := start + len(part)])
     return spans
@@ -98,12 +119,14 @@ class Locator:
             key = norm(source)
             self.docs[key] = (source, f"{self.docs[key][1]} {fold(text)}" if key in self.docs
                               else fold(text))
-        # The index: every document's words hashed and its distinct n-grams, sorted by hash,
-        # with their owner.
-        self.keys, words = list(self.docs), [_TOKEN.findall(text) for _, text in self.docs.values()]
-        self.words, size = _hashed(words)
-        self.span = {k: (a, a + len(w)) for k, a, w in zip(self.keys, size.cumsum() - size, words)}
-        self.grams, self.owner = _distinct(self.words, size)
+        # The index: every document's words hashed (where they are kept) and its distinct
+        # n-grams, sorted by hash, with their owner.
+        self.keys, texts = list(self.docs), [text for _, text in self.docs.values()]
+        self.words, self.starts, self.ends, counts = (np.concatenate(field) for field in zip(*(
+            _words(texts[i:i + 256]) for i in range(0, max(len(texts), 1), 256))))
+        first = np.cumsum(counts) - counts
+        self.span = dict(zip(self.keys, zip(first.tolist(), (first + counts).tolist())))
+        self.grams, self.owner = _distinct(self.words, counts)
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
@@ -123,12 +146,11 @@ class Locator:
             elif not self._own(out, keys[source], parts):
                 rest.append((len(out), keys[source], parts))
                 out.append({})  # placed below
-        tokens = [_TOKEN.findall(" ".join(parts)) for _, _, parts in rest]
-        words, size = _hashed(tokens)
-        near = self._candidates(words, size) if rest else []
-        for (at, key, parts), start, said, others in zip(rest, (np.cumsum(size) - size).tolist(),
-                                                         tokens, near):
-            out[at] = self._elsewhere(key, parts, words[start:start + len(said)].tolist(),
+        words, _, _, counts = _words([" ".join(parts) for _, _, parts in rest])
+        near = self._candidates(words, counts) if rest else []
+        for (at, key, parts), start, n, others in zip(rest, (np.cumsum(counts) - counts).tolist(),
+                                                      counts.tolist(), near):
+            out[at] = self._elsewhere(key, parts, words[start:start + n].tolist(),
                                       [other for other in others if other != key][:CANDIDATES])
         return out
 
@@ -146,10 +168,10 @@ class Locator:
             out.append(self._found("stitched", key, 1.0, spans))
         return bool(spans)
 
-    def _candidates(self, words: np.ndarray, size: np.ndarray) -> list[list[str]]:
-        """Per quote (`words`, `size`: :func:`_hashed`), the documents that share most
+    def _candidates(self, words: np.ndarray, counts: np.ndarray) -> list[list[str]]:
+        """Per quote (`words`, `counts`: :func:`_words`), the documents that share most
         n-grams (none of them common) with it: a sample of its n-grams, the first by hash."""
-        grams, quote = _distinct(words, size)
+        grams, quote = _distinct(words, counts)
         order = np.argsort(quote, kind="stable")
         probe = np.sort(order[_ranks(quote[order]) < PROBES])  # by hash: a quicker lookup
         low = np.searchsorted(self.grams, grams := grams[probe])
@@ -160,7 +182,7 @@ class Locator:
         found, hits = np.unique(np.repeat(quote, owners) * n + self.owner[at], return_counts=True)
         order = np.lexsort((-hits, found // n))  # most hits first, then the first document
         found = found[order][_ranks(found[order] // n) <= CANDIDATES]
-        out: list[list[str]] = [[] for _ in range(len(size))]
+        out: list[list[str]] = [[] for _ in range(len(counts))]
         for quote, doc in zip((found // n).tolist(), (found % n).tolist()):
             out[quote].append(self.keys[doc])
         return out
@@ -182,12 +204,14 @@ class Locator:
         """`label` when `words` (the quote's, hashed) align with a span of the words of document
         `key` at least :data:`CLOSE` (its span: from its first word's start to its last word's
         end)."""
-        got = fuzz.partial_ratio_alignment(words, self.words[slice(*self.span[key])].tolist(),
+        first, last = self.span[key]
+        got = fuzz.partial_ratio_alignment(words, self.words[first:last].tolist(),
                                            score_cutoff=100 * CLOSE)
         if got is None:
             return None
-        span = list(islice(_TOKEN.finditer(self.docs[key][1]), got.dest_start, got.dest_end))
-        return self._found(label, key, got.score / 100, [[span[0].start(), span[-1].end()]])
+        span = [self.starts[first + got.dest_start].item(),
+                self.ends[first + got.dest_end - 1].item()]
+        return self._found(label, key, got.score / 100, [span])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
