@@ -55,41 +55,29 @@ def _words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     kinds = np.zeros(int(code.max(initial=0)) + 1, np.int8)  # 1 in a word, 2 a word alone
     chars = np.flatnonzero(np.bincount(code, minlength=len(kinds)))
     kinds[chars] = [2 if _ALONE.match(c) else bool(_TOKEN.match(c)) for c in map(chr, chars)]
-    kind = kinds[code]
-    inner = np.concatenate([[False], kind == 1, [False]])
-    start = np.flatnonzero((kind == 2) | inner[1:-1] & ~inner[:-2])
-    end = np.flatnonzero((kind == 2) | inner[1:-1] & ~inner[2:]) + 1
-    at = np.flatnonzero(kind)  # each character of a word, word after word
-    mixed = np.cumsum(code[at] * _MIX[(at - np.repeat(start, end - start)) % len(_MIX)])
-    mixed = np.concatenate([[0], mixed])[np.cumsum(end - start)] - np.concatenate(
-        [[0], mixed])[np.cumsum(end - start) - (end - start)]
-    first = np.cumsum([len(text) + 1 for text in texts], dtype=np.int64) - [
-        len(text) + 1 for text in texts]
+    kind = np.concatenate([[0], kinds[code], [0]])
+    start = np.flatnonzero((kind[1:-1] == 2) | (kind[1:-1] == 1) & (kind[:-2] != 1))
+    size = np.flatnonzero((kind[1:-1] == 2) | (kind[1:-1] == 1) & (kind[2:] != 1)) + 1 - start
+    at = np.flatnonzero(kind[1:-1])  # each character of a word, word after word
+    mixed = np.cumsum(np.concatenate([[0], code[at] * _MIX[(at - np.repeat(start, size)) % 64]]))
+    first = np.cumsum([0, *(len(text) + 1 for text in texts)])[:-1]
     text = np.searchsorted(first, start, "right") - 1
-    return (mixed * 31 + end - start, (start - first[text]).astype(np.int32),
-            (end - first[text]).astype(np.int32), np.bincount(text, minlength=len(texts)))
+    return ((mixed[np.cumsum(size)] - mixed[np.cumsum(size) - size]) * 31 + size, start - first[
+        text], start + size - first[text], np.bincount(text, minlength=len(texts)))
 
 
 def _distinct(words: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct n-grams (hashed) of texts of `counts` words each (`words`: their hashes,
-    end to end; a text of fewer than N padded with 0), sorted by hash, with their text
-    (ascending within a hash)."""
+    """The distinct n-grams (hashed) of texts of `counts` words (`words`: their hashes, end to
+    end; a text of fewer than N padded with 0), sorted by hash, with their text (ascending)."""
     pad = np.maximum(counts, N) - counts
     padded = np.zeros(len(words) + int(pad.sum()), np.int64)
     padded[np.repeat(np.cumsum(pad) - pad, counts) + np.arange(len(words))] = words
-    grams = np.add.reduce([padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21
-                           for i in range(N)])
+    grams = np.add.reduce([padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
     owner = np.repeat(np.arange(len(counts)), counts + pad)[:len(grams)]
     keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(counts + pad)[owner])
     keep = keep[np.argsort(grams[keep], kind="stable")]
-    grams, owner = grams[keep], owner[keep]
-    new = (np.diff(grams, prepend=0) != 0) | (np.diff(owner, prepend=-1) != 0)
-    return grams[new], owner[new]
-
-
-def _ranks(group: np.ndarray) -> np.ndarray:
-    """Each item's place within its group (`group`: sorted)."""
-    return np.arange(len(group)) - np.searchsorted(group, group)
+    new = (np.diff(grams[keep], prepend=0) != 0) | (np.diff(owner[keep], prepend=-1) != 0)
+    return grams[keep[new]], owner[keep[new]]
 
 
 def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
@@ -122,7 +110,7 @@ class Locator:
         # The index: every document's words hashed (where they are kept) and its distinct
         # n-grams, sorted by hash, with their owner.
         self.keys, texts = list(self.docs), [text for _, text in self.docs.values()]
-        self.words, self.starts, self.ends, counts = (np.concatenate(field) for field in zip(*(
+        self.words, self.starts, self.ends, counts = map(np.concatenate, zip(*(
             _words(texts[i:i + 256]) for i in range(0, max(len(texts), 1), 256))))
         first = np.cumsum(counts) - counts
         self.span = dict(zip(self.keys, zip(first.tolist(), (first + counts).tolist())))
@@ -133,64 +121,52 @@ class Locator:
         return self.labels([source], [quote])[0]
 
     def labels(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
-        """Each quote's :meth:`label` (cited from its source): those not in their cited
-        document looked up in the index together."""
-        keys = {source: self.norm(source) for source in set(sources)}
-        out: list[Found] = []
-        rest: list[tuple[int, str, list[str]]] = []  # (place, document, parts) of the others
-        for source, quote in zip(sources, quotes):
-            parts = split_ellipsis(fold(quote))
-            if not self.docs or not parts:
-                out.append({"label": "unchecked", "document": None, "similarity": None,
-                            "spans": []})
-            elif not self._own(out, keys[source], parts):
-                rest.append((len(out), keys[source], parts))
-                out.append({})  # placed below
-        words, _, _, counts = _words([" ".join(parts) for _, _, parts in rest])
-        near = self._candidates(words, counts) if rest else []
-        for (at, key, parts), start, n, others in zip(rest, (np.cumsum(counts) - counts).tolist(),
-                                                      counts.tolist(), near):
-            out[at] = self._elsewhere(key, parts, words[start:start + n].tolist(),
-                                      [other for other in others if other != key][:CANDIDATES])
+        """Each quote's :meth:`label` (cited from its source); those not found in their cited
+        document are looked up in the index together."""
+        out = [self._own(source, quote) for source, quote in zip(sources, quotes)]
+        rest = [k for k, found in enumerate(out) if not found]
+        words, _, _, counts = _words([fold(quotes[k]) for k in rest])
+        for k, end, n, others in zip(rest, np.cumsum(counts).tolist(), counts.tolist(),
+                                     self._candidates(words, counts) if rest else []):
+            out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(fold(quotes[k])),
+                                     words[end - n:end].tolist(), others)
         return out
 
-    def _own(self, out: list[Found], key: str, parts: list[str]) -> bool:
-        """Whether `parts` are all found in document `key`: verbatim or stitched (added to
-        `out`)."""
-        if key not in self.docs:
-            return False
-        doc = self.docs[key][1]
+    def _own(self, source: str, quote: str) -> Found:
+        """`quote` verbatim or stitched in the document it cites, unchecked, or {}: neither."""
+        parts = split_ellipsis(fold(quote))
+        if not self.docs or not parts:
+            return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
+        key = self.norm(source)
+        doc = self.docs.get(key, ("", ""))[1]
         spans = _exact(doc, parts)
         if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
-            out.append(self._found("verbatim", key, 1.0, spans))
-        elif spans := spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part)
-                                            if p]):
-            out.append(self._found("stitched", key, 1.0, spans))
-        return bool(spans)
+            return self._found("verbatim", key, 1.0, spans)
+        spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
+        return self._found("stitched", key, 1.0, spans) if spans else {}
 
     def _candidates(self, words: np.ndarray, counts: np.ndarray) -> list[list[str]]:
         """Per quote (`words`, `counts`: :func:`_words`), the documents that share most
         n-grams (none of them common) with it: a sample of its n-grams, the first by hash."""
         grams, quote = _distinct(words, counts)
-        order = np.argsort(quote, kind="stable")
-        probe = np.sort(order[_ranks(quote[order]) < PROBES])  # by hash: a quicker lookup
+        order = np.argsort(quote, kind="stable")  # the first PROBES of each quote, by hash:
+        probe = np.sort(order[np.arange(len(order)) - np.searchsorted(quote[order], quote[order])
+                              < PROBES])
         low = np.searchsorted(self.grams, grams := grams[probe])
         owners = np.searchsorted(self.grams, grams, "right") - low  # each n-gram's, in a row
-        common, n = owners <= COMMON, len(self.keys)
-        low, owners, quote = low[common], owners[common], quote[probe][common]
+        low, owners, quote = (a[owners <= COMMON] for a in (low, owners, quote[probe]))
         at = np.repeat(low - np.cumsum(owners) + owners, owners) + np.arange(owners.sum())
+        n = len(self.keys)
         found, hits = np.unique(np.repeat(quote, owners) * n + self.owner[at], return_counts=True)
-        order = np.lexsort((-hits, found // n))  # most hits first, then the first document
-        found = found[order][_ranks(found[order] // n) <= CANDIDATES]
-        out: list[list[str]] = [[] for _ in range(len(counts))]
-        for quote, doc in zip((found // n).tolist(), (found % n).tolist()):
-            out[quote].append(self.keys[doc])
-        return out
+        found = found[np.lexsort((-hits, found // n))]  # most hits first, then the first document
+        found = found[np.arange(len(found)) - np.searchsorted(found // n, found // n) <= CANDIDATES]
+        return [[self.keys[k] for k in docs] for docs in np.split(
+            (found % n).tolist(), np.searchsorted(found // n, range(1, len(counts))).tolist())]
 
-    def _elsewhere(self, key: str, parts: list[str], words: list[int],
-                   others: list[str]) -> Found:
-        """A quote not found in its cited document `key`: verbatim in one of the `others`,
-        close to `key`, close to one of the `others`, or fabricated."""
+    def _elsewhere(self, key: str, parts: list[str], words: list[int], near: list[str]) -> Found:
+        """A quote not found in the document it cites (`key`): verbatim in one of the `near`
+        ones, close to `key`, close to one of the `near` ones, or fabricated."""
+        others = [other for other in near if other != key][:CANDIDATES]
         for other in others:  # verbatim elsewhere before close to the cited document
             if spans := _exact(self.docs[other][1], parts):
                 return self._found("misattributed", other, 1.0, spans)
@@ -209,8 +185,7 @@ class Locator:
                                            score_cutoff=100 * CLOSE)
         if got is None:
             return None
-        span = [self.starts[first + got.dest_start].item(),
-                self.ends[first + got.dest_end - 1].item()]
+        span = [int(self.starts[first + got.dest_start]), int(self.ends[first + got.dest_end - 1])]
         return self._found(label, key, got.score / 100, [span])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
