@@ -125,9 +125,11 @@ class Locator:
         document are looked up in the index together."""
         out = [self._own(source, quote) for source, quote in zip(sources, quotes)]
         rest = [k for k, found in enumerate(out) if not found]
+        if not rest:
+            return out
         words, _, _, counts = _words([fold(quotes[k]) for k in rest])
         for k, end, n, others in zip(rest, np.cumsum(counts).tolist(), counts.tolist(),
-                                     self._candidates(words, counts) if rest else []):
+                                     self._candidates(words, counts)):
             out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(fold(quotes[k])),
                                      words[end - n:end].tolist(), others)
         return out
