@@ -23,7 +23,7 @@ from runner.data.dataset import file_options
 from runner.data.loading import iter_documents
 from runner.matchers.base import Similarity, TextPair
 from runner.matchers.ngram import NgramMatcher
-from runner.scoring.fidelity import Locator
+from runner.scoring.fidelity import Found, Locator
 
 _SHARED = {"config": False, "identity": False}
 """A field that is no setting: its copies (:meth:`NgramMatcher.for_workload`) and the scoring
@@ -64,20 +64,21 @@ class LocateMatcher(NgramMatcher):
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap of the located spans of each pair; `ngram` where one is not located."""
-        located = [self._overlap(ref, cit) for ref, cit in pairs]
+        refs = self.locator.labels([""] * len(pairs), [ref for ref, _ in pairs])  # any document
+        cits = self.locator.labels([r["document"] or "" for r in refs], [c for _, c in pairs])
+        located = [_overlap(ref, cit) for ref, cit in zip(refs, cits)]
         lost = [pair for pair, sim in zip(pairs, located) if sim is None]
         back = iter(NgramMatcher.similarities(self, lost))
         with self.counts.get_lock():
             self.counts[:] = [self.counts[0] + len(pairs), self.counts[1] + len(lost)]
         return [next(back) if sim is None else sim for sim in located]
 
-    def _overlap(self, reference: str, citation: str) -> float | None:
-        """The overlap of where the passages lie (None: one lies in no document)."""
-        ref = self.locator.label("", reference)  # "": no document named, every one searched
-        cit = self.locator.label(ref["document"] or "", citation)  # its document first
-        if None in (ref["document"], cit["document"]):
-            return None
-        # Spans in another document share nothing with the reference's: 0.
-        spans = cit["spans"] if cit["document"] == ref["document"] else []
-        shared = sum(max(min(e, f) - max(s, t), 0) for s, e in ref["spans"] for t, f in spans)
-        return shared / max(min(sum(e - s for s, e in f["spans"]) for f in (ref, cit)), 1)
+
+def _overlap(ref: Found, cit: Found) -> float | None:
+    """The overlap of where a reference and a citation lie, over the shorter (None: one lies in
+    no document; 0: the citation lies in another document than the reference)."""
+    if None in (ref["document"], cit["document"]):
+        return None
+    spans = cit["spans"] if cit["document"] == ref["document"] else []
+    shared = sum(max(min(e, f) - max(s, t), 0) for s, e in ref["spans"] for t, f in spans)
+    return shared / max(min(sum(e - s for s, e in f["spans"]) for f in (ref, cit)), 1)

@@ -14,7 +14,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, islice, pairwise
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,8 @@ either side, in whole blocks of this many (block k: characters [k * WINDOW, (k +
 so the quotes that point near each other share their blocks."""
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")  # a word, or one character of these scripts
+_ALONE = re.compile(f"[{_CJK}]")
+_MIX = np.random.default_rng(27).integers(1, 2**62, 64) * 2 + 1  # a word's hash: its characters
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 _MOVES = re.compile(rf"(?:^|\s)[\s{INVISIBLE.pattern[1:-1]}]+|\S?[^\s\x00-\x7f]+")
 Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _found
@@ -52,9 +54,36 @@ def label_counts(found: Iterable[Found]) -> dict[str, int]:
     return {lab.key: seen[lab.name] for lab in FIDELITY}
 
 
-def _grams(words: np.ndarray) -> np.ndarray:
-    """The hashes of the n-grams of `words` (hashes of words), one per word but the last N - 1."""
-    return np.add.reduce([words[i:len(words) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
+def _words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The words of `texts` (:data:`_TOKEN`'s), found by each character's kind, not by the
+    pattern: each one's hash, start and end in its text, and each text's count of them."""
+    code = np.frombuffer("\0".join(texts).encode("utf-32-le", "surrogatepass"), np.uint32)
+    kinds = np.zeros(int(code.max(initial=0)) + 1, np.int8)  # 1 in a word, 2 a word alone
+    chars = np.flatnonzero(np.bincount(code, minlength=len(kinds)))
+    kinds[chars] = [2 if _ALONE.match(c) else bool(_TOKEN.match(c)) for c in map(chr, chars)]
+    kind = np.concatenate([[0], kinds[code], [0]])
+    start = np.flatnonzero((kind[1:-1] == 2) | (kind[1:-1] == 1) & (kind[:-2] != 1))
+    size = np.flatnonzero((kind[1:-1] == 2) | (kind[1:-1] == 1) & (kind[2:] != 1)) + 1 - start
+    at = np.flatnonzero(kind[1:-1])  # each character of a word, word after word
+    mixed = np.cumsum(np.concatenate([[0], code[at] * _MIX[(at - np.repeat(start, size)) % 64]]))
+    first = np.cumsum([0, *(len(text) + 1 for text in texts)])[:-1]
+    text = np.searchsorted(first, start, "right") - 1
+    return ((mixed[np.cumsum(size)] - mixed[np.cumsum(size) - size]) * 31 + size, start - first[
+        text], start + size - first[text], np.bincount(text, minlength=len(texts)))
+
+
+def _distinct(words: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct n-grams (hashed) of texts of `counts` words (`words`: their hashes, end to
+    end; a text of fewer than N padded with 0), sorted by hash, with their text (ascending)."""
+    pad = np.maximum(counts, N) - counts
+    padded = np.zeros(len(words) + int(pad.sum()), np.int64)
+    padded[np.repeat(np.cumsum(pad) - pad, counts) + np.arange(len(words))] = words
+    grams = np.add.reduce([padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
+    owner = np.repeat(np.arange(len(counts)), counts + pad)[:len(grams)]
+    keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(counts + pad)[owner])
+    keep = keep[np.argsort(grams[keep], kind="stable")]
+    new = (np.diff(grams[keep], prepend=0) != 0) | (np.diff(owner[keep], prepend=-1) != 0)
+    return grams[keep[new]], owner[keep[new]]
 
 
 def _places(text: str, doc: str) -> list[tuple[int, int, int, int]]:
@@ -81,7 +110,7 @@ def _exact(doc: str, parts: Sequence[str]) -> list[list[int]] | None:
     spans, at = [], 0
     for part in parts:
         start = doc.find(part, at)
-        if start < 0 and (start := doc.find(part)) < 0:
+        if start < 0 and (not at or (start := doc.find(part)) < 0):
             return None
         spans.append([start, at := start + len(part)])
     return spans
@@ -103,37 +132,69 @@ class Locator:
             key = norm(source)
             self.texts[key] = (source, f"{self.texts[key][1]} {raw}" if key in self.texts else raw)
         self.docs = {key: (source, fold(text)) for key, (source, text) in self.texts.items()}
-        # The index: every document's words hashed (a text of fewer than N words padded with
-        # "", hashed 0) and its distinct n-grams, sorted by hash, with their owner.
-        self.keys, words = list(self.docs), [_TOKEN.findall(text) for _, text in self.docs.values()]
-        size = np.array([max(len(w), N) for w in words], np.int64)
-        self.words = np.fromiter(map(hash, chain.from_iterable(
-            w + [""] * (N - len(w)) for w in words)), np.int64, count=int(size.sum()))
-        self.span = {k: (a, a + len(w)) for k, a, w in zip(self.keys, size.cumsum() - size, words)}
-        owner = np.repeat(np.arange(len(size)), size)[:len(grams := _grams(self.words))]
-        keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(size)[owner])  # in one doc
-        keep = keep[np.argsort(grams[keep], kind="stable")]  # owners ascending within a hash
-        grams, owner = grams[keep], owner[keep]
-        new = (np.diff(grams, prepend=0) != 0) | (np.diff(owner, prepend=-1) != 0)  # distinct
-        self.grams, self.owner = grams[new], owner[new]
+        # The index: every document's words hashed (where they are kept) and its distinct
+        # n-grams, sorted by hash, with their owner.
+        self.keys, texts = list(self.docs), [text for _, text in self.docs.values()]
+        self.words, self.starts, self.ends, counts = map(np.concatenate, zip(*(
+            _words(texts[i:i + 256]) for i in range(0, max(len(texts), 1), 256))))
+        first = np.cumsum(counts) - counts
+        self.span = dict(zip(self.keys, zip(first.tolist(), (first + counts).tolist())))
+        self.grams, self.owner = _distinct(self.words, counts)
 
     def label(self, source: str, quote: str) -> Found:
         """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
+        return self.labels([source], [quote])[0]
+
+    def labels(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
+        """Each quote's :meth:`label` (cited from its source); those not found in their cited
+        document are looked up in the index together."""
+        out = [self._own(source, quote) for source, quote in zip(sources, quotes)]
+        rest = [k for k, found in enumerate(out) if not found]
+        if not rest:
+            return out
+        words, _, _, counts = _words([fold(quotes[k]) for k in rest])
+        for k, end, n, others in zip(rest, np.cumsum(counts).tolist(), counts.tolist(),
+                                     self._candidates(words, counts)):
+            out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(fold(quotes[k])),
+                                     words[end - n:end].tolist(), others)
+        return out
+
+    def _own(self, source: str, quote: str) -> Found:
+        """`quote` verbatim or stitched in the document it cites, unchecked, or {}: neither."""
         parts = split_ellipsis(fold(quote))
         if not self.docs or not parts:
             return {"label": "unchecked", "document": None, "similarity": None, "spans": [],
                     "excerpt": []}
-        key, text = self.norm(source), " ".join(parts)
-        if key in self.docs:
-            doc = self.docs[key][1]
-            spans = _exact(doc, parts)
-            if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
-                return self._found("verbatim", key, 1.0, spans)
-            spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
-            if spans:
-                return self._found("stitched", key, 1.0, spans)
-        words = list(map(hash, _TOKEN.findall(text)))
-        others = [other for other in self._candidates(words) if other != key][:CANDIDATES]
+        key = self.norm(source)
+        doc = self.docs.get(key, ("", ""))[1]
+        spans = _exact(doc, parts)
+        if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
+            return self._found("verbatim", key, 1.0, spans)
+        spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
+        return self._found("stitched", key, 1.0, spans) if spans else {}
+
+    def _candidates(self, words: np.ndarray, counts: np.ndarray) -> list[list[str]]:
+        """Per quote (`words`, `counts`: :func:`_words`), the documents that share most
+        n-grams (none of them common) with it: a sample of its n-grams, the first by hash."""
+        grams, quote = _distinct(words, counts)
+        order = np.argsort(quote, kind="stable")  # the first PROBES of each quote, by hash:
+        probe = np.sort(order[np.arange(len(order)) - np.searchsorted(quote[order], quote[order])
+                              < PROBES])
+        low = np.searchsorted(self.grams, grams := grams[probe])
+        owners = np.searchsorted(self.grams, grams, "right") - low  # each n-gram's, in a row
+        low, owners, quote = (a[owners <= COMMON] for a in (low, owners, quote[probe]))
+        at = np.repeat(low - np.cumsum(owners) + owners, owners) + np.arange(owners.sum())
+        n = len(self.keys)
+        found, hits = np.unique(np.repeat(quote, owners) * n + self.owner[at], return_counts=True)
+        found = found[np.lexsort((-hits, found // n))]  # most hits first, then the first document
+        found = found[np.arange(len(found)) - np.searchsorted(found // n, found // n) <= CANDIDATES]
+        return [[self.keys[k] for k in docs] for docs in np.split(
+            (found % n).tolist(), np.searchsorted(found // n, range(1, len(counts))).tolist())]
+
+    def _elsewhere(self, key: str, parts: list[str], words: list[int], near: list[str]) -> Found:
+        """A quote not found in the document it cites (`key`): verbatim in one of the `near`
+        ones, close to `key`, close to one of the `near` ones, or fabricated."""
+        others = [other for other in near if other != key][:CANDIDATES]
         for other in others:  # verbatim elsewhere before close to the cited document
             if spans := _exact(self.docs[other][1], parts):
                 return self._found("misattributed", other, 1.0, spans)
@@ -144,27 +205,17 @@ class Locator:
         return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": [],
                 "excerpt": []}
 
-    def _candidates(self, words: list[int]) -> list[str]:
-        """The documents that share most n-grams (none of them common) with `words`."""
-        grams = np.unique(_grams(np.array([*words, *[0] * (N - len(words))], np.int64)))
-        low = np.searchsorted(self.grams, grams := grams[:PROBES])
-        size = np.searchsorted(self.grams, grams, "right") - low
-        low, size = low[size <= COMMON], size[size <= COMMON]  # each n-gram's owners, in a row
-        at = np.repeat(low - np.cumsum(size) + size, size) + np.arange(size.sum())
-        found, hits = np.unique(self.owner[at], return_counts=True)
-        best = found[np.argsort(-hits, kind="stable")[:CANDIDATES + 1]]
-        return [self.keys[k] for k in best.tolist()]
-
     def _close(self, label: str, key: str, words: list[int]) -> Found | None:
         """`label` when `words` (the quote's, hashed) align with a span of the words of document
         `key` at least :data:`CLOSE` (its span: from its first word's start to its last word's
         end)."""
-        got = fuzz.partial_ratio_alignment(words, self.words[slice(*self.span[key])].tolist(),
+        first, last = self.span[key]
+        got = fuzz.partial_ratio_alignment(words, self.words[first:last].tolist(),
                                            score_cutoff=100 * CLOSE)
         if got is None:
             return None
-        span = list(islice(_TOKEN.finditer(self.docs[key][1]), got.dest_start, got.dest_end))
-        return self._found(label, key, got.score / 100, [[span[0].start(), span[-1].end()]])
+        span = [int(self.starts[first + got.dest_start]), int(self.ends[first + got.dest_end - 1])]
+        return self._found(label, key, got.score / 100, [span])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         """The entry of a quote located at `spans` of the folded document `key`: its spans in the
