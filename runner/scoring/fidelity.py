@@ -127,11 +127,12 @@ class Locator:
     def __init__(self, documents: Iterable[tuple[str, str]], norm: Callable[[str], str]) -> None:
         self.norm = norm
         self.texts: dict[str, tuple[str, str]] = {}  # as written; named twice: its texts joined
-        self.places: dict[str, list[tuple[int, int, int, int]]] = {}  # where fold moves them
         for source, raw in documents:
             key = norm(source)
             self.texts[key] = (source, f"{self.texts[key][1]} {raw}" if key in self.texts else raw)
         self.docs = {key: (source, fold(text)) for key, (source, text) in self.texts.items()}
+        self.places = {key: _places(text, self.docs[key][1])  # where fold moves the offsets
+                       for key, (_, text) in self.texts.items()}
         # The index: every document's words hashed (where they are kept) and its distinct
         # n-grams, sorted by hash, with their owner.
         self.keys, texts = list(self.docs), [text for _, text in self.docs.values()]
@@ -219,11 +220,11 @@ class Locator:
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         """The entry of a quote located at `spans` of the folded document `key`: its spans in the
-        text as written (:func:`_places`, noted once per document), and the excerpt of that text
-        a report shows: the blocks of :data:`WINDOW` characters within ``WINDOW`` of a span, in
+        text as written (:func:`_places`, noted when indexed), and the excerpt of that text a
+        report shows: the blocks of :data:`WINDOW` characters within ``WINDOW`` of a span, in
         order (``{"at": offset in the text, "text": ...}``)."""
         text = self.texts[key][1]
-        rows = self.places.get(key) or self.places.setdefault(key, _places(text, self.docs[key][1]))
+        rows = self.places[key]
 
         def place(offset: int) -> int:  # after a stretch: moved as its end; inside: its prefix's
             at, start, end, n = rows[bisect_right(rows, offset, key=lambda row: row[0]) - 1]
