@@ -142,13 +142,9 @@ class Locator:
         self.span = dict(zip(self.keys, zip(first.tolist(), (first + counts).tolist())))
         self.grams, self.owner = _distinct(self.words, counts)
 
-    def label(self, source: str, quote: str) -> Found:
-        """Where `quote`, cited from `source`, lies: the rule of docs/fidelity.md."""
-        return self.labels([source], [quote])[0]
-
     def labels(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
-        """Each quote's :meth:`label` (cited from its source); those not found in their cited
-        document are looked up in the index together."""
+        """Where each quote, cited from its source, lies (the rule of docs/fidelity.md); those not
+        found in their cited document are looked up in the index together."""
         out = [self._own(source, quote) for source, quote in zip(sources, quotes)]
         rest = [k for k, found in enumerate(out) if not found]
         if not rest:
