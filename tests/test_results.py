@@ -77,13 +77,15 @@ def test_the_two_files_must_hold_the_same_cases(tmp_path: Path,
 def test_tables_carry_the_cases_format_version(tmp_path: Path, seed_result: RunResult) -> None:
     write_result(tmp_path, seed_result)
     for name in (CASES_FILE, PASSAGES_FILE):
-        assert pq.read_schema(tmp_path / name).metadata[b"ragcite.format"] == b"3"
-    pq.write_table(pq.read_table(tmp_path / CASES_FILE).replace_schema_metadata(None),
-                   tmp_path / CASES_FILE)
-    with pytest.raises(ValueError) as exc:
-        list(iter_records(tmp_path))
-    assert str(exc.value) == (f"{tmp_path / CASES_FILE}: per-case results format none is not "
-                              "supported (this ragcite reads version 3)")
+        assert pq.read_schema(tmp_path / name).metadata[b"ragcite.format"] == b"4"
+    # Format 3 (fidelity spans in the folded text, no excerpt) and a table with no version.
+    for written, said in ((b"3", "3"), (None, "none")):
+        pq.write_table(pq.read_table(tmp_path / CASES_FILE).replace_schema_metadata(
+            written and {b"ragcite.format": written}), tmp_path / CASES_FILE)
+        with pytest.raises(ValueError) as exc:
+            list(iter_records(tmp_path))
+        assert str(exc.value) == (f"{tmp_path / CASES_FILE}: per-case results format {said} is "
+                                  "not supported (this ragcite reads version 4)")
 
 
 def test_a_folder_of_format_2_is_refused_with_what_to_do(tmp_path: Path,
@@ -95,7 +97,7 @@ def test_a_folder_of_format_2_is_refused_with_what_to_do(tmp_path: Path,
         with pytest.raises(ValueError) as exc:
             list(read(tmp_path))
         assert str(exc.value) == (f"{tmp_path / 'cases.jsonl'}: per-case results of format 2 "
-                                  "(JSON lines); this ragcite reads format 3 (Parquet tables): "
+                                  "(JSON lines); this ragcite reads format 4 (Parquet tables): "
                                   "run the job again")
 
 

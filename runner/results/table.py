@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from runner.results.jsonio import clean_json, default_json
 
-CASES_VERSION = 3
+CASES_VERSION = 4
 """The format of the per-case tables, in each file's metadata (``ragcite.format``); format 2
 was ``passages.jsonl`` and ``cases.jsonl``."""
 FORMAT_KEY = b"ragcite.format"

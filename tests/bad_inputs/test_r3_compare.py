@@ -39,7 +39,7 @@ def _parquet(rows: list[dict[str, Any]], schema: pa.Schema, infer: bool = False)
             except (pa.ArrowInvalid, pa.ArrowTypeError):
                 columns[f.name] = pa.array(values)
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table(columns).replace_schema_metadata({b"ragcite.format": b"3"}), sink)
+    pq.write_table(pa.table(columns).replace_schema_metadata({b"ragcite.format": b"4"}), sink)
     return bytes(sink.getvalue().to_pybytes())
 
 
