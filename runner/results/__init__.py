@@ -162,7 +162,8 @@ class RunResult:
         ``error``); with `per` ``"citation"`` or ``"reference"``, one row per labelled
         citation or reference (``threshold``, ``id``, its position, ``source``, ``content``,
         ``label``)."""
-        return to_pandas(self, per)
+        threshold = (self.extra.get("threshold") or {}).get("value")
+        return table.frame(*_tables(self), threshold, per).to_pandas()
 
 
 class ThresholdResults(Mapping[float, RunResult]):
@@ -256,12 +257,6 @@ def _tables(result: RunResult) -> tuple[pa.Table, pa.Table]:
     return (table.from_rows(map(table.passage_row, result.cases), table.PASSAGES_SCHEMA),
             table.from_rows(map(table.decision_row, result.cases),
                             table.decisions_schema(*_names(result))))
-
-
-def to_pandas(result: RunResult, per: str | None = None) -> pd.DataFrame:
-    """:meth:`RunResult.to_pandas`."""
-    threshold = (result.extra.get("threshold") or {}).get("value")
-    return table.frame(*_tables(result), threshold, per).to_pandas()
 
 
 def read_results(folder: str | Path, per: str | None = None) -> pd.DataFrame:

@@ -92,22 +92,15 @@ def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(array)], schema)
 
 
-class TableWriter:
-    """A Parquet file written row group by row group under a ``.partial`` name, renamed into
-    place by :meth:`finish` (an interrupted job never leaves a file that looks complete)."""
+class TableWriter(pq.ParquetWriter):
+    """A Parquet file written row group by row group (``write``) under a ``.partial`` name
+    (``close`` leaves it so), renamed into place by :meth:`finish` (an interrupted job never
+    leaves a file that looks complete)."""
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self.path, self.partial = path, path.with_name(path.name + ".partial")
-        self._writer = pq.ParquetWriter(self.partial, schema.with_metadata(
+        super().__init__(self.partial, schema.with_metadata(
             {FORMAT_KEY: str(CASES_VERSION).encode()}), compression="zstd")
-
-    def write(self, table: pa.Table | pa.RecordBatch) -> None:
-        """Append rows (one row group)."""
-        self._writer.write(table)
-
-    def close(self) -> None:
-        """Close the file; it stays ``.partial``."""
-        self._writer.close()
 
     def finish(self) -> None:
         """Close the file and rename it into place."""
