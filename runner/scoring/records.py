@@ -74,11 +74,9 @@ class ExplainedLater(CaseResult):
         state = self.__dict__
         out: dict[str, str] | None = state.get("_explanations")
         if out is None:
-            out = state["_explanations"] = self._explain()
+            out = state["_explanations"] = explain_record({**state, "labels": self.labels},
+                                                          self.normalizer)
         return out
-
-    def _explain(self) -> dict[str, str]:
-        return explain_record({**self.__dict__, "labels": self.labels}, self.normalizer)
 
 
 def result_normalizer(metrics: Mapping[str, Any]) -> Callable[[str], str]:
