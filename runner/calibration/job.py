@@ -23,7 +23,6 @@ from runner.errors import EXIT_NOTHING_SCORED, RagciteError
 from runner.matchers.base import (
     Checked,
     Matcher,
-    OwnCache,
     PairError,
     for_workload,
     similarity_range,
@@ -70,15 +69,9 @@ def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair]
     warning; NothingScored when all did). Each distinct pair is computed once (and, for the
     API matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
-    cache = open_cache(cfg)
-    try:
-        if isinstance(matcher, OwnCache):
-            matcher.bind_cache(cache.dir if cache else None)
+    with open_cache(cfg, matcher) as cache:
         scorer = for_workload(cached(matcher, cache, stats), len(distinct), 1)
         found = dict(zip(distinct, scorer.similarities(distinct)))
-    finally:
-        if cache is not None:
-            cache.close()
     sims = [found[(p.reference, p.citation)] for p in pairs]
     failed = [(p, s) for p, s in zip(pairs, sims) if isinstance(s, PairError)]
     kept = [p for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
