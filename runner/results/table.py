@@ -141,12 +141,9 @@ def open_table(path: Path) -> pq.ParquetFile:
 def iter_rows(path: Path, columns: Sequence[str] | None = None,
               batch_size: int = 4_096) -> Iterator[dict[str, Any]]:
     """The rows of a results table as records (JSON text columns decoded), streamed."""
-    file = open_table(path)
-    try:
+    with open_table(path) as file:
         for batch in file.iter_batches(batch_size, columns=columns):
             yield from map(decoded, batch.to_pylist())
-    finally:
-        file.close()
 
 
 def decoded(row: dict[str, Any]) -> dict[str, Any]:
