@@ -107,11 +107,6 @@ def ready_line(name: str, value: float, overrides: Sequence[str]) -> dict[str, s
                                  *map(redact_override, settings), paste])}
 
 
-def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
-    return {"path": path, "digest": file_digest(path), "n_records": len(pairs),
-            "n_positive": sum(p.label for p in pairs), "annotators": annotators(list(pairs))}
-
-
 def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence[str] = (),
                     before_calls: Callable[[], None] | None = None) -> dict[str, Any]:
     """Calibrate the configured matcher on the labelled pairs and write ``calibration.json``.
@@ -160,7 +155,9 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
              "worst": _worst(kept, sims, threshold.value,
                              int(cfg["calibrate"].get("worst", 25)))}
     data = {"schema_version": SCHEMA_VERSION,
-            "labels": _labels_section(labels_path, pairs),
+            "labels": {"path": labels_path, "digest": file_digest(labels_path),
+                       "n_records": len(pairs), "n_positive": sum(p.label for p in pairs),
+                       "annotators": annotators(pairs)},
             "agreement": annotator_agreement(pairs),
             "matchers": {name: entry},
             "started_at": started.isoformat(),
