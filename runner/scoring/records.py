@@ -93,15 +93,14 @@ def explain_record(case: Mapping[str, Any], normalizer: Callable[[str], str]) ->
     normalisation (``metrics.json`` ``scoring.source_normalization``)."""
     if case.get("error") is not None:
         return {}
-    norm = normalizer
     ref_sources = [r["source"] for r in case["references"]]
     response = case.get("response") or {}
     cit_sources = [c["source"] for c in response.get("citations", ())]
-    ref_src = [norm(s) for s in ref_sources]
-    cit_src = [norm(s) for s in cit_sources]
+    ref_src = [normalizer(s) for s in ref_sources]
+    cit_src = [normalizer(s) for s in cit_sources]
     expected_display: dict[str, str] = {}
     for s in case["expected_sources"]:
-        expected_display.setdefault(norm(s), s)
+        expected_display.setdefault(normalizer(s), s)
     cited_display: dict[str, str] = {}
     for s, shown in zip(cit_src, cit_sources):
         cited_display.setdefault(s, shown)
