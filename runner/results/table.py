@@ -60,9 +60,8 @@ def json_text(value: Any) -> str | None:
 
 def passage_row(case: Any) -> dict[str, Any]:
     """A case record's row of ``passages.parquet`` (metadata and usage as JSON text)."""
-    response = dict(case.response) if case.response is not None else None
-    if response is not None:
-        response["usage"] = json_text(response.get("usage"))
+    response = None if case.response is None else {
+        **case.response, "usage": json_text(case.response.get("usage"))}
     return {"id": case.id, "query": case.query, "references": case.references,
             "expected_sources": case.expected_sources, "response": response,
             "metadata": json_text(case.metadata), "similarity": case.similarity,
