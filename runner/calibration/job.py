@@ -23,7 +23,6 @@ from runner.errors import EXIT_NOTHING_SCORED, RagciteError
 from runner.matchers.base import (
     Checked,
     Matcher,
-    OwnCache,
     PairError,
     for_workload,
     similarity_range,
@@ -70,15 +69,9 @@ def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair]
     warning; NothingScored when all did). Each distinct pair is computed once (and, for the
     API matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
-    cache = open_cache(cfg)
-    try:
-        if isinstance(matcher, OwnCache):
-            matcher.bind_cache(cache.dir if cache else None)
+    with open_cache(cfg, matcher) as cache:
         scorer = for_workload(cached(matcher, cache, stats), len(distinct), 1)
         found = dict(zip(distinct, scorer.similarities(distinct)))
-    finally:
-        if cache is not None:
-            cache.close()
     sims = [found[(p.reference, p.citation)] for p in pairs]
     failed = [(p, s) for p, s in zip(pairs, sims) if isinstance(s, PairError)]
     kept = [p for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
@@ -112,11 +105,6 @@ def ready_line(name: str, value: float, overrides: Sequence[str]) -> dict[str, s
     return {"paste": paste,
             "command": " ".join(["ragcite", f"matcher={name}",
                                  *map(redact_override, settings), paste])}
-
-
-def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
-    return {"path": path, "digest": file_digest(path), "n_records": len(pairs),
-            "n_positive": sum(p.label for p in pairs), "annotators": annotators(list(pairs))}
 
 
 def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence[str] = (),
@@ -167,7 +155,9 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
              "worst": _worst(kept, sims, threshold.value,
                              int(cfg["calibrate"].get("worst", 25)))}
     data = {"schema_version": SCHEMA_VERSION,
-            "labels": _labels_section(labels_path, pairs),
+            "labels": {"path": labels_path, "digest": file_digest(labels_path),
+                       "n_records": len(pairs), "n_positive": sum(p.label for p in pairs),
+                       "annotators": annotators(pairs)},
             "agreement": annotator_agreement(pairs),
             "matchers": {name: entry},
             "started_at": started.isoformat(),

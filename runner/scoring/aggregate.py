@@ -44,8 +44,7 @@ def histogram(values: Sequence[float] | np.ndarray, bins: int = HIST_BINS) -> li
     clipped into the end bins.
     """
     index = np.clip(np.floor(np.asarray(values, dtype=float) * bins), 0, bins - 1)
-    counts: list[int] = np.bincount(index.astype(np.int64), minlength=bins).tolist()
-    return counts
+    return np.bincount(index.astype(np.int64), minlength=bins).tolist()
 
 
 def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS, bins: int = HIST_BINS,
