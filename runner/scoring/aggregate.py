@@ -111,9 +111,8 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
         for b in range(resamples):
             # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
             w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
-            num, den = w @ filled, w @ mask
             with np.errstate(invalid="ignore", divide="ignore"):
-                means[b] = num / den
+                means[b] = (w @ filled) / (w @ mask)
     return [interval(means[:, k], confidence) if defined[:, k].any() else None
             for k in range(m)]
 
