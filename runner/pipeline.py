@@ -13,7 +13,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -196,11 +196,8 @@ def open_cache(cfg: dict[str, Any], matcher: Matcher) -> Iterator[DiskCache | No
             cache.clear()
     if isinstance(matcher, OwnCache):
         matcher.bind_cache(cache.dir if cache else None)
-    try:
+    with closing(cache) if cache is not None else nullcontext():  # closed after the block
         yield cache
-    finally:
-        if cache is not None:
-            cache.close()
 
 
 def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
