@@ -74,7 +74,7 @@ def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair]
         found = dict(zip(distinct, scorer.similarities(distinct)))
     sims = [found[(p.reference, p.citation)] for p in pairs]
     failed = [(p, s) for p, s in zip(pairs, sims) if isinstance(s, PairError)]
-    kept = [p for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
+    kept = [(p, s) for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
     if not kept:
         raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
                             f"first ({failed[0][0].where}): {failed[0][1].message}")
@@ -82,8 +82,7 @@ def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair]
         log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
                     "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
                     failed[0][1].message)
-    return kept, np.array([s for s in sims if not isinstance(s, PairError)],
-                          dtype=np.float64), len(failed)
+    return [p for p, _ in kept], np.array([s for _, s in kept], dtype=np.float64), len(failed)
 
 
 def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
