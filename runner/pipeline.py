@@ -13,6 +13,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -127,16 +128,10 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
     thresholds = resolve_thresholds(cfg["scoring"]["threshold"], matcher.levels,
                                     similarity_range(matcher))
     dataset = Dataset(cfg["dataset"])
-    cache = open_cache(cfg)
-    adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
-    if isinstance(matcher, OwnCache):
-        matcher.bind_cache(cache.dir if cache else None)
     run = _Run(cfg, out, dict(names or {}), started, adapter, matcher, dataset, thresholds)
-    try:
+    with open_cache(cfg, matcher) as cache:
+        adapter.bind(AdapterContext(dataset=dataset, cache_dir=cache.dir if cache else None))
         results = _score(run, cache)
-    finally:
-        if cache is not None:
-            cache.close()
     return _finish(run, results, report)
 
 
@@ -188,16 +183,21 @@ class _Batches:
                 yield batch, more
 
 
-def open_cache(cfg: dict[str, Any]) -> DiskCache | None:
-    """The run's cache (`cache.*`: None when off), shared with calibrations."""
+@contextmanager
+def open_cache(cfg: dict[str, Any], matcher: Matcher) -> Iterator[DiskCache | None]:
+    """The run's cache (`cache.*`: None when off), shared with calibrations, open while the
+    block runs; a matcher that keeps its own store (:class:`OwnCache`) is bound to its folder."""
     settings = cfg.get("cache") or {}
-    if not settings.get("enabled", True):
-        return None
-    check_folder("cache.dir", settings["dir"])
-    cache = DiskCache(settings["dir"])
-    if settings.get("clear"):
-        cache.clear()
-    return cache
+    cache = None
+    if settings.get("enabled", True):
+        check_folder("cache.dir", settings["dir"])
+        cache = DiskCache(settings["dir"])
+        if settings.get("clear"):
+            cache.clear()
+    if isinstance(matcher, OwnCache):
+        matcher.bind_cache(cache.dir if cache else None)
+    with closing(cache) if cache is not None else nullcontext():  # closed after the block
+        yield cache
 
 
 def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:

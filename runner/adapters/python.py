@@ -51,9 +51,7 @@ class PythonModel(BaseAdapter):
 
     @staticmethod
     def _coerce(value: Any) -> Response:
-        if isinstance(value, Response):
-            return value
-        try:
+        try:  # a Response (or a subclass's instance) is returned as it is, not validated again
             return Response.model_validate(value)
         except ValidationError as exc:
             return Response(error=f"the callable returned an invalid response: "

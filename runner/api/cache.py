@@ -115,15 +115,11 @@ class DiskCache:
         rows = [(namespace, k, json.dumps(v)) for k, v in items]
         if not rows:
             return
-        with self._storage():
+        # The connection as a context manager commits the transaction, or rolls it back on
+        # any exception (a failed commit too) while one is open.
+        with self._storage(), self._conn:
             self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?)", rows)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:  # SQLite rolls back itself on a full disk
-                    self._conn.execute("ROLLBACK")
-                raise
+            self._conn.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?)", rows)
 
     def clear(self) -> None:
         """Delete every entry."""

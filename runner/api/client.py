@@ -149,9 +149,7 @@ def backoff_delay(attempt: int, base: float, after: float | None) -> float:
     """The wait before retry `attempt` (0-based): the reply's ``Retry-After`` (`after`, already
     within the ceiling) when it gives a positive one, else ``min(base·2^attempt, 8)`` minus up to
     25 % jitter."""
-    if after:
-        return after
-    return min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
+    return after or min(base * 2 ** attempt, MAX_BACKOFF) * (1 - 0.25 * random.random())
 
 
 def retrying(max_retries: int, max_retry_after: float, backoff: float = 0.5) -> Any:

@@ -41,9 +41,7 @@ _MAX_UNESCAPE = 3  # nested escaping (&amp;lt;) decoded this many times at most
 def normalise(text: str) -> str:
     """Untrusted text with look-alike characters made plain: HTML entities decoded, NFKC
     (full-width and compatibility forms), invisible format characters (category Cf) removed."""
-    for _ in range(_MAX_UNESCAPE):
-        if "&" not in text:
-            break
+    for _ in range(_MAX_UNESCAPE):  # text without "&" comes back from unescape as it is
         text = html.unescape(text)
     text = unicodedata.normalize("NFKC", text)
     return "".join(c for c in text if unicodedata.category(c) != "Cf")

@@ -23,7 +23,6 @@ from runner.errors import EXIT_NOTHING_SCORED, RagciteError
 from runner.matchers.base import (
     Checked,
     Matcher,
-    OwnCache,
     PairError,
     for_workload,
     similarity_range,
@@ -70,18 +69,12 @@ def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair]
     warning; NothingScored when all did). Each distinct pair is computed once (and, for the
     API matchers, cached on disk like a run's: paid once across runs and calibrations)."""
     distinct = list(dict.fromkeys((p.reference, p.citation) for p in pairs))
-    cache = open_cache(cfg)
-    try:
-        if isinstance(matcher, OwnCache):
-            matcher.bind_cache(cache.dir if cache else None)
+    with open_cache(cfg, matcher) as cache:
         scorer = for_workload(cached(matcher, cache, stats), len(distinct), 1)
         found = dict(zip(distinct, scorer.similarities(distinct)))
-    finally:
-        if cache is not None:
-            cache.close()
     sims = [found[(p.reference, p.citation)] for p in pairs]
     failed = [(p, s) for p, s in zip(pairs, sims) if isinstance(s, PairError)]
-    kept = [p for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
+    kept = [(p, s) for p, s in zip(pairs, sims) if not isinstance(s, PairError)]
     if not kept:
         raise NothingScored(f"no labelled pair could be scored: all {len(pairs)} failed; the "
                             f"first ({failed[0][0].where}): {failed[0][1].message}")
@@ -89,8 +82,7 @@ def _scored(cfg: dict[str, Any], matcher: Matcher, pairs: Sequence[LabelledPair]
         log.warning("ragcite-calibrate: %d of %d labelled pairs could not be scored and are "
                     "left out; the first (%s): %s", len(failed), len(pairs), failed[0][0].where,
                     failed[0][1].message)
-    return kept, np.array([s for s in sims if not isinstance(s, PairError)],
-                          dtype=np.float64), len(failed)
+    return [p for p, _ in kept], np.array([s for _, s in kept], dtype=np.float64), len(failed)
 
 
 def _worst(pairs: Sequence[LabelledPair], sims: np.ndarray, threshold: float,
@@ -112,11 +104,6 @@ def ready_line(name: str, value: float, overrides: Sequence[str]) -> dict[str, s
     return {"paste": paste,
             "command": " ".join(["ragcite", f"matcher={name}",
                                  *map(redact_override, settings), paste])}
-
-
-def _labels_section(path: str, pairs: Sequence[LabelledPair]) -> dict[str, Any]:
-    return {"path": path, "digest": file_digest(path), "n_records": len(pairs),
-            "n_positive": sum(p.label for p in pairs), "annotators": annotators(list(pairs))}
 
 
 def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequence[str] = (),
@@ -167,7 +154,9 @@ def run_calibration(cfg: dict[str, Any], out: Path, name: str, overrides: Sequen
              "worst": _worst(kept, sims, threshold.value,
                              int(cfg["calibrate"].get("worst", 25)))}
     data = {"schema_version": SCHEMA_VERSION,
-            "labels": _labels_section(labels_path, pairs),
+            "labels": {"path": labels_path, "digest": file_digest(labels_path),
+                       "n_records": len(pairs), "n_positive": sum(p.label for p in pairs),
+                       "annotators": annotators(pairs)},
             "agreement": annotator_agreement(pairs),
             "matchers": {name: entry},
             "started_at": started.isoformat(),

@@ -113,10 +113,8 @@ def instantiation_reason(exc: InstantiationException, target: str | None = None)
 
 def _reworded(line: str) -> str:
     """`line` reworded by the first pattern of :data:`_REWORDED` it matches (else as it is)."""
-    for pattern, text in _REWORDED:
-        if m := pattern.match(line):
-            return text.format(**m.groupdict())
-    return line
+    return next((text.format(**m.groupdict()) for pattern, text in _REWORDED
+                 if (m := pattern.match(line))), line)
 
 
 def _too_deep(args: list[str]) -> str | None:

@@ -90,13 +90,12 @@ def _settings(cls: type, supplied: tuple[str, ...]) -> Iterator[tuple[str, Any, 
 def _plain(hint: Any) -> tuple[Any, tuple[Any, ...]]:
     """A type hint as OmegaConf takes it (``X | None`` as ``Optional[X]``; a type it cannot
     hold as ``Any``), and the extras of an ``Annotated`` hint."""
-    extras: tuple[Any, ...] = ()
+    extras: list[Any] = []
     if typing.get_origin(hint) is typing.Annotated:
-        hint, *rest = typing.get_args(hint)
-        extras = tuple(rest)
+        hint, *extras = typing.get_args(hint)
     if isinstance(hint, types.UnionType):
         hint = typing.Union[hint.__args__]
-    return (hint if is_valid_value_annotation(hint) else Any), extras
+    return (hint if is_valid_value_annotation(hint) else Any), tuple(extras)
 
 
 # --- dataset -----------------------------------------------------------------------------------

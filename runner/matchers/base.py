@@ -180,9 +180,7 @@ class BaseMatcher:
         """
         check_fields(self, "matcher")
 
-    def identity(self) -> dict[str, Any]:
-        """Class path plus every field that is part of the identity (no secrets)."""
-        return identity_of(self)
+    identity = identity_of  # the class path plus every field of the identity (no secrets)
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Implemented by each matcher."""

@@ -55,6 +55,12 @@ def resolve_threads(threads: int) -> int:
     return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
 
 
+def _renumber(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """`keys` renumbered by rank among the distinct ones (0 … k - 1), and k (at least 1)."""
+    distinct, rank = np.unique(keys, return_inverse=True)
+    return rank.reshape(-1).astype(np.int64, copy=False), max(len(distinct), 1)
+
+
 def _gram_table(texts: list[str], n: int,
                 tokenizer: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """The n-gram multisets of the texts of one chunk (the module docstring, step 3).
@@ -76,17 +82,13 @@ def _gram_table(texts: list[str], n: int,
     bound = v  # every key < bound
     for j in range(1, n):
         if bound * v >= _KEY_LIMIT:  # renumber the distinct prefixes to stay in int64
-            uniq, keys = np.unique(keys[:last], return_inverse=True)
-            keys = keys.reshape(-1).astype(np.int64, copy=False)
-            bound = max(len(uniq), 1)
+            keys, bound = _renumber(keys[:last])
         keys *= v
         keys += ids[j:last + j]
         bound *= v
     keys = keys[valid]
     if bound * (n_texts + 1) >= _KEY_LIMIT:
-        uniq, keys = np.unique(keys, return_inverse=True)
-        keys = keys.reshape(-1).astype(np.int64, copy=False)
-        bound = max(len(uniq), 1)
+        keys, bound = _renumber(keys)
     # Owner text of each window: the text at stream position p owns the tokens from
     # tok.first[p] on.
     owner = np.repeat(tok.order, np.diff(np.append(tok.first, len(ids))))[:last][valid]

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -171,7 +170,7 @@ def read_decided(result_dir: Path, shared: Shared, limit: int) -> dict[str, Any]
         ValueError: ``cases.parquet`` holds fewer cases than the passages file.
     """
     path, n = result_dir / CASES_FILE, len(shared.ids)
-    with closing(table.open_table(path)) as file:  # its first n rows only
+    with table.open_table(path) as file:  # its first n rows only
         first = next(file.iter_batches(max(n, 1)), None)
         decided = pa.Table.from_batches([first] if first else [], file.schema_arrow).slice(0, n)
     if decided.num_rows < n:

@@ -181,9 +181,8 @@ def render(template: str, **context: Any) -> Iterator[str]:
     :func:`write_html` writes them: the page is never held whole)."""
     from runner import __version__
 
-    env = environment()
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return env.get_template(template).generate(
+    return environment().get_template(template).generate(
         assets=page_assets(), version=__version__, generated_at=now, **context)
 
 

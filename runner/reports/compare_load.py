@@ -21,6 +21,7 @@ from runner.scoring.paired import RunData
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
 from runner.tracking.deadline import within
+from runner.tracking.flatten import leaves
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PASSAGES_TAG = "ragcite.passages_run_id"
@@ -63,14 +64,17 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
 
 
 def _flat_config(path: Path) -> dict[str, str]:
-    """A result folder's ``config.yaml``, flat ({} when absent or unreadable)."""
+    """A result folder's ``config.yaml``, flat as an MLflow run's params are (``dotted.key →
+    text``; {} when absent or unreadable)."""
     import yaml
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (OSError, ValueError, yaml.YAMLError):
         return {}
-    return flat_config(data) if isinstance(data, dict) else {}
+    return {".".join(parts): "null" if value is None else str(value).lower()
+            if isinstance(value, bool) else str(value)
+            for parts, value in leaves(data, [])} if isinstance(data, dict) else {}
 
 
 def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:
@@ -169,15 +173,6 @@ _QUIET = ("output_root", "progress", "report", "tracking", "cache", "run_name", 
           "prices", "hydra", "gate", "scoring.workers", "scoring.batch_size")
 _NAMED = (("dataset", "name"), ("model", "name"), ("model", "system"), ("matcher", "name"))
 MAX_PARTS = 4
-
-
-def flat_config(node: Any, prefix: str = "") -> dict[str, str]:
-    """A config as ``dotted.key → text`` (the form of an MLflow run's params)."""
-    if isinstance(node, Mapping) and node:
-        return {key: text for k, v in node.items()
-                for key, text in flat_config(v, f"{prefix}.{k}" if prefix else str(k)).items()}
-    return {prefix: "null" if node is None else str(node).lower() if isinstance(node, bool)
-            else str(node)}
 
 
 def _threshold(metrics: Mapping[str, Any]) -> str | None:

@@ -126,11 +126,9 @@ def _options(result_dir: Path, options: Mapping[str, Any] | HtmlOptions | None) 
     """The report's options: `options`, or by default the ``report`` section of the folder's
     ``config.yaml``."""
     if options is None:
-        import yaml
+        from runner.tracking.mlflow import read_config  # as the tracked run reads it
 
-        path = result_dir / CONFIG_FILE
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-        section = config.get("report") if isinstance(config, dict) else None
+        section = read_config(result_dir / CONFIG_FILE).get("report")
         options = section if isinstance(section, dict) else {}
     return options if isinstance(options, HtmlOptions) else HtmlOptions.from_config(options)
 

@@ -52,15 +52,11 @@ def split_override(override: str) -> tuple[str, str]:
     return key.lstrip("+~"), common.place(value)
 
 
-def _quiet(key: str) -> bool:
-    return any(key == q or key.startswith(q if q.endswith(".") else q + ".") for q in _QUIET_KEYS)
-
-
 def _varying(entries: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
     """Override keys whose values differ between results, and those every result shares."""
     parsed = [dict(split_override(o) for o in entry.get("overrides") or []) for entry in entries]
-    order = [k for k in dict.fromkeys(k for overrides in parsed for k in overrides)
-             if not _quiet(k)]
+    order = [k for k in dict.fromkeys(k for overrides in parsed for k in overrides) if not any(
+        k == q or k.startswith(q if q.endswith(".") else q + ".") for q in _QUIET_KEYS)]
     values = {key: {overrides.get(key, "∅") for overrides in parsed} for key in order}
     return ([k for k in order if len(values[k]) > 1],
             {k: next(iter(v)) for k, v in values.items() if len(v) == 1})

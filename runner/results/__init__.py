@@ -162,7 +162,8 @@ class RunResult:
         ``error``); with `per` ``"citation"`` or ``"reference"``, one row per labelled
         citation or reference (``threshold``, ``id``, its position, ``source``, ``content``,
         ``label``)."""
-        return to_pandas(self, per)
+        threshold = (self.extra.get("threshold") or {}).get("value")
+        return table.frame(*_tables(self), threshold, per).to_pandas()
 
 
 class ThresholdResults(Mapping[float, RunResult]):
@@ -245,23 +246,13 @@ def read_cases(result_dir: str | Path) -> Iterator[CaseResult]:
     return map(CaseResult.from_dict, iter_records(result_dir, checked=True))
 
 
-def _names(result: RunResult) -> tuple[list[str], list[str]]:
-    """The metric and count names of a result's per-case table."""
-    counts = list(result.counts) or next((list(c.counts) for c in result.cases if c.counts), [])
-    return list(result.metrics), counts
-
-
 def _tables(result: RunResult) -> tuple[pa.Table, pa.Table]:
-    """A result's cases as its passages and decisions tables, as written."""
+    """A result's cases as its passages and decisions tables, as written (the decisions' columns
+    named by the result's metrics and counts)."""
+    counts = list(result.counts) or next((list(c.counts) for c in result.cases if c.counts), [])
     return (table.from_rows(map(table.passage_row, result.cases), table.PASSAGES_SCHEMA),
             table.from_rows(map(table.decision_row, result.cases),
-                            table.decisions_schema(*_names(result))))
-
-
-def to_pandas(result: RunResult, per: str | None = None) -> pd.DataFrame:
-    """:meth:`RunResult.to_pandas`."""
-    threshold = (result.extra.get("threshold") or {}).get("value")
-    return table.frame(*_tables(result), threshold, per).to_pandas()
+                            table.decisions_schema(list(result.metrics), counts)))
 
 
 def read_results(folder: str | Path, per: str | None = None) -> pd.DataFrame:

@@ -60,9 +60,8 @@ def json_text(value: Any) -> str | None:
 
 def passage_row(case: Any) -> dict[str, Any]:
     """A case record's row of ``passages.parquet`` (metadata and usage as JSON text)."""
-    response = dict(case.response) if case.response is not None else None
-    if response is not None:
-        response["usage"] = json_text(response.get("usage"))
+    response = None if case.response is None else {
+        **case.response, "usage": json_text(case.response.get("usage"))}
     return {"id": case.id, "query": case.query, "references": case.references,
             "expected_sources": case.expected_sources, "response": response,
             "metadata": json_text(case.metadata), "similarity": case.similarity,
@@ -92,22 +91,15 @@ def from_rows(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([pa.RecordBatch.from_struct_array(array)], schema)
 
 
-class TableWriter:
-    """A Parquet file written row group by row group under a ``.partial`` name, renamed into
-    place by :meth:`finish` (an interrupted job never leaves a file that looks complete)."""
+class TableWriter(pq.ParquetWriter):
+    """A Parquet file written row group by row group (``write``) under a ``.partial`` name
+    (``close`` leaves it so), renamed into place by :meth:`finish` (an interrupted job never
+    leaves a file that looks complete)."""
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self.path, self.partial = path, path.with_name(path.name + ".partial")
-        self._writer = pq.ParquetWriter(self.partial, schema.with_metadata(
+        super().__init__(self.partial, schema.with_metadata(
             {FORMAT_KEY: str(CASES_VERSION).encode()}), compression="zstd")
-
-    def write(self, table: pa.Table | pa.RecordBatch) -> None:
-        """Append rows (one row group)."""
-        self._writer.write(table)
-
-    def close(self) -> None:
-        """Close the file; it stays ``.partial``."""
-        self._writer.close()
 
     def finish(self) -> None:
         """Close the file and rename it into place."""
@@ -148,12 +140,9 @@ def open_table(path: Path) -> pq.ParquetFile:
 def iter_rows(path: Path, columns: Sequence[str] | None = None,
               batch_size: int = 4_096) -> Iterator[dict[str, Any]]:
     """The rows of a results table as records (JSON text columns decoded), streamed."""
-    file = open_table(path)
-    try:
+    with open_table(path) as file:
         for batch in file.iter_batches(batch_size, columns=columns):
             yield from map(decoded, batch.to_pylist())
-    finally:
-        file.close()
 
 
 def decoded(row: dict[str, Any]) -> dict[str, Any]:

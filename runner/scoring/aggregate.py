@@ -44,8 +44,7 @@ def histogram(values: Sequence[float] | np.ndarray, bins: int = HIST_BINS) -> li
     clipped into the end bins.
     """
     index = np.clip(np.floor(np.asarray(values, dtype=float) * bins), 0, bins - 1)
-    counts: list[int] = np.bincount(index.astype(np.int64), minlength=bins).tolist()
-    return counts
+    return np.bincount(index.astype(np.int64), minlength=bins).tolist()
 
 
 def histograms(values: np.ndarray, names: Sequence[str] = METRIC_KEYS, bins: int = HIST_BINS,
@@ -112,9 +111,8 @@ def bootstrap_ci(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
         for b in range(resamples):
             # Multiplicity of each case in this resample; the resampled mean is a weighted mean.
             w = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
-            num, den = w @ filled, w @ mask
             with np.errstate(invalid="ignore", divide="ignore"):
-                means[b] = num / den
+                means[b] = (w @ filled) / (w @ mask)
     return [interval(means[:, k], confidence) if defined[:, k].any() else None
             for k in range(m)]
 

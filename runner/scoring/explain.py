@@ -79,13 +79,9 @@ def listing(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
-def _unique(items: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
 def _labelled(sources: Sequence[str], labels: Sequence[str], *names: str) -> list[str]:
     """The distinct sources (in order) of the items labelled one of `names`."""
-    return _unique([s for s, lab in zip(sources, labels) if lab in names])
+    return list(dict.fromkeys(s for s, lab in zip(sources, labels) if lab in names))
 
 
 def _fmt(value: float | None) -> str:
@@ -127,13 +123,13 @@ def _reference_details(ref_sources: Sequence[str], ref_labels: Sequence[str],
     missed_passage = [(s, w) for s, lab, w in zip(ref_sources, ref_labels, ref_wrong_cited)
                       if lab == "passage_missed"]
     # The source's citation quotes a passage that matches nothing: "uses a wrong passage".
-    wrong = _unique([s for s, w in missed_passage if w])
+    wrong = list(dict.fromkeys(s for s, w in missed_passage if w))
     # Every citation of the source matches some other reference: this passage is just not cited.
     others = [s for s, w in missed_passage if not w]
     missed = _labelled(ref_sources, ref_labels, "source_missed")
     return _sentence([
         _part(wrong, len(wrong), "the ", "citation uses", "citations use", "a wrong passage"),
-        _part(_unique(others), len(others), "the other ", "passage is", "passages are",
+        _part(list(dict.fromkeys(others)), len(others), "the other ", "passage is", "passages are",
               "not cited"),
         _part(missed, len(missed), "", "is", "are", "not cited at all")])
 
@@ -158,8 +154,8 @@ def context_recall(value: float | None, ref_sources: Sequence[str], ref_labels: 
     if k_ref == n_ref:
         return (f"The only ground-truth passage, from {ref_sources[0]}, is matched by a response "
                 "citation — all expected evidence passages are cited." if n_ref == 1 else
-                f"All {n_ref} ground-truth passages ({listing(_unique(ref_sources))}) are matched "
-                "by response citations — all expected evidence passages are cited.")
+                f"All {n_ref} ground-truth passages ({listing(list(dict.fromkeys(ref_sources)))}) "
+                "are matched by response citations — all expected evidence passages are cited.")
     matched = _labelled(ref_sources, ref_labels, "cited")
     if k_ref:
         lead = _part(matched, k_ref, "Only the ", "passage matches its ground-truth reference",

@@ -74,11 +74,9 @@ class ExplainedLater(CaseResult):
         state = self.__dict__
         out: dict[str, str] | None = state.get("_explanations")
         if out is None:
-            out = state["_explanations"] = self._explain()
+            out = state["_explanations"] = explain_record({**state, "labels": self.labels},
+                                                          self.normalizer)
         return out
-
-    def _explain(self) -> dict[str, str]:
-        return explain_record({**self.__dict__, "labels": self.labels}, self.normalizer)
 
 
 def result_normalizer(metrics: Mapping[str, Any]) -> Callable[[str], str]:
@@ -95,15 +93,14 @@ def explain_record(case: Mapping[str, Any], normalizer: Callable[[str], str]) ->
     normalisation (``metrics.json`` ``scoring.source_normalization``)."""
     if case.get("error") is not None:
         return {}
-    norm = normalizer
     ref_sources = [r["source"] for r in case["references"]]
     response = case.get("response") or {}
     cit_sources = [c["source"] for c in response.get("citations", ())]
-    ref_src = [norm(s) for s in ref_sources]
-    cit_src = [norm(s) for s in cit_sources]
+    ref_src = [normalizer(s) for s in ref_sources]
+    cit_src = [normalizer(s) for s in cit_sources]
     expected_display: dict[str, str] = {}
     for s in case["expected_sources"]:
-        expected_display.setdefault(norm(s), s)
+        expected_display.setdefault(normalizer(s), s)
     cited_display: dict[str, str] = {}
     for s, shown in zip(cit_src, cit_sources):
         cited_display.setdefault(s, shown)

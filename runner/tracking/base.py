@@ -121,7 +121,6 @@ def make_tracker(cfg: Mapping[str, Any]) -> Tracker:
                            "tracking=mlflow or tracking=none")
     from runner.config.plugins import build
 
-    tracker: Tracker = build(section, "tracking", protocol=Tracker,
-                             experiment=str(cfg.get("experiment") or "ragcite"),
-                             output_root=str(cfg.get("output_root") or "outputs"))
-    return tracker
+    return build(section, "tracking", protocol=Tracker,
+                 experiment=str(cfg.get("experiment") or "ragcite"),
+                 output_root=str(cfg.get("output_root") or "outputs"))

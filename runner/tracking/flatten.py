@@ -53,14 +53,14 @@ def flatten_params(cfg: dict[str, Any], secrets: set[str] | None = None) -> dict
     """
     secrets = all_secrets(cfg) if secrets is None else secrets
     return {key(parts): scrub_text(param_value(value), secrets)
-            for parts, value in _leaves(redact(cfg), [])}
+            for parts, value in leaves(redact(cfg), [])}
 
 
-def _leaves(node: Any, parts: list[str]) -> Iterator[tuple[list[str], Any]]:
+def leaves(node: Any, parts: list[str]) -> Iterator[tuple[list[str], Any]]:
     """Every value under `node` that is not a non-empty mapping, with its path."""
     if isinstance(node, dict) and node:
         for k, v in node.items():
-            yield from _leaves(v, [*parts, str(k)])
+            yield from leaves(v, [*parts, str(k)])
     else:
         yield parts, node
 

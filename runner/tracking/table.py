@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterator
-from contextlib import closing
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ TABLE_COLUMNS = ("id", "query", "answer", "n_references", "n_citations", *METRIC
 
 def _rows(path: Path, columns: list[str]) -> Iterator[tuple[Any, ...]]:
     """Per row of the results table `path`, its cells of the MLflow table (:func:`_cells`)."""
-    with closing(open_table(path)) as file:
+    with open_table(path) as file:
         for batch in file.iter_batches(4_096, columns=columns, use_threads=False):
             yield from zip(*(column.to_pylist() for column in _cells(batch)))
 
