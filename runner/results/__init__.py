@@ -13,7 +13,7 @@ change whenever a field changes meaning.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -166,26 +166,17 @@ class RunResult:
         return table.frame(*_tables(self), threshold, per).to_pandas()
 
 
-class ThresholdResults(Mapping[float, RunResult]):
+class ThresholdResults(dict[float, RunResult]):
     """The results of one evaluation at several thresholds, by threshold value, in the order
     given (``results[0.5].metrics``; iterating gives the thresholds)."""
 
     def __init__(self, results: Sequence[RunResult]) -> None:
-        self._by = {float(r.extra["threshold"]["value"]): r for r in results}
-
-    def __getitem__(self, threshold: float) -> RunResult:
-        return self._by[threshold]
-
-    def __iter__(self) -> Iterator[float]:
-        return iter(self._by)
-
-    def __len__(self) -> int:
-        return len(self._by)
+        super().__init__((float(r.extra["threshold"]["value"]), r) for r in results)
 
     def to_pandas(self, per: str | None = None) -> pd.DataFrame:
         """Every threshold's :meth:`RunResult.to_pandas`, one after another (the ``threshold``
         column tells them apart)."""
-        return pd.concat([r.to_pandas(per) for r in self._by.values()], ignore_index=True)
+        return pd.concat([r.to_pandas(per) for r in self.values()], ignore_index=True)
 
 
 def passages_path(result_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
