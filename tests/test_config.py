@@ -185,8 +185,12 @@ def test_a_plugin_option_is_typed_by_the_class_it_names() -> None:
             assert node["_target_"] == target, path
             seen[f"{group}/{path.stem}"] = [f.name for f in dataclasses.fields(
                 OmegaConf.get_type(node)) if f.name != "_target_"]
-    assert len(seen) == 15  # matcher 5, model 5, tracking 2, report 3 (html, none, calibration)
+    assert len(seen) == 16  # matcher 6, model 5, tracking 2, report 3 (html, none, calibration)
     assert seen["matcher/ngram"] == ["n", "tokenizer", "threads", "kernel"]
+    # locate: ngram's settings (its fallback), its knowledge base, and Hydra's _recursive_ off
+    # (the sections' transforms are built by their loader, not by Hydra).
+    assert seen["matcher/locate"] == ["n", "tokenizer", "threads", "kernel", "knowledge_base",
+                                      "_recursive_"]
     assert seen["tracking/none"] == [] and seen["report/none"] == []
     assert seen["tracking/mlflow"] == ["tracking_uri", "artifact_location", "required",
                                        "timeout_s", "log_table", "table_rows", "ui_url", "tags"]
