@@ -45,6 +45,7 @@ _ALONE = re.compile(f"[{_CJK}]")
 _MIX = np.random.default_rng(27).integers(1, 2**62, 64) * 2 + 1  # a word's hash: its characters
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 _MOVES = re.compile(rf"(?:^|\s)[\s{INVISIBLE.pattern[1:-1]}]+|\S?[^\s\x00-\x7f]+")
+_OWNER = 28  # bits: at most 2**28 texts (documents, or quotes of a call) in one index
 Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _found
 
 
@@ -74,16 +75,17 @@ def _words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 
 def _distinct(words: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct n-grams (hashed) of texts of `counts` words (`words`: their hashes, end to
-    end; a text of fewer than N padded with 0), sorted by hash, with their text (ascending)."""
+    end; a text of fewer than N padded with 0), sorted by hash, with their text (ascending). A
+    hash keeps its high bits, its text is in the low :data:`_OWNER` bits while they are sorted."""
     pad = np.maximum(counts, N) - counts
     padded = np.zeros(len(words) + int(pad.sum()), np.int64)
     padded[np.repeat(np.cumsum(pad) - pad, counts) + np.arange(len(words))] = words
-    grams = np.add.reduce([padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N)])
+    grams = sum(padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N))
     owner = np.repeat(np.arange(len(counts)), counts + pad)[:len(grams)]
-    keep = np.flatnonzero(np.arange(len(grams)) + N <= np.cumsum(counts + pad)[owner])
-    keep = keep[np.argsort(grams[keep], kind="stable")]
-    new = (np.diff(grams[keep], prepend=0) != 0) | (np.diff(owner[keep], prepend=-1) != 0)
-    return grams[keep[new]], owner[keep[new]]
+    keep = np.arange(len(grams)) + N <= np.cumsum(counts + pad)[owner]
+    found = np.sort(grams[keep] >> _OWNER << _OWNER | owner[keep])
+    found = found[np.diff(found, prepend=found[:1] - 1) != 0]  # (np.unique hashes: slower)
+    return found >> _OWNER << _OWNER, found & (1 << _OWNER) - 1
 
 
 def _places(text: str, doc: str) -> list[tuple[int, int, int, int]]:
@@ -145,20 +147,22 @@ class Locator:
     def labels(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
         """Where each quote, cited from its source, lies (the rule of docs/fidelity.md); those not
         found in their cited document are looked up in the index together."""
-        out = [self._own(source, quote) for source, quote in zip(sources, quotes)]
+        folded = [fold(quote) for quote in quotes]
+        out = [self._own(source, quote) for source, quote in zip(sources, folded)]
         rest = [k for k, found in enumerate(out) if not found]
         if not rest:
             return out
-        words, _, _, counts = _words([fold(quotes[k]) for k in rest])
+        words, _, _, counts = _words([folded[k] for k in rest])
         for k, end, n, others in zip(rest, np.cumsum(counts).tolist(), counts.tolist(),
                                      self._candidates(words, counts)):
-            out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(fold(quotes[k])),
+            out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(folded[k]),
                                      words[end - n:end].tolist(), others)
         return out
 
     def _own(self, source: str, quote: str) -> Found:
-        """`quote` verbatim or stitched in the document it cites, unchecked, or {}: neither."""
-        parts = split_ellipsis(fold(quote))
+        """`quote` (folded) verbatim or stitched in the document it cites, unchecked, or {}:
+        neither."""
+        parts = split_ellipsis(quote)
         if not self.docs or not parts:
             return {"label": "unchecked", "document": None, "similarity": None, "spans": [],
                     "excerpt": []}
