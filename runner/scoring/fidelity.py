@@ -80,7 +80,8 @@ def _distinct(words: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nda
     pad = np.maximum(counts, N) - counts
     padded = np.zeros(len(words) + int(pad.sum()), np.int64)
     padded[np.repeat(np.cumsum(pad) - pad, counts) + np.arange(len(words))] = words
-    grams = sum(padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(N))
+    grams = sum((padded[i:len(padded) - N + 1 + i] * (1 + 2 * i) ** 21 for i in range(1, N)),
+                padded[:len(padded) - N + 1])
     owner = np.repeat(np.arange(len(counts)), counts + pad)[:len(grams)]
     keep = np.arange(len(grams)) + N <= np.cumsum(counts + pad)[owner]
     found = np.sort(grams[keep] >> _OWNER << _OWNER | owner[keep])
