@@ -224,6 +224,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
                disable=None if cfg["progress"] else True)
     batches = _Batches(run, run.dataset.iter_cases(), int(scoring["batch_size"]))
+    shown = cfg["report"].get("max_cases", 0)  # the cases a report embeds (null: all)
     try:
         for cases, more in batches:
             t0 = time.perf_counter()
@@ -240,6 +241,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                 # The job's pairs: this batch's, at least twice as many when more follow.
                 scorer = for_workload(scorer, count_pairs(cases, responses) * (2 if more else 1),
                                       run.workers)
+            options.excerpts = None if shown is None else max(shown - writer.lines, 0)
             for chunk in score_parallel(cases, responses, scorer, options,
                                         [t.value for t in run.thresholds],
                                         min(run.workers, len(cases)), empty,

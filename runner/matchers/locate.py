@@ -64,8 +64,8 @@ class LocateMatcher(NgramMatcher):
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Overlap of the located spans of each pair; `ngram` where one is not located."""
-        refs = self.locator.labels([""] * len(pairs), [ref for ref, _ in pairs])  # any document
-        cits = self.locator.labels([r["document"] or "" for r in refs], [c for _, c in pairs])
+        refs = self.locator.labels([""] * len(pairs), [ref for ref, _ in pairs], 0)  # anywhere
+        cits = self.locator.labels([r["document"] or "" for r in refs], [c for _, c in pairs], 0)
         located = [_overlap(ref, cit) for ref, cit in zip(refs, cits)]
         lost = [pair for pair, sim in zip(pairs, located) if sim is None]
         back = iter(NgramMatcher.similarities(self, lost))

@@ -127,7 +127,7 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.queries.append(clip(case.get("query"), limit))
         shared.texts.append(texts_record(case, limit))
         for f in shared.texts[-1].get("F", []):  # each block of a document embedded once
-            f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4]]
+            f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4] or []]
     return shared
 
 

@@ -165,7 +165,8 @@ class _Prepared:
         """Lay out a batch, look up its similarities and locate its quotes: everything before
         the threshold."""
         norm, same_source = options.normalizer, options.require_same_source
-        self.fidelity = None if options.fidelity is None else _locate(f, options.fidelity)
+        self.fidelity = (None if options.fidelity is None
+                         else _locate(f, options.fidelity, options.excerpts))
         n_cases = len(f.case_fields)
         n_cit = np.array(f.n_cit, dtype=np.int64)
         cit_first = np.cumsum(n_cit) - n_cit
@@ -231,16 +232,20 @@ def _source_sets(exp: tuple[np.ndarray, np.ndarray], cit: tuple[np.ndarray, np.n
             np.isin(ref[0] * n_src + ref[1], cited))
 
 
-def _locate(f: _Flat, knowledge_base: Locator) -> list[Found]:
+def _locate(f: _Flat, knowledge_base: Locator, cases: int | None) -> list[Found]:
     """Each citation's fidelity (SPEC 6.1): located in the documents its response carries, or
-    in the knowledge base when it carries none (the batch's together)."""
+    in the knowledge base when it carries none (the batch's together); those of the first
+    `cases` cases (None: all) with their excerpt."""
     carried = [rd["documents"] for rd, n in zip(f.resp_fields, f.n_cit) for _ in range(n)]
+    shown = sum(f.n_cit[:cases])  # the first quotes, and the knowledge base's among them:
     found = iter(knowledge_base.labels([s for s, d in zip(f.cit_src, carried) if not d],
-                                       [t for t, d in zip(f.cit_text, carried) if not d]))
+                                       [t for t, d in zip(f.cit_text, carried) if not d],
+                                       sum(not d for d in carried[:shown])))
     out: list[Found] = []
     for rd, n, first in zip(f.resp_fields, f.n_cit, accumulate([0, *f.n_cit])):
         out += (Locator(((d.source, d.text) for d in rd["documents"]), knowledge_base.norm)
-                .labels(f.cit_src[first:first + n], f.cit_text[first:first + n])
+                .labels(f.cit_src[first:first + n], f.cit_text[first:first + n],
+                        max(shown - first, 0))
                 if rd["documents"] else islice(found, n))
     return out
 

@@ -27,6 +27,8 @@ class ScoringOptions:
         bands: Lower bounds of the ``green`` and ``medium`` bands.
         metrics: The names of the declared metrics to compute (:mod:`runner.scoring.metrics`).
         fidelity: The job's documents to locate quotes in (SPEC 6.1); None: not checked.
+        excerpts: The cases, from the first, whose located quotes carry the excerpt of their
+            document a report shows (the report's ``max_cases``); None: all.
     """
 
     threshold: float = 0.5
@@ -36,6 +38,7 @@ class ScoringOptions:
     bands: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_BANDS))
     metrics: tuple[str, ...] = METRIC_KEYS
     fidelity: Locator | None = None
+    excerpts: int | None = None
 
     def __post_init__(self) -> None:
         if self.zero_division not in ZERO_DIVISION_POLICIES:

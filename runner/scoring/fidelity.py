@@ -46,7 +46,7 @@ _MIX = np.random.default_rng(27).integers(1, 2**62, 64) * 2 + 1  # a word's hash
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 _MOVES = re.compile(rf"(?:^|\s)[\s{INVISIBLE.pattern[1:-1]}]+|\S?[^\s\x00-\x7f]+")
 _OWNER = 28  # bits: at most 2**28 texts (documents, or quotes of a call) in one index
-Found = dict[str, Any]  # {"label", "document", "similarity", "spans", "excerpt"}: _found
+Found = dict[str, Any]  # {"label", "document", "similarity", "spans"}: _found (+ "excerpt")
 
 
 def label_counts(found: Iterable[Found]) -> dict[str, int]:
@@ -71,6 +71,13 @@ def _words(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     text = np.searchsorted(first, start, "right") - 1
     return ((mixed[np.cumsum(size)] - mixed[np.cumsum(size) - size]) * 31 + size, start - first[
         text], start + size - first[text], np.bincount(text, minlength=len(texts)))
+
+
+def _letters(words: np.ndarray) -> str:
+    """Hashed words as one character each (a code point from the hash, never a surrogate):
+    rapidfuzz aligns a string faster than a list."""
+    code = (words % 0x10F7FF).astype(np.uint32) + 1
+    return (code + (code >= 0xD800) * np.uint32(0x800)).astype("<u4").tobytes().decode("utf-32-le")
 
 
 def _distinct(words: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,20 +151,25 @@ class Locator:
         first = np.cumsum(counts) - counts
         self.span = dict(zip(self.keys, zip(first.tolist(), (first + counts).tolist())))
         self.grams, self.owner = _distinct(self.words, counts)
+        self.letters = _letters(self.words)
 
-    def labels(self, sources: Sequence[str], quotes: Sequence[str]) -> list[Found]:
-        """Where each quote, cited from its source, lies (the rule of docs/fidelity.md); those not
-        found in their cited document are looked up in the index together."""
+    def labels(self, sources: Sequence[str], quotes: Sequence[str],
+               shown: int | None = None) -> list[Found]:
+        """Where each quote, cited from its source, lies (the rule of docs/fidelity.md), the
+        first `shown` (None: all) with the excerpt a report shows; those not found in their
+        cited document are looked up in the index together."""
         folded = [fold(quote) for quote in quotes]
         out = [self._own(source, quote) for source, quote in zip(sources, folded)]
         rest = [k for k, found in enumerate(out) if not found]
-        if not rest:
-            return out
-        words, _, _, counts = _words([folded[k] for k in rest])
-        for k, end, n, others in zip(rest, np.cumsum(counts).tolist(), counts.tolist(),
-                                     self._candidates(words, counts)):
-            out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(folded[k]),
-                                     words[end - n:end].tolist(), others)
+        if rest:
+            words, _, _, counts = _words([folded[k] for k in rest])
+            letters = _letters(words)
+            for k, end, n, others in zip(rest, np.cumsum(counts).tolist(), counts.tolist(),
+                                         self._candidates(words, counts)):
+                out[k] = self._elsewhere(self.norm(sources[k]), split_ellipsis(folded[k]),
+                                         letters[end - n:end], others)
+        for found in out[:shown]:
+            found["excerpt"] = self._excerpt(found)
         return out
 
     def _own(self, source: str, quote: str) -> Found:
@@ -165,8 +177,7 @@ class Locator:
         neither."""
         parts = split_ellipsis(quote)
         if not self.docs or not parts:
-            return {"label": "unchecked", "document": None, "similarity": None, "spans": [],
-                    "excerpt": []}
+            return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
         key = self.norm(source)
         doc = self.docs.get(key, ("", ""))[1]
         spans = _exact(doc, parts)
@@ -193,7 +204,7 @@ class Locator:
         return [[self.keys[k] for k in docs] for docs in np.split(
             (found % n).tolist(), np.searchsorted(found // n, range(1, len(counts))).tolist())]
 
-    def _elsewhere(self, key: str, parts: list[str], words: list[int], near: list[str]) -> Found:
+    def _elsewhere(self, key: str, parts: list[str], words: str, near: list[str]) -> Found:
         """A quote not found in the document it cites (`key`): verbatim in one of the `near`
         ones, close to `key`, close to one of the `near` ones, or fabricated."""
         others = [other for other in near if other != key][:CANDIDATES]
@@ -204,15 +215,14 @@ class Locator:
                 ("misattributed", other) for other in others]:
             if close := self._close(label, other, words):
                 return close
-        return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": [],
-                "excerpt": []}
+        return {"label": "fabricated", "document": None, "similarity": 0.0, "spans": []}
 
-    def _close(self, label: str, key: str, words: list[int]) -> Found | None:
+    def _close(self, label: str, key: str, words: str) -> Found | None:
         """`label` when `words` (the quote's, hashed) align with a span of the words of document
         `key` at least :data:`CLOSE` (its span: from its first word's start to its last word's
         end)."""
         first, last = self.span[key]
-        got = fuzz.partial_ratio_alignment(words, self.words[first:last].tolist(),
+        got = fuzz.partial_ratio_alignment(words, self.letters[first:last],
                                            score_cutoff=100 * CLOSE)
         if got is None:
             return None
@@ -220,10 +230,8 @@ class Locator:
         return self._found(label, key, got.score / 100, [span])
 
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
-        """The entry of a quote located at `spans` of the folded document `key`: its spans in the
-        text as written (:func:`_places`, noted when indexed), and the excerpt of that text a
-        report shows: the blocks of :data:`WINDOW` characters within ``WINDOW`` of a span, in
-        order (``{"at": offset in the text, "text": ...}``)."""
+        """The entry of a quote located at `spans` of the folded document `key`, with its spans
+        in the text as written (:func:`_places`, noted when indexed)."""
         text = self.texts[key][1]
         rows = self.places[key]
 
@@ -232,8 +240,14 @@ class Locator:
             return offset + end - at - n if offset - at >= n else start + bisect_left(
                 range(end - start), offset - at, key=lambda k: len(fold(text[start:start + k])))
 
-        spans = [[place(a), place(b)] for a, b in spans]
-        near = sorted({k for a, b in spans for k in range(  # the offsets of the blocks
-            max(a - a % WINDOW - WINDOW, 0), min(b + WINDOW, len(text)), WINDOW)})
         return {"label": label, "document": self.docs[key][0], "similarity": similarity,
-                "spans": spans, "excerpt": [{"at": k, "text": text[k:k + WINDOW]} for k in near]}
+                "spans": [[place(a), place(b)] for a, b in spans] if len(rows) > 1 else spans}
+
+    def _excerpt(self, found: Found) -> list[dict[str, Any]]:
+        """What a report shows of the document a quote was located in: the blocks of
+        :data:`WINDOW` characters within ``WINDOW`` of a span, in order (``{"at": offset in
+        the text as written, "text": ...}``); none for a quote located nowhere."""
+        text = self.texts[self.norm(found["document"])][1] if found["spans"] else ""
+        near = sorted({k for a, b in found["spans"] for k in range(  # the blocks' offsets
+            max(a - a % WINDOW - WINDOW, 0), min(b + WINDOW, len(text)), WINDOW)})
+        return [{"at": k, "text": text[k:k + WINDOW]} for k in near]

@@ -83,6 +83,8 @@ def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], mat
     schema = table.decisions_schema(options.metrics, COUNT_KEYS)
     # A local matcher makes no reference cycles: the collector stays off for the whole chunk
     # (with it on, its collections cost a quarter of the scoring time).
+    if options.excerpts is not None:  # the chunk's cases that show their quotes' excerpts
+        options = dataclasses.replace(options, excerpts=max(options.excerpts - start, 0))
     with gc_paused():
         scored = score_batch_thresholds(list(zip(cases[start:end], responses[start:end])),
                                         matcher, options, thresholds)
