@@ -202,14 +202,23 @@ def test_cli_writes_fidelity_and_gates_fabricated_quotes(tmp_path: Path) -> None
     assert metrics["fidelity_checked"] == 5  # every label but unchecked: 1 + 1 + 1 + 1 + 1
     table = pq.read_table(tmp_path / "out" / "passages.parquet").column("fidelity").to_pylist()
     assert table == [[want] for *_, want in ZH]
-    failed = run_cli([*args, "gate.max_fabricated=0.1", "report=none", "hydra.run.dir=out2"],
-                     tmp_path)
+    # A report of the first 2 cases: only their quotes carry the excerpt it shows.
+    failed = run_cli([*args, "gate.max_fabricated=0.1", "report.max_cases=2",
+                      "hydra.run.dir=out2"], tmp_path)
     assert failed.returncode == 1
     assert ("gate failed: fabricated quotes 0.2000 (1 of 5 checked) > gate max_fabricated 0.1"
             in failed.stderr)
+    table = pq.read_table(tmp_path / "out2" / "passages.parquet").column("fidelity").to_pylist()
+    assert table == [[want if k < 2 else {**want, "excerpt": None}]
+                     for k, (*_, want) in enumerate(ZH)]
     off = run_cli([*args, "scoring.fidelity=off", "report=none", "hydra.run.dir=out3"], tmp_path)
     off_metrics = read_json(tmp_path / "out3" / "metrics.json")
     assert (off_metrics["fidelity"], off_metrics["fidelity_checked"]) == ({}, 0), off.stderr
+    # No report: no excerpt is written; the labels and spans are.
+    bare = run_cli([*args, "report=none", "hydra.run.dir=out4"], tmp_path)
+    assert bare.returncode == 0, bare.stderr
+    table = pq.read_table(tmp_path / "out4" / "passages.parquet").column("fidelity").to_pylist()
+    assert table == [[{**want, "excerpt": None}] for *_, want in ZH]
 
 
 # What the demo's stored systems imply against its knowledge base: three quote their documents
