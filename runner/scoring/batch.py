@@ -90,28 +90,19 @@ class _Flat:
     def __init__(self, batch: Sequence[tuple[Case, Response | None]]) -> None:
         self.rows: list[int] = []  # batch positions of the scored cases
         self.items: list[tuple[Case, Response]] = []
-        self.ref_src: list[str] = []  # as written
-        self.ref_text: list[str] = []
-        self.cit_src: list[str] = []
-        self.cit_text: list[str] = []
-        self.cit_claim: list[str] = []
-        self.exp_src: list[str] = []
         for pos, (case, response) in enumerate(batch):
-            if response is None or response.error is not None:
-                continue
-            cd, rd = case.__dict__, response.__dict__
-            refs = [r.__dict__ for r in cd["references"]]
-            cits = [c.__dict__ for c in rd["citations"]]
-            self.rows.append(pos)
-            self.items.append((case, response))
-            self.ref_src += [d["source"] for d in refs]
-            self.ref_text += [d["content"] for d in refs]
-            self.cit_src += [d["source"] for d in cits]
-            self.cit_text += [d["content"] for d in cits]
-            self.cit_claim += [d["claim"] for d in cits]
-            self.exp_src += cd["expected_sources"]
+            if response is not None and response.error is None:
+                self.rows.append(pos)
+                self.items.append((case, response))
         self.case_fields = [case.__dict__ for case, _ in self.items]
         self.resp_fields = [response.__dict__ for _, response in self.items]
+        refs = [r.__dict__ for cd in self.case_fields for r in cd["references"]]
+        cits = [c.__dict__ for rd in self.resp_fields for c in rd["citations"]]
+        # The fields of every reference and citation, as written, one list each.
+        self.ref_src, self.ref_text = ([d[k] for d in refs] for k in ("source", "content"))
+        self.cit_src, self.cit_text, self.cit_claim = (
+            [d[k] for d in cits] for k in ("source", "content", "claim"))
+        self.exp_src = [s for cd in self.case_fields for s in cd["expected_sources"]]
         self.n_ref = [len(cd["references"]) for cd in self.case_fields]
         self.n_cit = [len(rd["citations"]) for rd in self.resp_fields]
         self.n_exp = [len(cd["expected_sources"]) for cd in self.case_fields]
