@@ -284,6 +284,6 @@ def _decide(p: _Prepared, options: ScoringOptions, threshold: float) -> Scored:
     counts = list(zip(f.n_ref, refs_matched.astype(np.int64).tolist(), f.n_cit,
                       cits_matched.astype(np.int64).tolist(), *p.source_counts))
     return Scored(f.items, p.fields, f.ref_src, f.ref_text, f.cit_src,
-                  f.cit_text, f.cit_claim, f.n_ref, f.n_cit, counts, p.sim, p.needs_sim, matched,
+                  f.cit_text, f.cit_claim, f.n_ref, f.n_cit, counts, p.sim, matched,
                   cit_label, ref_label, p.ref_case, p.cit_case, p.failed, p.failed_msg, options,
                   p.fidelity, p.found)

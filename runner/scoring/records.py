@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -121,7 +122,7 @@ class Scored:
                  ref_src: list[str], ref_text: list[str],
                  cit_src: list[str], cit_text: list[str], cit_claim: list[str],
                  n_ref: list[int], n_cit: list[int],
-                 counts_rows: list[tuple[int, ...]], sim: np.ndarray, needs_sim: np.ndarray,
+                 counts_rows: list[tuple[int, ...]], sim: np.ndarray,
                  matched: np.ndarray, cit_label: np.ndarray, ref_label: np.ndarray,
                  ref_case: np.ndarray, cit_case: np.ndarray, failed: set[int],
                  failed_msg: dict[int, str], options: ScoringOptions,
@@ -129,19 +130,14 @@ class Scored:
                  found: dict[str, int] | None = None) -> None:
         # The failed cases' error records now (they need the models); of the others only the
         # field values are kept, so the models can be freed once scored.
-        self.failed: dict[int, CaseResult] = {}
-        slot_first = 0
-        for k, (nr, nc) in enumerate(zip(n_ref, n_cit)):
-            if k in failed:
-                self.failed[k] = _pair_error_case(items[k], failed_msg, slot_first,
-                                                  slot_first + nr * nc, nc, options.metrics)
-            slot_first += nr * nc
+        slot_first = list(accumulate((nr * nc for nr, nc in zip(n_ref, n_cit)), initial=0))
+        self.failed = {k: _pair_error_case(items[k], failed_msg, slot_first[k], slot_first[k + 1],
+                                           n_cit[k], options.metrics) for k in sorted(failed)}
         self.fields = fields  # the same list at every threshold (batch._Prepared)
         self.cit_claim = cit_claim
         self.ref_src, self.ref_text, self.cit_src, self.cit_text = (ref_src, ref_text, cit_src,
                                                                     cit_text)
-        self.n_ref, self.n_cit, self.counts_rows = n_ref, n_cit, counts_rows
-        self.sim, self.needs_sim, self.matched = sim, needs_sim, matched
+        self.sim, self.matched = sim, matched
         self.cit_label = cit_label.astype(np.int8)
         self.ref_label = ref_label.astype(np.int8)
         self.norm, self.metrics = options.normalizer, options.metrics
