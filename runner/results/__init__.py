@@ -224,9 +224,8 @@ def iter_records(result_dir: str | Path, metrics: dict[str, Any] | None = None,
     path = passages_path(folder, metrics)
     if checked:
         table.check_table(path, passages=True)
-    passages = table.iter_rows(path)
-    for decided in iter_decisions(folder, checked, metrics):
-        shared = next(passages)
+    # The decisions first: they check that the two files hold as many cases.
+    for decided, shared in zip(iter_decisions(folder, checked, metrics), table.iter_rows(path)):
         shared.update(decided)
         yield shared
 

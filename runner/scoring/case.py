@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.data.models import Case, Response
-from runner.results import CaseResult
+from runner.results import CaseResult, table
 from runner.scoring.bands import DEFAULT_BANDS
 from runner.scoring.fidelity import Locator
 from runner.scoring.metrics import METRIC_KEYS, ZERO_DIVISION_POLICIES
@@ -48,9 +48,8 @@ class ScoringOptions:
 
 
 #: What a case's record keeps of its response (the columns of passages.parquet).
-_CITED = {"source", "content", "claim"}
-STORED: dict[str, Any] = {"answer": True, "usage": True, "latency_s": True, "error": True,
-                          "dangling": True, "citations": {"__all__": _CITED}}
+STORED: dict[str, Any] = {**{f.name: True for f in table.RESPONSE},
+                          "citations": {"__all__": {f.name for f in table.CITATION}}}
 
 
 def error_case(case: Case, response: Response | None, error: str,
