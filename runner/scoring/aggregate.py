@@ -126,15 +126,14 @@ class CaseList(CaseSequence):
 
     def __init__(self, parts: Sequence[Sequence[CaseResult]] = ()) -> None:
         self._parts = [p for p in parts if len(p)]
-        self._ends = list(accumulate(len(p) for p in self._parts))
+        self._starts = list(accumulate((len(p) for p in self._parts), initial=0))
 
     def __len__(self) -> int:
-        return self._ends[-1] if self._ends else 0
+        return self._starts[-1]
 
     def _at(self, pos: int) -> CaseResult:
-        part = bisect_right(self._ends, pos)
-        start = self._ends[part - 1] if part else 0
-        return self._parts[part][pos - start]
+        part = bisect_right(self._starts, pos) - 1
+        return self._parts[part][pos - self._starts[part]]
 
     def __iter__(self) -> Iterator[CaseResult]:
         return chain.from_iterable(self._parts)
