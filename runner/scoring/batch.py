@@ -203,8 +203,7 @@ class _Prepared:
                         rd["answer"], rd["usage"], rd["latency_s"], rd["dangling"])  # records read
                        for cd, rd in zip(f.case_fields, f.resp_fields)]
         self.ref_case, self.cit_case = ref_case, cit_case
-        self.per_ref, self.ref_slot_first, self.slot_ref, self.slot_cit = (
-            per_ref, ref_slot_first, slot_ref, slot_cit)
+        self.per_ref, self.ref_slot_first, self.slot_cit = per_ref, ref_slot_first, slot_cit
         self.s_ref_blank, self.s_same, self.needs_sim = s_ref_blank, s_same, needs_sim
         self.source_counts, self.cit_expected, self.ref_cited = _source_sets(
             (exp_case, exp_sid), (cit_case, cit_sid), (ref_case, ref_sid), n_src, n_cases)
