@@ -200,18 +200,26 @@ def open_cache(cfg: dict[str, Any], matcher: Matcher) -> Iterator[DiskCache | No
         yield cache
 
 
-def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
-    """Batch by batch: load, answer, compute the similarities once and decide every threshold;
-    the tables are written as they come, so memory holds one batch and a few numbers a case."""
-    cfg, scoring, timings = run.cfg, run.cfg["scoring"], run.timings
+def _options(run: _Run) -> ScoringOptions:
+    """The job's scoring options (``scoring.*``), with its documents indexed once, before any
+    scoring worker forks, when quote fidelity is on."""
+    scoring = run.cfg["scoring"]
     options = ScoringOptions(run.thresholds[0].value, str(scoring["zero_division"]),
                              bool(scoring["require_same_source"]),
                              tuple(scoring["source_normalization"]), dict(scoring["bands"]),
                              run_metrics(scoring["metrics"]))
-    if scoring["fidelity"] != "off":  # the job's documents, indexed once before any fork
+    if scoring["fidelity"] != "off":
         kb = (run.dataset.knowledge_base()
               if (run.dataset.cfg.get("knowledge_base") or {}).get("path") else [])
         options.fidelity = Locator(((d.source, d.text) for d in kb), options.normalizer)
+    return options
+
+
+def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
+    """Batch by batch: load, answer, compute the similarities once and decide every threshold;
+    the tables are written as they come, so memory holds one batch and a few numbers a case."""
+    cfg, scoring, timings = run.cfg, run.cfg["scoring"], run.timings
+    options = _options(run)
     boot = scoring["bootstrap"]
     empty = Aggregator(options.zero_division, int(boot["resamples"]),
                        float(boot["confidence"]), int(cfg["seed"]), keep_cases=False,
