@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -120,8 +120,3 @@ class BaseAdapter:
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Run :meth:`respond_sync` in a worker thread."""
         return await asyncio.to_thread(self.respond_sync, cases)
-
-
-def no_identity() -> Any:
-    """``field(metadata=...)`` marker for settings that do not change responses."""
-    return field(default=None, metadata={"identity": False})
