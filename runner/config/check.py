@@ -15,8 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from runner.config.constraints import CHECK, EACH, CrossCheck
 from runner.config.hydra_errors import describe, unknown_key
-from runner.config.plugins import locate
-from runner.config.schema import conf_for
+from runner.config.schema import target_conf
 from runner.errors import RagciteError
 
 
@@ -25,11 +24,7 @@ def schema_of(node: DictConfig, key: str = "") -> type | None:
     structured-config class it was composed from (None: neither)."""
     target = node.get("_target_") if "_target_" in node else None
     if isinstance(target, str):
-        try:
-            cls = locate(target)
-        except Exception:  # not importable: building it reports the reason, with the key
-            return None
-        return conf_for(cls, group=key) if isinstance(cls, type) else None
+        return target_conf(target, key)
     schema = OmegaConf.get_type(node)
     return schema if dataclasses.is_dataclass(schema) else None
 
