@@ -43,7 +43,12 @@ def check_config(node: DictConfig, prefix: str = "", schema: type | None = None)
         for key in (k for k in map(str, node) if k not in fields):
             raise RagciteError(unknown_key(f"{prefix}{key}", schema))
         if OmegaConf.get_type(node) is not schema:  # typed by another class, or not at all
-            _check_types(node, schema, prefix)
+            try:  # the keys' types, as Hydra checks a typed option
+                OmegaConf.merge(OmegaConf.structured(schema),
+                                OmegaConf.to_container(node, resolve=True))
+            except OmegaConfBaseException as exc:
+                exc.full_key = f"{prefix}{getattr(exc, 'full_key', '') or exc.key}"
+                raise RagciteError(describe(exc)) from None
         for name, metadata in fields.items():
             constraint = metadata.get(CHECK)
             if constraint and name in node and (problem := constraint.problem(node[name])):
@@ -56,13 +61,3 @@ def check_config(node: DictConfig, prefix: str = "", schema: type | None = None)
             for name in map(str, child) if EACH in fields.get(key, {}) else ():
                 check_config(child[name], f"{prefix}{key}.{name}.", fields[key][EACH])
             check_config(child, f"{prefix}{key}.")
-
-
-def _check_types(node: DictConfig, schema: type, prefix: str) -> None:
-    """The keys of `node` and their types against `schema`, as Hydra checks a typed option."""
-    typed = OmegaConf.structured(schema)
-    try:
-        OmegaConf.merge(typed, OmegaConf.to_container(node, resolve=True))
-    except OmegaConfBaseException as exc:
-        exc.full_key = f"{prefix}{getattr(exc, 'full_key', '') or exc.key}"
-        raise RagciteError(describe(exc)) from None
