@@ -92,9 +92,7 @@ class BaseAdapter:
             raise RuntimeError(f"{type(self).__name__} used before bind()")
         return self._context
 
-    def identity(self) -> dict[str, Any]:
-        """Class path plus every field that is part of the identity."""
-        return identity_of(self)
+    identity = identity_of  # the class path plus every field of the identity (no secrets)
 
     def bind(self, context: AdapterContext) -> None:
         """Store the context; subclasses extend this to prepare (index the KB, ...)."""
