@@ -19,6 +19,7 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.plugins import Plugins
 from omegaconf import DictConfig
 
 from runner.calibration.job import calibrate_job
@@ -191,17 +192,6 @@ def canonical_args(argv: list[str]) -> list[str]:
     return out
 
 
-def _register_sweeper() -> None:
-    """Make ``hydra/sweeper=ragcite`` known to Hydra however ragcite is installed (Hydra finds
-    plugins by listing the ``hydra_plugins`` namespace, which an editable install hides)."""
-    from hydra.core.plugins import Plugins
-
-    plugins = Plugins.instance()  # first: its scan executes the core plugin modules again
-    from hydra_plugins.ragcite_sweeper.ragcite_sweeper import RagciteSweeper
-
-    plugins.register(RagciteSweeper)
-
-
 def _terminate(signum: int, frame: Any) -> None:
     """SIGTERM as Ctrl-C, through SIGINT's own handler: a running event loop's handler cancels
     its task (an interrupt raised inside a task would leave it holding the exception, printed
@@ -257,7 +247,13 @@ def front_door(app: Callable[[], None]) -> None:
 def main() -> None:
     """Entry point of the `ragcite` console script."""
     register_configs()
-    _register_sweeper()
+    # hydra/sweeper=ragcite made known to Hydra however ragcite is installed (Hydra finds plugins
+    # by listing the hydra_plugins namespace, which an editable install hides); the registry
+    # first: its scan executes the core plugin modules again.
+    plugins = Plugins.instance()
+    from hydra_plugins.ragcite_sweeper.ragcite_sweeper import RagciteSweeper
+
+    plugins.register(RagciteSweeper)
     front_door(_app)
     gc.freeze()  # the process ends: its last collections need not walk every module (~1 s)
     summary = SWEEPS.last
