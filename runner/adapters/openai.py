@@ -196,7 +196,6 @@ class OpenaiModel(Retrieval, OpenaiCaller, BaseAdapter):
             return Response(error="openai call failed: "
                                   f"{describe_error(resp, 'model', self.max_retry_after)}",
                             latency_s=latency)
-        self._key_accepted = True
         try:
             u = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
             self._usage.add(requests=1, input_tokens=u.get("prompt_tokens"),

@@ -232,7 +232,6 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
                 result = await self._request(client, batch)
             if isinstance(result, _Fault):
                 return result
-            self._key_accepted = True
             keep(batch, result)
             return None
 

@@ -175,7 +175,6 @@ class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
         if isinstance(resp, Exception):
             return PairError(f"llm judge call failed: "
                              f"{describe_error(resp, 'matcher', self.max_retry_after)}")
-        self._key_accepted = True
         try:
             usage = _get(resp, "usage") or {}
             self._usage.add(requests=1, input_tokens=_get(usage, "prompt_tokens"),
