@@ -200,10 +200,7 @@ def describe_error(exc: BaseException, where: str = "matcher",
     """
     status = getattr(exc, "status_code", None)
     head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-    too_long = waits_too_long(exc, max_retry_after, where)
-    if too_long is not None:
-        return f"{head}: {too_long}"
-    text = " ".join(str(exc).split())
+    text = waits_too_long(exc, max_retry_after, where) or " ".join(str(exc).split())
     text = text[:297] + "..." if len(text) > 300 else text
     return f"{head}: {text}" if text else head
 
