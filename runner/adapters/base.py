@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -92,9 +92,7 @@ class BaseAdapter:
             raise RuntimeError(f"{type(self).__name__} used before bind()")
         return self._context
 
-    def identity(self) -> dict[str, Any]:
-        """Class path plus every field that is part of the identity."""
-        return identity_of(self)
+    identity = identity_of  # the class path plus every field of the identity (no secrets)
 
     def bind(self, context: AdapterContext) -> None:
         """Store the context; subclasses extend this to prepare (index the KB, ...)."""
@@ -120,8 +118,3 @@ class BaseAdapter:
     async def respond(self, cases: Sequence[Case]) -> list[Response]:
         """Run :meth:`respond_sync` in a worker thread."""
         return await asyncio.to_thread(self.respond_sync, cases)
-
-
-def no_identity() -> Any:
-    """``field(metadata=...)`` marker for settings that do not change responses."""
-    return field(default=None, metadata={"identity": False})

@@ -43,16 +43,15 @@ def chunk_document(doc: Document, unit: str, size: int, overlap: int) -> list[st
 
 
 @dataclass
-class ExtractiveModel(BaseAdapter):
-    """BM25 retrieval over the knowledge base; cites the top-k passages.
+class Retrieval:
+    """The retrieval settings of the BM25 models (this one and `openai`), declared once.
 
     Args:
-        top_k: Passages cited per query.
+        top_k: Passages retrieved per query.
         chunk_unit: ``sentence``, ``paragraph``, ``word`` or ``document``.
         chunk_size: Units per passage.
         chunk_overlap: Units shared by consecutive passages.
         stopwords: Stop-word list for the BM25 tokeniser (``en``), or null for none.
-        min_score: Passages scoring at or below this BM25 score are not cited.
     """
 
     top_k: int = field(default=3, metadata=allows(POSITIVE))
@@ -60,7 +59,6 @@ class ExtractiveModel(BaseAdapter):
     chunk_size: int = field(default=2, metadata=allows(POSITIVE))
     chunk_overlap: int = field(default=0, metadata=allows(COUNT))
     stopwords: str | None = "en"
-    min_score: float = field(default=0.0, metadata=allows(Range()))
 
     @classmethod
     def config_problem(cls, node: Any) -> str | None:
@@ -70,6 +68,18 @@ class ExtractiveModel(BaseAdapter):
             return (f"chunk_overlap ({node.chunk_overlap}) must be < chunk_size "
                     f"({node.chunk_size})")
         return None
+
+
+@dataclass
+class ExtractiveModel(Retrieval, BaseAdapter):
+    """BM25 retrieval over the knowledge base; cites the top-k passages (the settings of
+    :class:`Retrieval`).
+
+    Args:
+        min_score: Passages scoring at or below this BM25 score are not cited.
+    """
+
+    min_score: float = field(default=0.0, metadata=allows(Range()))
 
     def bind(self, context: AdapterContext) -> None:
         """Chunk and index the knowledge base."""

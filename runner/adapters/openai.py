@@ -14,18 +14,18 @@ import json
 import reprlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
 from runner.adapters.base import AdapterContext, BaseAdapter
-from runner.adapters.extractive import CHUNK_UNITS, ExtractiveModel
+from runner.adapters.extractive import ExtractiveModel, Retrieval
 from runner.api.cache import ResultStore, request_key
 from runner.api.client import OpenaiCaller, describe_error, effective_base_url, shared
 from runner.api.prompts import check_prompt, load_prompt
 from runner.api.usage import token_count
-from runner.config.constraints import COUNT, POSITIVE, OneOf, Range, allows
+from runner.config.constraints import POSITIVE, OneOf, Range, allows
 from runner.data.models import Case, Citation, Response, Source
 from runner.redact import known_secrets, scrub_data
 
@@ -83,7 +83,7 @@ def parse_answer(content: Any) -> tuple[str, list[Citation]]:
 
 
 @dataclass
-class OpenaiModel(OpenaiCaller, BaseAdapter):
+class OpenaiModel(Retrieval, OpenaiCaller, BaseAdapter):
     """Retrieve with BM25, answer with an OpenAI-compatible chat model, cite verbatim quotes.
 
     The chat ``model``, its server and transport are the settings of :class:`OpenaiCaller`.
@@ -97,9 +97,9 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
             with ``{% block system %}`` and ``{% block user %}``; variables ``query`` and
             ``passages`` (a list of {source, content}); null: the citation style's prompt
             (``rag_answer.j2``, ``rag_markers.j2``).
-        top_k: Passages retrieved per query and shown to the model.
-        chunk_unit, chunk_size, chunk_overlap, stopwords: How the knowledge base is split and
-            tokenised for retrieval (as for the `extractive` model).
+        top_k: Passages retrieved per query and shown to the model; it and how the knowledge
+            base is split and tokenised (``chunk_unit``, ``chunk_size``, ``chunk_overlap``,
+            ``stopwords``) are the settings of :class:`~runner.adapters.extractive.Retrieval`.
         structured_output: ``json_schema`` (strict schema) or ``json_object`` (JSON mode).
         temperature: Sampling temperature.
         max_tokens: Completion tokens allowed per answer.
@@ -109,17 +109,12 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
         OneOf(tuple(STYLES), "style")))
     prompt: str | None = None
     top_k: int = field(default=5, metadata=allows(POSITIVE))
-    chunk_unit: str = field(default="sentence", metadata=allows(OneOf(CHUNK_UNITS, "unit")))
-    chunk_size: int = field(default=2, metadata=allows(POSITIVE))
-    chunk_overlap: int = field(default=0, metadata=allows(COUNT))
-    stopwords: str | None = "en"
     structured_output: str = field(default="json_schema", metadata=allows(
         OneOf(("json_schema", "json_object"), "mode")))
     temperature: float = field(default=0.0, metadata=allows(Range(0, 2)))
     max_tokens: int = field(default=1024, metadata=allows(POSITIVE))
     concurrency: int = shared("concurrency", 16)
     timeout: float = shared("timeout", 120.0)
-    config_problem = ExtractiveModel.config_problem  # its passages, as the extractive model's
 
     where: ClassVar[str] = "model"
     what: ClassVar[str] = "model=openai"
@@ -143,8 +138,8 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
     def bind(self, context: AdapterContext) -> None:
         """Index the knowledge base for retrieval."""
         super().bind(context)
-        self._retriever = ExtractiveModel(**{name: getattr(self, name) for name in (
-            "top_k", "chunk_unit", "chunk_size", "chunk_overlap", "stopwords")})
+        self._retriever = ExtractiveModel(**{f.name: getattr(self, f.name)
+                                             for f in fields(Retrieval)})
         self._retriever.bind(context)
 
     # --- answering --------------------------------------------------------------------------
@@ -201,7 +196,6 @@ class OpenaiModel(OpenaiCaller, BaseAdapter):
             return Response(error="openai call failed: "
                                   f"{describe_error(resp, 'model', self.max_retry_after)}",
                             latency_s=latency)
-        self._key_accepted = True
         try:
             u = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
             self._usage.add(requests=1, input_tokens=u.get("prompt_tokens"),

@@ -200,10 +200,7 @@ def describe_error(exc: BaseException, where: str = "matcher",
     """
     status = getattr(exc, "status_code", None)
     head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-    too_long = waits_too_long(exc, max_retry_after, where)
-    if too_long is not None:
-        return f"{head}: {too_long}"
-    text = " ".join(str(exc).split())
+    text = waits_too_long(exc, max_retry_after, where) or " ".join(str(exc).split())
     text = text[:297] + "..." if len(text) > 300 else text
     return f"{head}: {text}" if text else head
 
@@ -359,15 +356,18 @@ class OpenaiCaller(Caller, Transport):
     async def _post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
         """The reply of the SDK's generic POST, retried by :func:`retrying`: a dict, as sent
         (its typed models would turn "12" into 12), or the exception of a call that failed (an
-        error status after the retries, an unreadable reply). A refused key stops the run."""
+        error status after the retries, an unreadable reply). A refused key stops the run; a reply
+        means the server took it, so later requests need not go alone."""
         try:
-            return await retrying(self.max_retries, self.max_retry_after)(
+            reply = await retrying(self.max_retries, self.max_retry_after)(
                 client.post, path, body=body, cast_to=dict)
         except Exception as exc:
             refuse_key(getattr(exc, "status_code", None), self.what,
                        f"OPENAI_API_KEY or {self.where}.openai_api_key")
             self._usage.add(errors=1)
             return exc
+        self._key_accepted = True  # a reply: the server took the key
+        return reply
 
 
 def shared(name: str, default: Any) -> Any:

@@ -59,9 +59,6 @@ class CalibrationReports:
     calibration folder, ``calibration_summary.html`` in each calibration sweep (from its
     ``sweep.json``: one row per matcher of each finished job, in job order)."""
 
-    def __init__(self, **_: Any) -> None:
-        """Takes the ``report`` section's settings; the pages have none."""
-
     def render_run(self, result_dir: Path, link: str | None) -> None:
         """Write the folder's ``calibration.html``."""
         render_calibration(result_dir)

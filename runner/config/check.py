@@ -15,8 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from runner.config.constraints import CHECK, EACH, CrossCheck
 from runner.config.hydra_errors import describe, unknown_key
-from runner.config.plugins import locate
-from runner.config.schema import conf_for
+from runner.config.schema import target_conf
 from runner.errors import RagciteError
 
 
@@ -25,11 +24,7 @@ def schema_of(node: DictConfig, key: str = "") -> type | None:
     structured-config class it was composed from (None: neither)."""
     target = node.get("_target_") if "_target_" in node else None
     if isinstance(target, str):
-        try:
-            cls = locate(target)
-        except Exception:  # not importable: building it reports the reason, with the key
-            return None
-        return conf_for(cls, group=key) if isinstance(cls, type) else None
+        return target_conf(target, key)
     schema = OmegaConf.get_type(node)
     return schema if dataclasses.is_dataclass(schema) else None
 
@@ -48,7 +43,12 @@ def check_config(node: DictConfig, prefix: str = "", schema: type | None = None)
         for key in (k for k in map(str, node) if k not in fields):
             raise RagciteError(unknown_key(f"{prefix}{key}", schema))
         if OmegaConf.get_type(node) is not schema:  # typed by another class, or not at all
-            _check_types(node, schema, prefix)
+            try:  # the keys' types, as Hydra checks a typed option
+                OmegaConf.merge(OmegaConf.structured(schema),
+                                OmegaConf.to_container(node, resolve=True))
+            except OmegaConfBaseException as exc:
+                exc.full_key = f"{prefix}{getattr(exc, 'full_key', '') or exc.key}"
+                raise RagciteError(describe(exc)) from None
         for name, metadata in fields.items():
             constraint = metadata.get(CHECK)
             if constraint and name in node and (problem := constraint.problem(node[name])):
@@ -61,13 +61,3 @@ def check_config(node: DictConfig, prefix: str = "", schema: type | None = None)
             for name in map(str, child) if EACH in fields.get(key, {}) else ():
                 check_config(child[name], f"{prefix}{key}.{name}.", fields[key][EACH])
             check_config(child, f"{prefix}{key}.")
-
-
-def _check_types(node: DictConfig, schema: type, prefix: str) -> None:
-    """The keys of `node` and their types against `schema`, as Hydra checks a typed option."""
-    typed = OmegaConf.structured(schema)
-    try:
-        OmegaConf.merge(typed, OmegaConf.to_container(node, resolve=True))
-    except OmegaConfBaseException as exc:
-        exc.full_key = f"{prefix}{getattr(exc, 'full_key', '') or exc.key}"
-        raise RagciteError(describe(exc)) from None

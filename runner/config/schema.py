@@ -67,6 +67,16 @@ def conf_for(cls: type, name: str | None = None, group: str = "") -> type:
     return dataclasses.make_dataclass(name or f"{cls.__name__}Conf", fields, namespace=namespace)
 
 
+def target_conf(target: str, group: str) -> type | None:
+    """The schema (:func:`conf_for`) of the class a dotted path names, or None when it names no
+    class or cannot be imported (the config check or the build says why, with the key)."""
+    try:
+        cls = locate(target)
+    except Exception:
+        return None
+    return conf_for(cls, group=group) if isinstance(cls, type) else None
+
+
 def _settings(cls: type, supplied: tuple[str, ...]) -> Iterator[tuple[str, Any, Any,
                                                                    Mapping[str, Any]]]:
     """(name, type hint, default or MISSING, metadata) of each setting of a plug-in class."""
@@ -342,15 +352,10 @@ def chosen_targets(args: list[str]) -> list[str]:
         group, dot, rest = key.partition(".")
         # group._target_=pkg.Class, or group=pkg.Class (an option's name has no dot)
         named = rest == "_target_" if dot else group in groups and "." in target
-        if eq and named and group.isidentifier() and "," not in target:
-            try:
-                cls = locate(target)
-            except Exception:  # not importable: the config check says why, with the key
-                cls = None
-            if isinstance(cls, type):
-                ConfigStore.instance().store(name=target, node=conf_for(cls, group=group),
-                                             group=group)
-                arg = f"{group}={target}"
+        if eq and named and group.isidentifier() and "," not in target \
+                and (conf := target_conf(target, group)) is not None:
+            ConfigStore.instance().store(name=target, node=conf, group=group)
+            arg = f"{group}={target}"
         out.append(arg)
     return out
 

@@ -39,28 +39,20 @@ def _validated(model: type[_M], item: Any, where: str, keys: str,
                            else f"{where}: {err.problem}") from None
 
 
-def as_case(item: Any, index: int) -> Case:
-    """`item` (a :class:`Case` or a dict in the canonical shape) as a validated case.
-
-    A dict without ``id`` gets its 1-based position, as a record of a file does.
-
-    Raises:
-        RagciteError: Neither a case nor a dict, or a dict that is not a valid case.
-    """
-    record = {"id": str(index + 1), **item} if isinstance(item, Mapping) else None
-    return _validated(Case, item, f"cases[{index}]", "'id', 'query', 'references', "
-                      "'response', ...", record)
-
-
 def iter_as_cases(items: Iterable[Any]) -> Iterator[Case]:
-    """Each item as a :class:`Case` (:func:`as_case`), lazily, so a stream stays a stream.
+    """Each item (a :class:`Case` or a dict in the canonical shape) as a validated case,
+    lazily, so a stream stays a stream. A dict without ``id`` gets its 1-based position, as a
+    record of a file does.
 
     Raises:
-        RagciteError: Also for an id met before (:class:`~runner.data.loading.CaseIds`).
+        RagciteError: Neither a case nor a dict, a dict that is not a valid case, or an id
+            met before (:class:`~runner.data.loading.CaseIds`).
     """
     ids = CaseIds()
     for index, item in enumerate(items):
-        case = as_case(item, index)
+        record = {"id": str(index + 1), **item} if isinstance(item, Mapping) else None
+        case = _validated(Case, item, f"cases[{index}]", "'id', 'query', 'references', "
+                          "'response', ...", record)
         if problem := ids.problem(case.id, f"cases[{index}]"):
             raise RagciteError(f"cases[{index}].id: {problem}")
         yield case
@@ -94,18 +86,13 @@ def as_responses(responses: Mapping[Any, Any] | Iterable[Any]) -> dict[str, Resp
     for key, where, value in items:
         if problem := ids.problem(str(key), where):
             raise RagciteError(f"{where}: {problem}")
-        out[str(key)] = _response(value, key, where)
+        record = dict(value) if isinstance(value, Mapping) else None
+        # A stored responses record: its id must name the same case.
+        if record is not None and "id" in record and str(record.pop("id")) != str(key):
+            raise RagciteError(f"{where}.id: {value['id']!r} is not the case id it is "
+                               f"given for ({key!r})")
+        out[str(key)] = _validated(Response, value, where, "'answer', 'citations'", record)
     return out
-
-
-def _response(value: Any, key: Any, where: str) -> Response:
-    """One response of `responses=` (located at `where`) for the case id `key`."""
-    record = dict(value) if isinstance(value, Mapping) else None
-    # A stored responses record: its id must name the same case.
-    if record is not None and "id" in record and str(record.pop("id")) != str(key):
-        raise RagciteError(f"{where}.id: {value['id']!r} is not the case id it is "
-                           f"given for ({key!r})")
-    return _validated(Response, value, where, "'answer', 'citations'", record)
 
 
 def no_response_error(n_cases: int, responses_given: bool, first_id: str) -> RagciteError:

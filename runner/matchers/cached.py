@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from runner.api.cache import CACHE_VERSION, CacheStats, DiskCache, digest, text_key
 from runner.matchers.base import Local, Matcher, PairError, Similarity, TextPair
@@ -35,11 +34,8 @@ class CachedMatcher:
 
     def __init__(self, inner: Matcher, cache: DiskCache, stats: CacheStats) -> None:
         self.inner, self.cache, self.stats, self.levels = inner, cache, stats, inner.levels
+        self.identity = inner.identity  # the wrapped matcher's
         self.namespace = "sim-" + digest({"v": CACHE_VERSION, "m": inner.identity()})[:32]
-
-    def identity(self) -> dict[str, Any]:
-        """The wrapped matcher's identity."""
-        return self.inner.identity()
 
     def similarities(self, pairs: Sequence[TextPair]) -> list[Similarity]:
         """Cached similarities; only missing pairs reach the wrapped matcher."""

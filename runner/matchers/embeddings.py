@@ -232,7 +232,6 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
                 result = await self._request(client, batch)
             if isinstance(result, _Fault):
                 return result
-            self._key_accepted = True
             keep(batch, result)
             return None
 
@@ -242,10 +241,8 @@ class EmbeddingsMatcher(EmbeddingVectors, OpenaiCaller):
                 return
             halves = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
             faults = await gather_all(attempt(h) for h in halves)
-            if fault.kind == "server" and all(f is not None for f in faults):
-                for half, f in zip(halves, faults):
-                    keep(half, [f.error] * len(half))
-                return
+            if fault.kind == "server" and all(f is not None for f in faults):  # the server's
+                faults = [_Fault(f.error, "final") for f in faults if f is not None]
             await gather_all(isolate(h, f) for h, f in zip(halves, faults) if f is not None)
 
         async def send(batch: list[str]) -> None:
@@ -318,7 +315,8 @@ class _Fault:
 
     ``kind``: ``bad_request`` (a 400: split to find the text), ``server`` (a 5xx after the
     retries, a truncated or malformed reply: split, unless both halves fail alike) or ``final``
-    (429 after the retries, a Retry-After over the ceiling, timeouts, connection errors).
+    (429 after the retries, a Retry-After over the ceiling, timeouts, connection errors, and the
+    faults of both halves of a server fault: its texts keep the error, no split).
     """
 
     error: PairError

@@ -56,38 +56,35 @@ def yes_probability(logprobs: Any, answer: float | None = None) -> float | None:
             probable listed spelling is of the other word, while at temperature 0 the answer is
             the most probable token): the reply is not a score.
     """
-    content = (_get(logprobs, "content") if logprobs is not None else None) or []
-    for tok in content:
-        if not str(_get(tok, "token") or "").strip():
+    tok = next((t for t in _get(logprobs, "content") or [] if str(_get(t, "token") or "").strip()),
+               None)
+    if tok is None:
+        return None
+    top = list(_get(tok, "top_logprobs") or []) or [tok]
+    p_yes = p_no = listed = top_yes = top_no = 0.0
+    for cand in top:
+        lp = _get(cand, "logprob")
+        if lp is None:
             continue
-        top = list(_get(tok, "top_logprobs") or []) or [tok]
-        p_yes = p_no = listed = top_yes = top_no = 0.0
-        for cand in top:
-            lp = _get(cand, "logprob")
-            if lp is None:
-                continue
-            lp = float(lp)
-            if not math.isfinite(lp) or lp > 1e-6:
-                raise ValueError(f"the judge's log-probability {lp!r} is not a finite number "
-                                 "<= 0")
-            p = math.exp(max(lp, -1e4))
-            listed += p
-            means = _ANSWERS.get(_word(str(_get(cand, "token") or "")))
-            if means == 1.0:
-                p_yes, top_yes = p_yes + p, max(top_yes, p)
-            elif means == 0.0:
-                p_no, top_no = p_no + p, max(top_no, p)
-        if answer is not None and (top_no > top_yes if answer else top_yes > top_no):
-            said, other = ("yes", "no") if answer else ("no", "yes")
-            raise ValueError(f"the judge answered {said} but its log-probabilities favour "
-                             f"{other} ({max(top_yes, top_no):.3f} against "
-                             f"{min(top_yes, top_no):.3f})")
-        if p_yes == 0.0 and p_no == 0.0:
-            return None
-        if p_no == 0.0:
-            p_no = max(0.0, 1.0 - listed)
-        return p_yes / (p_yes + p_no)  # in [0, 1]: both are >= 0, and not both 0
-    return None
+        lp = float(lp)
+        if not math.isfinite(lp) or lp > 1e-6:
+            raise ValueError(f"the judge's log-probability {lp!r} is not a finite number <= 0")
+        p = math.exp(max(lp, -1e4))
+        listed += p
+        means = _ANSWERS.get(_word(str(_get(cand, "token") or "")))
+        if means == 1.0:
+            p_yes, top_yes = p_yes + p, max(top_yes, p)
+        elif means == 0.0:
+            p_no, top_no = p_no + p, max(top_no, p)
+    if answer is not None and (top_no > top_yes if answer else top_yes > top_no):
+        said, other = ("yes", "no") if answer else ("no", "yes")
+        raise ValueError(f"the judge answered {said} but its log-probabilities favour {other} "
+                         f"({max(top_yes, top_no):.3f} against {min(top_yes, top_no):.3f})")
+    if p_yes == 0.0 and p_no == 0.0:
+        return None
+    if p_no == 0.0:
+        p_no = max(0.0, 1.0 - listed)
+    return p_yes / (p_yes + p_no)  # in [0, 1]: both are >= 0, and not both 0
 
 
 def answer_similarity(text: str | None) -> float | None:
@@ -178,7 +175,6 @@ class LlmMatcher(BaseMatcher, CacheFolder, OpenaiCaller):
         if isinstance(resp, Exception):
             return PairError(f"llm judge call failed: "
                              f"{describe_error(resp, 'matcher', self.max_retry_after)}")
-        self._key_accepted = True
         try:
             usage = _get(resp, "usage") or {}
             self._usage.add(requests=1, input_tokens=_get(usage, "prompt_tokens"),

@@ -44,7 +44,6 @@ from runner.matchers.text import TOKENIZERS, split_table, token_ids, token_strea
 CHUNK_PAIRS = 12_288
 """Pairs whose texts are processed together; bounds the memory of one chunk."""
 
-_KEY_LIMIT = 1 << 62
 _MAX_AUTO_THREADS = 4
 
 
@@ -81,13 +80,13 @@ def _gram_table(texts: list[str], n: int,
     keys = ids[:last].copy()
     bound = v  # every key < bound
     for j in range(1, n):
-        if bound * v >= _KEY_LIMIT:  # renumber the distinct prefixes to stay in int64
+        if bound * v >= ngram_numba.KEY_LIMIT:  # renumber the distinct prefixes to stay in int64
             keys, bound = _renumber(keys[:last])
         keys *= v
         keys += ids[j:last + j]
         bound *= v
     keys = keys[valid]
-    if bound * (n_texts + 1) >= _KEY_LIMIT:
+    if bound * (n_texts + 1) >= ngram_numba.KEY_LIMIT:
         keys, bound = _renumber(keys)
     # Owner text of each window: the text at stream position p owns the tokens from
     # tok.first[p] on.

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 KEY_LIMIT = 1 << 62
-"""The kernel's n-gram keys are exact below this bound (int64)."""
+"""The n-gram keys (of the kernel and of the numpy path) are exact below this bound (int64)."""
 
 AUTO_MIN_PAIRS = 150_000
 """``kernel=auto`` compiles/loads the kernel for a process that will score at least this many
