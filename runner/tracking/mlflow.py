@@ -4,9 +4,10 @@ The tracker reads the files a job has written (docs/results.md) and never recomp
 what each run gets is listed in docs/tracking.md. What a job's result folders share is logged
 once, with the first run of the job: its ``passages.parquet``, the per-case table, the dataset
 lineage and the job folder's ``report.html`` (a page for every threshold, when the result folders
-have none); every run names that run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
-(:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
-folder makes its run a child of the sweep's parent run.
+have none); every run names that run in its tag ``ragcite.passages_run_id``. A sweep's hooks
+open and close its parent run (:mod:`runner.tracking.mlflow_sweep`);
+``<sweep>/.ragcite/parent_run.json`` above a result folder makes its run a child of the sweep's
+parent run.
 """
 
 from __future__ import annotations
@@ -332,9 +333,13 @@ class MlflowTracker:
         if found is None:
             return
         mlflow, uri, run_id = found
+        # The children still running, to end them; all of them where a UI links their pages.
+        running = "" if self.ui_url or store.is_remote(uri) else \
+            " and attributes.status = 'RUNNING'"
+        query = f"tags.mlflow.parentRunId = '{run_id}'{running}"
         children = store.logged("could not check the sweep's child runs", lambda: list(
             mlflow.search_runs([mlflow.get_run(run_id).info.experiment_id], max_results=10_000,
-                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'")), [])
+                               filter_string=query)), [])
         if status != "KILLED":
             store.logged("could not log the sweep summary", lambda: sweeps.log_summary(
                 mlflow, run_id, sweep_dir, summary,
