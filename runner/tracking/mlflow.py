@@ -190,10 +190,9 @@ class MlflowTracker:
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
             with sqlite_store.store_lock(self.uri):  # a new store is made by one process, whole
-                mlflow = store.client(self.uri)
-                self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
-            self.client = mlflow
-            store.end_dead_runs(mlflow, self.experiment_id)
+                self.client = store.client(self.uri)
+                self.experiment_id = store.experiment_id(self.client, self.experiment, location)
+            store.end_dead_runs(self.client, self.experiment_id)
 
     def open(self, result_dir: Path) -> str | None:
         """Open the run of `result_dir` (a child of the sweep's parent run, in a sweep).
@@ -234,19 +233,19 @@ class MlflowTracker:
                          **result_tags(data), **own,
                          **({"ragcite.passages_run_id": holder} if holder else {})})
             name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
-            run_id = self.runs[result_dir.resolve()] = self._new_run(
-                name, tags, self.secrets | all_secrets(config))
+            self.secrets |= all_secrets(config)  # its runs' tags, params and files scrubbed
+            run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
             self._passages.setdefault(passages, run_id)
             self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
         return self.link
 
-    def _new_run(self, name: str, tags: dict[str, str], secrets: set[str]) -> str:
-        """Create a run named `name` with the code tags, `tags` and ``tracking.tags``, `secrets`
+    def _new_run(self, name: str, tags: dict[str, str]) -> str:
+        """Create a run named `name` with the code tags, `tags` and ``tracking.tags``, secrets
         scrubbed; returns its id."""
         self._code = self._code or store.code_tags()  # found once for the job's runs
         tags = {**self._code, **tags, **self.tags}
-        run = self.client.create_run(self.experiment_id, run_name=scrub_text(name, secrets),
-                                     tags={k: scrub_text(v, secrets) for k, v in tags.items()})
+        run = self.client.create_run(self.experiment_id, run_name=scrub_text(name, self.secrets),
+                                     tags={k: scrub_text(v, self.secrets) for k, v in tags.items()})
         return str(run.info.run_id)
 
     def log(self, result_dir: Path) -> None:
@@ -261,26 +260,25 @@ class MlflowTracker:
             return
         with self._failing("cannot log the results to"):
             result_dir = Path(result_dir)
-            data, config, _ = read_folder(result_dir)
-            secrets = self.secrets | all_secrets(config)
+            data, config, _ = read_folder(result_dir)  # its secrets known since it was opened
             passages = passages_path(result_dir, data).resolve()
             held = (result_dir / METRICS_FILE).is_file() and self._passages[passages] == run_id
             if held:  # a calibration's holds no cases
-                store.log_artifact(self.client, run_id, passages, secrets)
+                store.log_artifact(self.client, run_id, passages, self.secrets)
                 page = passages.parent / PAGE  # a K-threshold job's one page
                 if page.parent != result_dir.resolve() and page.is_file() \
                         and not (result_dir / PAGE).is_file():
-                    store.log_artifact(self.client, run_id, page, secrets)
+                    store.log_artifact(self.client, run_id, page, self.secrets)
                 if self.log_table:
                     log_case_table(self.client, run_id, result_dir, self.table_rows)
                 if data.get("dataset"):
                     log_dataset(self.client, run_id, data["dataset"])
-            tags = {"ragcite.passages_run_id": run_id} if held else {}
             store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
-                            params=flatten_params(config, secrets), tags=tags)
+                            params=flatten_params(config, self.secrets),
+                            tags={"ragcite.passages_run_id": run_id} if held else {})
             for name in ARTIFACTS:
                 if (result_dir / name).is_file():
-                    store.log_artifact(self.client, run_id, result_dir / name, secrets)
+                    store.log_artifact(self.client, run_id, result_dir / name, self.secrets)
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``
@@ -310,8 +308,7 @@ class MlflowTracker:
         if not self.disabled:
             with self._failing("cannot open the sweep's parent run on", up_front=True):
                 run_id = self._new_run(name, {"ragcite.kind": "sweep",
-                                              "ragcite.sweep_dir": str(sweep_dir.resolve())},
-                                       self.secrets)
+                                              "ragcite.sweep_dir": str(sweep_dir.resolve())})
                 store.log_batch(self.client, run_id,
                                 params=flatten_params({"sweep": sweep}, self.secrets))
         if self.disabled:
@@ -334,12 +331,10 @@ class MlflowTracker:
             return
         mlflow, uri, run_id = found
         # The children still running, to end them; all of them where a UI links their pages.
-        running = "" if self.ui_url or store.is_remote(uri) else \
-            " and attributes.status = 'RUNNING'"
-        query = f"tags.mlflow.parentRunId = '{run_id}'{running}"
+        only = "" if self.ui_url or store.is_remote(uri) else " and attributes.status = 'RUNNING'"
         children = store.logged("could not check the sweep's child runs", lambda: list(
             mlflow.search_runs([mlflow.get_run(run_id).info.experiment_id], max_results=10_000,
-                               filter_string=query)), [])
+                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'{only}")), [])
         if status != "KILLED":
             store.logged("could not log the sweep summary", lambda: sweeps.log_summary(
                 mlflow, run_id, sweep_dir, summary,
