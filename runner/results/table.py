@@ -99,7 +99,7 @@ class TableWriter(pq.ParquetWriter):
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self.path, self.partial = path, path.with_name(path.name + ".partial")
         super().__init__(self.partial, schema.with_metadata(
-            {FORMAT_KEY: str(CASES_VERSION).encode()}), compression="zstd", write_statistics=False)
+            {FORMAT_KEY: str(CASES_VERSION).encode()}), compression="zstd")
 
     def finish(self) -> None:
         """Close the file and rename it into place."""

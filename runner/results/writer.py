@@ -51,29 +51,17 @@ class ResultWriter:
         self._passages = TableWriter(job_dir / PASSAGES_FILE, PASSAGES_SCHEMA)
         schema = decisions_schema(metrics, counts)
         self._cases = [TableWriter(d / CASES_FILE, schema) for d in self.dirs]
-        self._held: list[Sequence[pa.Table]] = []  # each chunk's decisions, not yet written
         self.lines = 0  # cases written so far
 
     def write(self, passages: pa.Table, cases: Sequence[pa.Table]) -> None:
-        """Append rows: the cases' passages, and per threshold their decisions, held until
-        they fill a row group of 10,000 cases (a narrow table's writing costs as much
-        per row group as per case: 20 thresholds of chunks of 2,500 cases, a quarter more)."""
+        """Append rows: the cases' passages, and per threshold their decisions."""
         self._passages.write(passages)
         self.lines += passages.num_rows
-        self._held.append(cases)
-        self._flush(10_000)
-
-    def _flush(self, cases: int = 1) -> None:
-        """Write the decisions held once they are `cases` or more, a row group a threshold."""
-        if sum(chunk[0].num_rows for chunk in self._held) >= cases:
-            for writer, *decided in zip(self._cases, *self._held):
-                writer.write(pa.concat_tables(decided))
-            self._held.clear()
+        for writer, decided in zip(self._cases, cases):
+            writer.write(decided)
 
     def close(self) -> None:
-        """Close the open files, the decisions held written first (what was written stays
-        ``.partial`` until :meth:`finish`)."""
-        self._flush()
+        """Close the open files (what was written stays ``.partial``)."""
         for writer in (self._passages, *self._cases):
             writer.close()
 
@@ -86,7 +74,6 @@ class ResultWriter:
             config: The job's config (secrets redacted); a threshold's folder gets it with
                 ``scoring.threshold`` set to that threshold.
         """
-        self.close()  # the decisions held are written
         for writer in (self._passages, *self._cases):
             writer.finish()
         for folder, threshold, result in zip(self.dirs, self.thresholds, results):
