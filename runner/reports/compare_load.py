@@ -21,7 +21,8 @@ from runner.scoring.paired import RunData
 from runner.tracking import mlflow_store as store
 from runner.tracking import sqlite_store
 from runner.tracking.deadline import within
-from runner.tracking.flatten import leaves
+from runner.tracking.flatten import flatten_params
+from runner.tracking.mlflow import read_config
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 PASSAGES_TAG = "ragcite.passages_run_id"
@@ -64,17 +65,12 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
 
 
 def _flat_config(path: Path) -> dict[str, str]:
-    """A result folder's ``config.yaml``, flat as an MLflow run's params are (``dotted.key →
-    text``; {} when absent or unreadable)."""
-    import yaml
-
+    """A result folder's ``config.yaml``, flat as an MLflow run's params are (secrets masked;
+    {} when absent or unreadable)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, ValueError, yaml.YAMLError):
+        return flatten_params(read_config(path))
+    except Exception:  # unreadable: the sides are named from their figures alone
         return {}
-    return {".".join(parts): "null" if value is None else str(value).lower()
-            if isinstance(value, bool) else str(value)
-            for parts, value in leaves(data, [])} if isinstance(data, dict) else {}
 
 
 def _download(client: Any, run_id: str, name: str, target: Path, workdir: Path) -> None:

@@ -165,19 +165,19 @@ def render_run_report(result_dir: str | Path, tracking_link: str | None = None,
     Returns:
         The path of the report.
     """
-    result_dir = Path(result_dir)
-    return write_html(Path(output) if output else result_dir / REPORT_FILE,
-                      _page([result_dir], [tracking_link], _options(result_dir, options)))
+    return render_run_reports([result_dir], [tracking_link], options, output)[0]
 
 
 def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | None],
-                       options: Mapping[str, Any] | HtmlOptions | None = None) -> list[Path]:
+                       options: Mapping[str, Any] | HtmlOptions | None = None,
+                       output: str | Path | None = None) -> list[Path]:
     """Render the report of a job's result folders (one tracking link each).
 
     One folder: its ``report.html``. Several (a job that decides several thresholds): one
     ``report.html`` in the job folder, with a threshold switch: each threshold's figures, cards,
     charts and case table, the cases' passages (the folders' shared ``passages.parquet``)
-    embedded once. Options as in :func:`render_run_report` (by default the first folder's).
+    embedded once. Options and `output` as in :func:`render_run_report` (by default the first
+    folder's options, and the job folder).
 
     Returns:
         The path of the report, in a list.
@@ -186,7 +186,8 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
         raise ValueError(f"{len(result_dirs)} result folders but {len(links)} links")
     dirs = [Path(d) for d in result_dirs]
     folder = dirs[0] if len(dirs) == 1 else dirs[0].parent
-    return [write_html(folder / REPORT_FILE, _page(dirs, links, _options(dirs[0], options)))]
+    return [write_html(Path(output) if output else folder / REPORT_FILE,
+                       _page(dirs, links, _options(dirs[0], options)))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,8 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(dirs) <= 1:
             require_complete(args.result_dir)  # a job's own reports come before its job.json
             dirs = [args.result_dir]
-        path = write_html(args.out or args.result_dir / REPORT_FILE, _page(
-            dirs, [args.tracking_link] * len(dirs), _options(dirs[0], None)))
+        [path] = render_run_reports(dirs, [args.tracking_link] * len(dirs), output=args.out)
     except (OSError, ValueError, RagciteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,11 +2,12 @@
 
 The tracker reads the files a job has written (docs/results.md) and never recomputes a figure;
 what each run gets is listed in docs/tracking.md. What a job's result folders share is logged
-once, with the first run of the job: its ``passages.parquet``, the per-case table and the job
-folder's ``report.html`` (a page for every threshold, when the result folders have none); every run
-names that run in its tag ``ragcite.passages_run_id``. A sweep's hooks open and close its parent run
-(:mod:`runner.tracking.mlflow_sweep`); ``<sweep>/.ragcite/parent_run.json`` above a result
-folder makes its run a child of the sweep's parent run.
+once, with the first run of the job: its ``passages.parquet``, the per-case table, the dataset
+lineage and the job folder's ``report.html`` (a page for every threshold, when the result folders
+have none); every run names that run in its tag ``ragcite.passages_run_id``. A sweep's hooks
+open and close its parent run (:mod:`runner.tracking.mlflow_sweep`);
+``<sweep>/.ragcite/parent_run.json`` above a result folder makes its run a child of the sweep's
+parent run.
 """
 
 from __future__ import annotations
@@ -189,10 +190,9 @@ class MlflowTracker:
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
             with sqlite_store.store_lock(self.uri):  # a new store is made by one process, whole
-                mlflow = store.client(self.uri)
-                self.experiment_id = store.experiment_id(mlflow, self.experiment, location)
-            self.client = mlflow
-            store.end_dead_runs(mlflow, self.experiment_id)
+                self.client = store.client(self.uri)
+                self.experiment_id = store.experiment_id(self.client, self.experiment, location)
+            store.end_dead_runs(self.client, self.experiment_id)
 
     def open(self, result_dir: Path) -> str | None:
         """Open the run of `result_dir` (a child of the sweep's parent run, in a sweep).
@@ -226,11 +226,16 @@ class MlflowTracker:
                 self.experiment_id = str(parent.get("experiment_id") or self.experiment_id)
                 tags["mlflow.parentRunId"] = self.parent_run_id
                 tags["ragcite.sweep_dir"] = str(parent.get("sweep_dir") or "")
-            data = read_folder(result_dir)[0]
-            job_dir = passages_path(result_dir, data).parent
-            tags.update({"ragcite.job_dir": str(job_dir.resolve()), **overrides_tag(job_dir)})
+            data, config, own = read_folder(result_dir)
+            passages = passages_path(result_dir, data).resolve()
+            holder = self._passages.get(passages)  # the job's first run holds what they share
+            tags.update({"ragcite.job_dir": str(passages.parent), **overrides_tag(passages.parent),
+                         **result_tags(data), **own,
+                         **({"ragcite.passages_run_id": holder} if holder else {})})
             name = str((data.get("run") or {}).get("name") or result_dir.resolve().name)
+            self.secrets |= all_secrets(config)  # its runs' tags, params and files scrubbed
             run_id = self.runs[result_dir.resolve()] = self._new_run(name, tags)
+            self._passages.setdefault(passages, run_id)
             self.link = store.run_link(self.uri, self.ui_url, str(self.experiment_id), run_id)
         return self.link
 
@@ -244,7 +249,8 @@ class MlflowTracker:
         return str(run.info.run_id)
 
     def log(self, result_dir: Path) -> None:
-        """Log the result folder's params, metrics, tags, artifacts, table and dataset.
+        """Log the result folder's params, metrics and artifacts; with the job's first run,
+        what its results share (passages, page, case table, dataset).
 
         Raises:
             RagciteError: Logging failed and ``required`` is true.
@@ -254,37 +260,25 @@ class MlflowTracker:
             return
         with self._failing("cannot log the results to"):
             result_dir = Path(result_dir)
-            data, config, tags = read_folder(result_dir)
-            secrets = self.secrets | all_secrets(config)
-            if not (result_dir / METRICS_FILE).is_file():  # a calibration's: no cases
-                self._log_batch(run_id, result_dir, data, config, tags, secrets)
-                return
+            data, config, _ = read_folder(result_dir)  # its secrets known since it was opened
             passages = passages_path(result_dir, data).resolve()
-            if passages not in self._passages:  # the job's first result: what they share
-                self._passages = {passages: run_id}
-                store.log_artifact(self.client, run_id, passages, secrets)
+            held = (result_dir / METRICS_FILE).is_file() and self._passages[passages] == run_id
+            if held:  # a calibration's holds no cases
+                store.log_artifact(self.client, run_id, passages, self.secrets)
                 page = passages.parent / PAGE  # a K-threshold job's one page
                 if page.parent != result_dir.resolve() and page.is_file() \
                         and not (result_dir / PAGE).is_file():
-                    store.log_artifact(self.client, run_id, page, secrets)
+                    store.log_artifact(self.client, run_id, page, self.secrets)
                 if self.log_table:
                     log_case_table(self.client, run_id, result_dir, self.table_rows)
-            self._log_batch(run_id, result_dir, data, config,
-                            {"ragcite.passages_run_id": self._passages[passages]}, secrets)
-            if data.get("dataset"):
-                log_dataset(self.client, run_id, data["dataset"])
-
-    def _log_batch(self, run_id: str, result_dir: Path, data: dict[str, Any],
-                   config: dict[str, Any], tags: dict[str, str], secrets: set[str]) -> None:
-        """Log a result's figures as metrics and tags, its config as params, `tags`, and the
-        files of :data:`ARTIFACTS` it holds, `secrets` scrubbed."""
-        tags = {**result_tags(data), **tags}
-        store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
-                        params=flatten_params(config, secrets),
-                        tags={k: scrub_text(v, secrets) for k, v in tags.items()})
-        for name in ARTIFACTS:
-            if (result_dir / name).is_file():
-                store.log_artifact(self.client, run_id, result_dir / name, secrets)
+                if data.get("dataset"):
+                    log_dataset(self.client, run_id, data["dataset"])
+            store.log_batch(self.client, run_id, metrics=metrics_from_results(data),
+                            params=flatten_params(config, self.secrets),
+                            tags={"ragcite.passages_run_id": run_id} if held else {})
+            for name in ARTIFACTS:
+                if (result_dir / name).is_file():
+                    store.log_artifact(self.client, run_id, result_dir / name, self.secrets)
 
     def close(self, status: str, result_dir: Path | None = None) -> None:
         """End the run of `result_dir` (every open run when None) as ``FINISHED``, ``FAILED``
@@ -336,9 +330,11 @@ class MlflowTracker:
         if found is None:
             return
         mlflow, uri, run_id = found
+        # The children still running, to end them; all of them where a UI links their pages.
+        only = "" if self.ui_url or store.is_remote(uri) else " and attributes.status = 'RUNNING'"
         children = store.logged("could not check the sweep's child runs", lambda: list(
             mlflow.search_runs([mlflow.get_run(run_id).info.experiment_id], max_results=10_000,
-                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'")), [])
+                               filter_string=f"tags.mlflow.parentRunId = '{run_id}'{only}")), [])
         if status != "KILLED":
             store.logged("could not log the sweep summary", lambda: sweeps.log_summary(
                 mlflow, run_id, sweep_dir, summary,
