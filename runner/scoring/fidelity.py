@@ -181,7 +181,7 @@ class Locator:
         key = self.norm(source)
         doc = self.docs.get(key, ("", ""))[1]
         spans = _exact(doc, parts)
-        if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
+        if spans and (len(spans) == 1 or all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans))):
             return self._found("verbatim", key, 1.0, spans)
         spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
         return self._found("stitched", key, 1.0, spans) if spans else {}
@@ -201,8 +201,9 @@ class Locator:
         found, hits = np.unique(np.repeat(quote, owners) * n + self.owner[at], return_counts=True)
         found = found[np.lexsort((-hits, found // n))]  # most hits first, then the first document
         found = found[np.arange(len(found)) - np.searchsorted(found // n, found // n) <= CANDIDATES]
-        return [[self.keys[k] for k in docs] for docs in np.split(
-            (found % n).tolist(), np.searchsorted(found // n, range(1, len(counts))).tolist())]
+        keys = [self.keys[k] for k in (found % n).tolist()]  # each quote's, in a row
+        ends = np.searchsorted(found // n, range(len(counts)), "right").tolist()
+        return [keys[a:b] for a, b in zip([0, *ends], ends)]
 
     def _elsewhere(self, key: str, parts: list[str], words: str, near: list[str]) -> Found:
         """A quote not found in the document it cites (`key`): verbatim in one of the `near`
@@ -232,11 +233,11 @@ class Locator:
     def _found(self, label: str, key: str, similarity: float, spans: list[list[int]]) -> Found:
         """The entry of a quote located at `spans` of the folded document `key`, with its spans
         in the text as written (:func:`_places`, noted when indexed)."""
-        text = self.texts[key][1]
         rows = self.places[key]
 
         def place(offset: int) -> int:  # after a stretch: moved as its end; inside: its prefix's
             at, start, end, n = rows[bisect_right(rows, offset, key=lambda row: row[0]) - 1]
+            text = self.texts[key][1]
             return offset + end - at - n if offset - at >= n else start + bisect_left(
                 range(end - start), offset - at, key=lambda k: len(fold(text[start:start + k])))
 
