@@ -123,6 +123,30 @@ def _report(outcomes: list[Outcome], out: Path) -> int:
     return EXIT_GATE_FAILED if any(outcome.failures for outcome in outcomes) else 0
 
 
+def job_failed(exc: Exception, out: Path, sweep: bool) -> int:
+    """The status of a job (its folder `out`; `sweep`: one job of a multirun) stopped by an
+    error other than ragcite's own.
+
+    A config value missing or unresolvable, a ``_target_`` that fails, or a write the storage
+    refused (a full disk, a read-only file system) is one located line (2). Anything else is a
+    bug: raised in a single run; in a sweep, logged with its traceback while the other jobs
+    carry on (1; this job left no job.json, so it is incomplete).
+
+    Raises:
+        Exception: `exc`, outside a sweep, when no line describes it.
+    """
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(out)  # a buffered write that failed names no file: its job's folder
+    line = describe(exc)
+    if line is not None:
+        log.error("ragcite: error: %s", line)
+        return EXIT_INPUT
+    if not sweep:
+        raise exc
+    log.exception("ragcite: job %s failed", out.name)
+    return EXIT_GATE_FAILED
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name="config")
 def _app(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
@@ -151,20 +175,7 @@ def _app(cfg: DictConfig) -> None:
         if isinstance(exc, TrackingLost) and sweep:
             raise SystemExit(EXIT_INPUT) from None  # the sweep stops: its server is gone
     except Exception as exc:
-        # A config value missing or unresolvable, a _target_ that fails, or a write the storage
-        # refused (a full disk, a read-only file system) is one located line (2). Anything else
-        # is a bug: raised in a single run; in a sweep, logged with its traceback while the
-        # other jobs carry on (1; this job left no job.json, so it is incomplete).
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(out)  # a buffered write that failed names no file: its job's folder
-        line = describe(exc)
-        if line is None and not sweep:
-            raise
-        if line is None:
-            log.exception("ragcite: job %s failed", out.name)
-        else:
-            log.error("ragcite: error: %s", line)
-        _Status.value = max(_Status.value, EXIT_GATE_FAILED if line is None else EXIT_INPUT)
+        _Status.value = max(_Status.value, job_failed(exc, out, sweep))
     finally:
         if not finished:
             scrub_files(out, secrets)  # whatever the job left
@@ -190,6 +201,15 @@ def canonical_args(argv: list[str]) -> list[str]:
                                        for v in value.split(","))
         out.append(arg)
     return out
+
+
+def _register_sweeper() -> None:
+    """Make ``hydra/sweeper=ragcite`` known to Hydra however ragcite is installed (Hydra finds
+    plugins by listing the ``hydra_plugins`` namespace, which an editable install hides)."""
+    plugins = Plugins.instance()  # first: its scan executes the core plugin modules again
+    from hydra_plugins.ragcite_sweeper.ragcite_sweeper import RagciteSweeper
+
+    plugins.register(RagciteSweeper)
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -247,13 +267,7 @@ def front_door(app: Callable[[], None]) -> None:
 def main() -> None:
     """Entry point of the `ragcite` console script."""
     register_configs()
-    # hydra/sweeper=ragcite made known to Hydra however ragcite is installed (Hydra finds plugins
-    # by listing the hydra_plugins namespace, which an editable install hides); the registry
-    # first: its scan executes the core plugin modules again.
-    plugins = Plugins.instance()
-    from hydra_plugins.ragcite_sweeper.ragcite_sweeper import RagciteSweeper
-
-    plugins.register(RagciteSweeper)
+    _register_sweeper()
     front_door(_app)
     gc.freeze()  # the process ends: its last collections need not walk every module (~1 s)
     summary = SWEEPS.last

@@ -67,9 +67,11 @@ def _read_folder(folder: Path, label: str, source: str, link: str | None = None,
 def _flat_config(path: Path) -> dict[str, str]:
     """A result folder's ``config.yaml``, flat as an MLflow run's params are (secrets masked;
     {} when absent or unreadable)."""
+    import yaml
+
     try:
         return flatten_params(read_config(path))
-    except Exception:  # unreadable: the sides are named from their figures alone
+    except (OSError, ValueError, yaml.YAMLError):  # unreadable: named from their figures alone
         return {}
 
 

@@ -143,15 +143,15 @@ class Locator:
         self.docs = {key: (source, fold(text)) for key, (source, text) in self.texts.items()}
         self.places = {key: _places(text, self.docs[key][1])  # where fold moves the offsets
                        for key, (_, text) in self.texts.items()}
-        # The index: every document's words hashed (where they are kept) and its distinct
-        # n-grams, sorted by hash, with their owner.
+        # The index: where every document's words are, the words as the alignment reads them
+        # (one letter each), and the distinct n-grams, sorted by hash, with their owner.
         self.keys, texts = list(self.docs), [text for _, text in self.docs.values()]
-        self.words, self.starts, self.ends, counts = map(np.concatenate, zip(*(
+        words, self.starts, self.ends, counts = map(np.concatenate, zip(*(
             _words(texts[i:i + 256]) for i in range(0, max(len(texts), 1), 256))))
         first = np.cumsum(counts) - counts
         self.span = dict(zip(self.keys, zip(first.tolist(), (first + counts).tolist())))
-        self.grams, self.owner = _distinct(self.words, counts)
-        self.letters = _letters(self.words)
+        self.grams, self.owner = _distinct(words, counts)
+        self.letters = _letters(words)  # the words kept as the alignment reads them
 
     def labels(self, sources: Sequence[str], quotes: Sequence[str],
                shown: int | None = None) -> list[Found]:
@@ -181,7 +181,7 @@ class Locator:
         key = self.norm(source)
         doc = self.docs.get(key, ("", ""))[1]
         spans = _exact(doc, parts)
-        if spans and (len(spans) == 1 or all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans))):
+        if spans and all(0 <= b[0] - a[1] <= GAP for a, b in pairwise(spans)):
             return self._found("verbatim", key, 1.0, spans)
         spans = spans or _exact(doc, [p for part in parts for p in _SENTENCE.split(part) if p])
         return self._found("stitched", key, 1.0, spans) if spans else {}
