@@ -149,6 +149,8 @@ def test_a_job_of_three_thresholds_under_a_sweep_is_three_child_runs_sharing_pas
         RESULT_FILES | JOB_FILES, RESULT_FILES, RESULT_FILES]
     assert [c.data.tags.get("mlflow.loggedArtifacts") for c in children] == [
         json.dumps([{"path": TABLE_FILE, "type": "table"}]), None, None]
+    # The dataset lineage too: logged once, with the run that holds the passages.
+    assert [len(c.inputs.dataset_inputs) for c in children] == [1, 0, 0]
     assert download_bytes(uri, holder, PASSAGES_FILE, tmp_path / "dl") == \
         (sweep / "0_python_ngram" / PASSAGES_FILE).read_bytes()
 
