@@ -105,11 +105,12 @@ def parse_json(text: str, path: str, where: str | None, field: str | None = None
     return value
 
 
-def may_break_bounds(text: str) -> bool:
+def may_break_bounds(text: str, hinted: bool = True) -> bool:
     """Whether JSON text may hold a lone surrogate escape, a non-finite literal or deep nesting
-    (when not, its parsed value needs no check; a cheap test on the raw text)."""
-    return (any(hint in text for hint in HINT_TEXTS) and HINTS.search(text) is not None) \
-        or text.count("[") + text.count("{") > MAX_DEPTH
+    (when not, its parsed value needs no check; a cheap test on the raw text). `hinted`: False
+    when its whole file holds none of :data:`HINT_TEXTS` (only the nesting is then looked at)."""
+    return (hinted and any(hint in text for hint in HINT_TEXTS)
+            and HINTS.search(text) is not None) or text.count("[") + text.count("{") > MAX_DEPTH
 
 
 #: The problem of a value nested too deep.

@@ -146,10 +146,10 @@ def _jsonl_cases(path: Path, shown: str, fm: FieldMapping) -> Iterator[tuple[str
     malformed JSON, a repeated key, an invalid field) takes the general path, which fills the
     defaults or raises the located error, so the result is the same either way.
     """
-    readers.check_stream(path, "jsonl")
+    hinted = readers.check_stream(path, "jsonl")
     for index, (lineno, line) in enumerate(readers.iter_jsonl_lines(path), start=1):
         where = f"line {lineno}"
-        if not may_break_bounds(line):  # jiter reads NaN and 101 levels; the check does not
+        if not may_break_bounds(line, hinted):  # jiter reads NaN and 101 levels; the check does not
             try:
                 yield where, Case.model_validate(from_json(
                     line.encode(), cache_mode="keys", catch_duplicate_keys=True))

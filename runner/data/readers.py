@@ -80,24 +80,28 @@ def iter_records(path: str | Path, format: str | None = None, *,
         yield from _iter_document(p, fmt, whole_object)
 
 
-def check_stream(path: Path, fmt: str) -> None:
+def check_stream(path: Path, fmt: str) -> bool:
     """Check a streamed file (JSON Lines, CSV) when it is opened, before its first batch is
     answered: UTF-8 throughout, and when its text hints at a value no record may hold (a
     surrogate escape, NaN, Infinity: :data:`runner.data.limits.HINTS`), those records, so a bad
     one further down is refused before any model call. The rest (fields, nesting) is checked
     batch by batch.
 
+    Returns:
+        Whether the file hints at such a value anywhere (when not, no line needs that look).
+
     Raises:
         DataError: The first bad line.
     """
     if not check_utf8(path, limits.HINT_TEXTS):
-        return
+        return False
     if fmt == "csv":
         collections.deque(_iter_csv(path), maxlen=0)
     else:
         for lineno, line in iter_jsonl_lines(path):
             if limits.HINTS.search(line):
                 limits.parse_json(line, str(path), f"line {lineno}")
+    return True
 
 
 def iter_jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -158,7 +158,7 @@ class Locator:
         """Where each quote, cited from its source, lies (the rule of docs/fidelity.md), the
         first `shown` (None: all) with the excerpt a report shows; those not found in their
         cited document are looked up in the index together."""
-        folded = [fold(quote) for quote in quotes]
+        folded = [fold(quote) for quote in quotes] if self.docs else quotes  # (none to look in)
         out = [self._own(source, quote) for source, quote in zip(sources, folded)]
         rest = [k for k, found in enumerate(out) if not found]
         if rest:
@@ -175,8 +175,7 @@ class Locator:
     def _own(self, source: str, quote: str) -> Found:
         """`quote` (folded) verbatim or stitched in the document it cites, unchecked, or {}:
         neither."""
-        parts = split_ellipsis(quote)
-        if not self.docs or not parts:
+        if not self.docs or not (parts := split_ellipsis(quote)):
             return {"label": "unchecked", "document": None, "similarity": None, "spans": []}
         key = self.norm(source)
         doc = self.docs.get(key, ("", ""))[1]
