@@ -49,8 +49,8 @@ class ResultWriter:
         for folder in self.dirs:
             folder.mkdir(parents=True, exist_ok=True)
         self._passages = TableWriter(job_dir / PASSAGES_FILE, PASSAGES_SCHEMA)
-        schema = decisions_schema(metrics, counts)
-        self._cases = [TableWriter(d / CASES_FILE, schema) for d in self.dirs]
+        schema = decisions_schema(metrics, counts, packed=True)
+        self._cases = [TableWriter(d / CASES_FILE, schema, "lz4") for d in self.dirs]
         self.lines = 0  # cases written so far
 
     def write(self, passages: pa.Table, cases: Sequence[pa.Table]) -> None:

@@ -80,7 +80,7 @@ def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], mat
     """Score the cases of `bounds` (start, end) at every threshold."""
     start, end = bounds
     aggs = [aggregator.empty() for _ in thresholds]
-    schema = table.decisions_schema(options.metrics, COUNT_KEYS)
+    schema = table.decisions_schema(options.metrics, COUNT_KEYS, packed=True)
     # A local matcher makes no reference cycles: the collector stays off for the whole chunk
     # (with it on, its collections cost a quarter of the scoring time).
     if options.excerpts is not None:  # the chunk's cases that show their quotes' excerpts

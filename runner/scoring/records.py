@@ -274,10 +274,11 @@ class BatchResults(CaseSequence):
             errors[pos] = {"error": case.error}
         error = pa.nulls(len(where), pa.string()) if ok.all() else table.from_rows(
             errors, pa.schema([schema.field("error")])).column(0)
+        word = schema.field("citation_labels").type.value_type  # text, or its codes (packed)
         return pa.Table.from_arrays([
             _lists(_lists(bits, row_len[ok_ref]), n_refs),
-            _lists(pa.array(CITATION_LABELS).take(s.cit_label[ok_cit]), n_cits),
-            _lists(pa.array(REFERENCE_LABELS).take(s.ref_label[ok_ref]), n_refs),
+            _lists(pa.array(CITATION_LABELS, word).take(s.cit_label[ok_cit]), n_cits),
+            _lists(pa.array(REFERENCE_LABELS, word).take(s.ref_label[ok_ref]), n_refs),
             *figs, error],
             schema=schema)
 
