@@ -3,13 +3,17 @@ same frame, in memory and from the written tables."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 import runner
-from runner.results import PASSAGES_FILE, RunResult, write_job, write_result
+from runner.results import CASES_FILE, PASSAGES_FILE, RunResult, write_job, write_result
+from runner.results.table import decisions_schema
 from runner.scoring.metrics import COUNT_KEYS, METRIC_KEYS
 from tests.helpers import SEED_FILE, case
 
@@ -82,3 +86,19 @@ def test_a_folder_that_holds_no_results_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as exc:
         runner.read_results(tmp_path)
     assert str(exc.value) == f"{tmp_path}: not a results folder (no metrics.json or job.json)"
+
+
+def test_a_job_scored_on_two_cores_reads_back_as_evaluate_gives_it(
+        run_job_in: Callable[..., list[Any]], tmp_path: Path) -> None:
+    """The workers send each label and band as a one-byte code and the files store them as
+    text: the job's folder reads back as the frame of ``runner.evaluate`` on the same cases."""
+    run_job_in("dataset=file", f"dataset.path={SEED_FILE}", "model=precomputed",
+               "scoring.threshold=[0.3,0.5]", "scoring.workers=2")
+    cases = runner.load_cases(SEED_FILE)
+    pd.testing.assert_frame_equal(runner.read_results(tmp_path / "job"),
+                                  runner.evaluate(cases, thresholds=[0.3, 0.5]).to_pandas(),
+                                  check_exact=True)
+    file = pq.ParquetFile(tmp_path / "job" / "t0.3" / CASES_FILE)
+    assert file.schema_arrow.remove_metadata() == decisions_schema(METRIC_KEYS, COUNT_KEYS)
+    assert file.schema_arrow.metadata == {b"ragcite.format": b"4"}
+    assert file.metadata.row_group(0).column(1).compression == "LZ4"
