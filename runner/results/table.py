@@ -44,7 +44,7 @@ PASSAGES_SCHEMA = pa.schema([
 def decisions_schema(metrics: Sequence[str], counts: Sequence[str],
                      packed: bool = False) -> pa.Schema:
     """The columns of ``cases.parquet`` for these metrics and count keys, as read; `packed`:
-    as scoring builds and writes them, each label and band a one-byte code into its names
+    as scoring builds and writes them, each label a one-byte code into the names of its kind
     (a third of the bytes between processes; the file stores them as text either way)."""
     word = pa.dictionary(pa.int8(), pa.string()) if packed else pa.string()
     return pa.schema([
@@ -52,7 +52,7 @@ def decisions_schema(metrics: Sequence[str], counts: Sequence[str],
         ("citation_labels", pa.list_(word)), ("reference_labels", pa.list_(word)),
         ("metrics", pa.struct([(m, pa.float64()) for m in metrics])),
         ("counts", pa.struct([(k, pa.int64()) for k in counts])),
-        ("bands", pa.struct([(m, word) for m in metrics])),
+        ("bands", pa.struct([(m, pa.string()) for m in metrics])),
         ("error", pa.string())])
 
 

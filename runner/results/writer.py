@@ -53,12 +53,14 @@ class ResultWriter:
         self._cases = [TableWriter(d / CASES_FILE, schema, "lz4") for d in self.dirs]
         self.lines = 0  # cases written so far
 
-    def write(self, passages: pa.Table, cases: Sequence[pa.Table]) -> None:
-        """Append rows: the cases' passages, and per threshold their decisions."""
+    def write(self, passages: pa.Table, cases: pa.Table) -> None:
+        """Append rows: the cases' passages, and their decisions (`cases`: at each threshold
+        in turn, as many rows each)."""
+        n = passages.num_rows
         self._passages.write(passages)
-        self.lines += passages.num_rows
-        for writer, decided in zip(self._cases, cases):
-            writer.write(decided)
+        self.lines += n
+        for k, writer in enumerate(self._cases):
+            writer.write(cases.slice(k * n, n))
 
     def close(self) -> None:
         """Close the open files (what was written stays ``.partial``)."""
