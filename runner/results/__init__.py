@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 from pydantic import ValidationError
 
@@ -30,6 +29,9 @@ from runner.data.readers import parse_document
 from runner.data.text import check_file
 from runner.results import table
 from runner.results.jsonio import dumps_strict
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made (0.2 s of every run's start)
+    import pandas as pd
 
 SCHEMA_VERSION = 2
 CASES_VERSION = table.CASES_VERSION
@@ -176,7 +178,8 @@ class ThresholdResults(dict[float, RunResult]):
     def to_pandas(self, per: str | None = None) -> pd.DataFrame:
         """Every threshold's :meth:`RunResult.to_pandas`, one after another (the ``threshold``
         column tells them apart)."""
-        return pd.concat([r.to_pandas(per) for r in self.values()], ignore_index=True)
+        return pa.concat_tables([table.frame(*_tables(r), t, per) for t, r in self.items()]
+                                ).to_pandas()
 
 
 def passages_path(result_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:

@@ -8,6 +8,7 @@ has it): narrow columns that Parquet stores dictionary- and run-length-encoded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -115,6 +116,12 @@ class TableWriter(pq.ParquetWriter):
         super().__init__(self.partial, schema, compression=compression, store_schema=False,
                          write_statistics=False)
         self.add_key_value_metadata({FORMAT_KEY: str(CASES_VERSION).encode()})
+
+    def __del__(self) -> None:
+        """Close a file left open when collected, without a word: one that cannot be closed
+        (a full disk) was refused where the job wrote or closed it."""
+        with contextlib.suppress(OSError):
+            super().__del__()
 
     def finish(self) -> None:
         """Close the file and rename it into place."""

@@ -56,9 +56,8 @@ class ResultWriter:
     def write(self, passages: pa.Table, cases: pa.Table) -> None:
         """Append rows: the cases' passages, and their decisions (`cases`: at each threshold
         in turn, as many rows each)."""
-        n = passages.num_rows
         self._passages.write(passages)
-        self.lines += n
+        self.lines += (n := passages.num_rows)
         for k, writer in enumerate(self._cases):
             writer.write(cases.slice(k * n, n))
 

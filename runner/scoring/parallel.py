@@ -91,9 +91,8 @@ def score_chunk(cases: Sequence[Case], responses: Sequence[Response | None], mat
                                         matcher, options, thresholds)
         for agg, batch in zip(aggs, scored):
             agg.add_batch(batch)
-        passages = scored[0].passages()
-        decided = pa.concat_tables([b.table(schema) for b in scored]).combine_chunks()
-    return ChunkResult(passages, decided, aggs)
+        return ChunkResult(scored[0].passages(), pa.concat_tables(
+            [b.table(schema) for b in scored]).combine_chunks(), aggs)
 
 
 # The run's score_chunk with everything but the bounds, which a forked pool's workers inherit
