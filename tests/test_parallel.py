@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,3 +97,18 @@ def test_two_workers_write_the_same_results_as_one(run_job_in, tmp_path: Path) -
         assert ((runs[1] / name / CASES_FILE).read_bytes()
                 == (runs[2] / name / CASES_FILE).read_bytes())
     assert (runs[1] / PASSAGES_FILE).read_bytes() == (runs[2] / PASSAGES_FILE).read_bytes()
+
+
+def test_forked_workers_find_pandas_imported_by_their_parent(tmp_path: Path) -> None:
+    """pyarrow imports pandas (0.1 s) at the first array it makes from a list: the job imports
+    it once before it forks, else every worker of every batch would (20 times at 100,000)."""
+    hook = ("import os, sys; parent = os.getpid(); sys.addaudithook(lambda event, args: event =="
+            " 'import' and args[0] == 'pandas' and print('pandas', os.getpid() == parent, "
+            "flush=True)); from runner.cli import main; main()")
+    out = subprocess.run([sys.executable, "-c", hook, "model=precomputed", "matcher=ngram",
+                          "scoring.workers=2", "tracking=none", "report=none", "progress=false",
+                          f"output_root={tmp_path}", f"cache.dir={tmp_path / 'cache'}"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert [line for line in out.splitlines() if line.startswith("pandas")] == ["pandas True"]
+    (job,) = (tmp_path / "runs").iterdir()
+    assert read_json(job / "metrics.json")["execution"]["workers"] == 2

@@ -145,6 +145,7 @@ def score_parallel(cases: Sequence[Case], responses: Sequence[Response | None],
         yield from map(job, ranges)
         return
     _FORKED[:] = [job]
+    pa.array([])  # pyarrow imports pandas at its first array from a list: once, not per worker
     try:
         with multiprocessing.get_context("fork").Pool(workers, _worker_start) as pool:
             chunks = pool.imap(_work, ranges)  # at work from now on
