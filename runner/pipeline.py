@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from runner.config.naming import system_name
 from runner.config.plugins import build
 from runner.data.citations import Tally, with_offsets
 from runner.data.dataset import Dataset
-from runner.data.models import Case
+from runner.data.models import Case, Response
 from runner.errors import RagciteError
 from runner.evaluate import count_pairs
 from runner.matchers.base import (
@@ -56,6 +57,8 @@ from runner.scoring.parallel import resolve_workers, score_parallel
 from runner.scoring.thresholds import Threshold, resolve_thresholds
 
 log = logging.getLogger("ragcite")
+TIMINGS = ("load_s", "model_s", "score_s")
+"""A job's stages, timed in wall seconds (docs/results.md)."""
 
 
 @dataclass
@@ -87,7 +90,7 @@ class _Run:
     matcher: Matcher
     dataset: Dataset
     thresholds: list[Threshold]
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(TIMINGS, 0.0))
     stats: CacheStats = field(default_factory=CacheStats)
     workers: int = 1
     n_cases: int = 0
@@ -136,28 +139,32 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
 
 
 class _Batches:
-    """The cases in batches of `size`, each with whether more follow.
+    """The cases in batches of `size`, each with its responses (`answer`) and whether more
+    follow.
 
     Once the caller has forked its scoring workers for a batch and given them their work,
-    :meth:`load_next` loads the next batch in the job's thread while they score, so both cores
-    stay busy without a thread of its own. A loading error is raised where its batch would be
-    handed out, after the batches before it are scored and written, as when loading in turn.
-    What the caller waits for a batch is its ``load_s``. A batch is frozen for the collector
-    as it is loaded (``gc.freeze``): no collection walks the cases, here or in the workers
-    that inherit them; the job unfreezes them at its end.
+    :meth:`load_next` loads and answers the next batch in the job's thread while they score,
+    so both cores stay busy without a thread of its own. An error loading or answering is
+    raised where its batch would be handed out, after the batches before it are scored and
+    written, as when loading in turn. What the caller waits for a batch is its ``load_s``. A
+    batch's cases are frozen for the collector as they are loaded (``gc.freeze``): no
+    collection walks them, here or in the workers that inherit them; the job unfreezes them
+    at its end.
     """
 
-    def __init__(self, run: _Run, cases: Iterator[Case], size: int) -> None:
-        self.run, self.cases, self.size = run, cases, size
+    def __init__(self, run: _Run, cases: Iterator[Case], size: int,
+                 answer: Callable[[list[Case]], list[Response]]) -> None:
+        self.run, self.cases, self.size, self.answer = run, cases, size, answer
         self.ahead: list[Case] = []  # one case ahead: is a batch the last?
-        self.loaded: list[Case] | BaseException | None = None
+        self.loaded: tuple[list[Case], list[Response]] | BaseException | None = None
 
     def _load(self) -> None:
         try:
             with gc_paused():  # allocation-heavy and cycle-free (runner._gc)
-                self.loaded = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
+                cases = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
                 self.ahead = list(islice(self.cases, 1))
                 gc.freeze()  # before the collector runs again: no collection walks the cases
+            self.loaded = cases, self.answer(cases) if cases else []
         except BaseException as exc:  # raised in turn, where the batch is handed out
             self.loaded = exc
 
@@ -166,21 +173,20 @@ class _Batches:
         if self.ahead and self.loaded is None:
             self._load()
 
-    def __iter__(self) -> Iterator[tuple[list[Case], bool]]:
+    def __iter__(self) -> Iterator[tuple[list[Case], list[Response], bool]]:
         more = True
         while more:
             t0 = time.perf_counter()
             if self.loaded is None:  # the first batch, or none loaded beside the scoring
                 self._load()
-            self.run.timings["load_s"] = (self.run.timings.get("load_s", 0.0)
-                                          + time.perf_counter() - t0)
-            batch, self.loaded = self.loaded, None
-            if isinstance(batch, BaseException):
-                raise batch
+            self.run.timings["load_s"] += time.perf_counter() - t0
+            loaded, self.loaded = self.loaded, None
+            if isinstance(loaded, BaseException):
+                raise loaded
             more = bool(self.ahead)
-            if batch:
-                self.run.n_cases += len(batch)
-                yield batch, more
+            if loaded and loaded[0]:
+                self.run.n_cases += len(loaded[0])
+                yield loaded[0], loaded[1], more
 
 
 @contextmanager
@@ -215,6 +221,18 @@ def _options(run: _Run) -> ScoringOptions:
     return options
 
 
+def _answer(run: _Run, cache: DiskCache | None, cases: list[Case]) -> list[Response]:
+    """The system's responses to a batch of cases, their quotes located by offsets."""
+    t0 = time.perf_counter()
+    responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
+                              len(cases), False)
+    responses = [with_offsets(r, lambda: run.dataset.texts, run.dataset.path, f"case {c.id!r}")
+                 for c, r in zip(cases, responses)]
+    run.tally.add(responses)
+    run.timings["model_s"] += time.perf_counter() - t0
+    return responses
+
+
 def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     """Batch by batch: load, answer, compute the similarities once and decide every threshold;
     the tables are written as they come, so memory holds one batch and a few numbers a case."""
@@ -231,17 +249,11 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
                disable=None if cfg["progress"] else True)
-    batches = _Batches(run, run.dataset.iter_cases(), int(scoring["batch_size"]))
+    batches = _Batches(run, run.dataset.iter_cases(), int(scoring["batch_size"]),
+                       partial(_answer, run, cache))
     shown = cfg["report"].get("max_cases", 0)  # the cases a report embeds (null: all)
     try:
-        for cases, more in batches:
-            t0 = time.perf_counter()
-            responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
-                                      len(cases), False)
-            responses = [with_offsets(r, lambda: run.dataset.texts, run.dataset.path,
-                                      f"case {c.id!r}") for c, r in zip(cases, responses)]
-            run.tally.add(responses)
-            timings["model_s"] = timings.get("model_s", 0.0) + time.perf_counter() - t0
+        for cases, responses, more in batches:
             run.answered += sum(1 for r in responses if r.error is None)
             t0 = time.perf_counter()
             if writer.lines == 0:  # the first batch plans for the job
@@ -258,7 +270,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
                 writer.write(chunk.passages, chunk.cases)
                 for agg, part in zip(aggs, chunk.aggregators):
                     agg.merge(part)
-            timings["score_s"] = timings.get("score_s", 0.0) + time.perf_counter() - t0
+            timings["score_s"] += time.perf_counter() - t0
             bar.update(len(cases))
     finally:
         gc.unfreeze()  # the collector sees the loaded batches again
