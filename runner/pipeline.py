@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -139,8 +138,8 @@ def run_job(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None,
 
 
 class _Batches:
-    """The cases in batches of `size`, each with its responses (`answer`) and whether more
-    follow.
+    """The job's cases in batches (``scoring.batch_size``), each with its responses (answered
+    from the job's `cache` first) and whether more follow.
 
     Once the caller has forked its scoring workers for a batch and given them their work,
     :meth:`load_next` loads and answers the next batch in the job's thread while they score,
@@ -152,9 +151,9 @@ class _Batches:
     at its end.
     """
 
-    def __init__(self, run: _Run, cases: Iterator[Case], size: int,
-                 answer: Callable[[list[Case]], list[Response]]) -> None:
-        self.run, self.cases, self.size, self.answer = run, cases, size, answer
+    def __init__(self, run: _Run, cache: DiskCache | None) -> None:
+        self.run, self.cache, self.cases = run, cache, run.dataset.iter_cases()
+        self.size = int(run.cfg["scoring"]["batch_size"])
         self.ahead: list[Case] = []  # one case ahead: is a batch the last?
         self.loaded: tuple[list[Case], list[Response]] | BaseException | None = None
 
@@ -164,9 +163,20 @@ class _Batches:
                 cases = self.ahead + list(islice(self.cases, self.size - len(self.ahead)))
                 self.ahead = list(islice(self.cases, 1))
                 gc.freeze()  # before the collector runs again: no collection walks the cases
-            self.loaded = cases, self.answer(cases) if cases else []
+            self.loaded = cases, self._answer(cases) if cases else []
         except BaseException as exc:  # raised in turn, where the batch is handed out
             self.loaded = exc
+
+    def _answer(self, cases: list[Case]) -> list[Response]:
+        """The system's responses to `cases`, their quotes located by their offsets."""
+        run, t0 = self.run, time.perf_counter()
+        responses = get_responses(run.adapter, cases, run.dataset.digest, self.cache, run.stats,
+                                  len(cases), False)
+        responses = [with_offsets(r, lambda: run.dataset.texts, run.dataset.path,
+                                  f"case {c.id!r}") for c, r in zip(cases, responses)]
+        run.tally.add(responses)
+        run.timings["model_s"] += time.perf_counter() - t0
+        return responses
 
     def load_next(self) -> None:
         """Load the next batch now, if more follow (while this batch's workers score)."""
@@ -221,18 +231,6 @@ def _options(run: _Run) -> ScoringOptions:
     return options
 
 
-def _answer(run: _Run, cache: DiskCache | None, cases: list[Case]) -> list[Response]:
-    """The system's responses to a batch of cases, their quotes located by offsets."""
-    t0 = time.perf_counter()
-    responses = get_responses(run.adapter, cases, run.dataset.digest, cache, run.stats,
-                              len(cases), False)
-    responses = [with_offsets(r, lambda: run.dataset.texts, run.dataset.path, f"case {c.id!r}")
-                 for c, r in zip(cases, responses)]
-    run.tally.add(responses)
-    run.timings["model_s"] += time.perf_counter() - t0
-    return responses
-
-
 def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     """Batch by batch: load, answer, compute the similarities once and decide every threshold;
     the tables are written as they come, so memory holds one batch and a few numbers a case."""
@@ -249,8 +247,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
     # On a terminal only (disable=None): a log file or CI output gets no half-drawn bar.
     bar = tqdm(desc="cases", unit="case", leave=False, file=terminal(),
                disable=None if cfg["progress"] else True)
-    batches = _Batches(run, run.dataset.iter_cases(), int(scoring["batch_size"]),
-                       partial(_answer, run, cache))
+    batches = _Batches(run, cache)
     shown = cfg["report"].get("max_cases", 0)  # the cases a report embeds (null: all)
     try:
         for cases, responses, more in batches:
