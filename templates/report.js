@@ -135,7 +135,7 @@
     if (block.encoding === "gzip-base64") {
       if (typeof DecompressionStream === "undefined") {
         return Promise.reject(new Error("this browser cannot inflate the embedded case data " +
-          "(no DecompressionStream); open cases.jsonl instead"));
+          "(no DecompressionStream); read the results files instead (cases.parquet, passages.parquet)"));
       }
       var bytes = base64ToBytes(block.data);
       timing[name + "_decoded"] = performance.now();
@@ -173,7 +173,7 @@
   }
 
   /* A case's details: its passages (ragcite-texts, shared by the thresholds) with this
-     threshold's match matrix M (0/1, from its bits) and explanations X. */
+     threshold's match matrix M (0/1, from its bits) and explanations X (of ragcite-explained). */
   function detailOf(c, t) {
     var d = { M: [], X: t.X[c.x] || [] }, n = t.C.length;
     for (var k in t) { if (Object.prototype.hasOwnProperty.call(t, k) && k !== "X") { d[k] = t[k]; } }
@@ -1057,7 +1057,12 @@
     function readTexts() {  /* the passages and the documents' pieces, parsed once for every threshold */
       if (!texts) {
         texts = Promise.all([unpack(readJSON("ragcite-texts"), "texts"), unpack(readJSON("ragcite-docs")
-          || { encoding: "json", data: [] }, "docs")]).then(function (p) { p[0].docs = p[1]; return p[0]; });
+          || { encoding: "json", data: [] }, "docs"), unpack(readJSON("ragcite-explained"), "explained")])
+          .then(function (p) {
+            p[0].forEach(function (t, i) { t.X = p[2][i]; });  /* each case's explanations */
+            p[0].docs = p[1];
+            return p[0];
+          });
       }
       return texts;
     }

@@ -6,33 +6,36 @@ page) in blocks the page's script decodes (short keys keep big reports small):
 * once, the **cases** (``ragcite-cases``): ``id`` and ``q`` (query), one list each;
 * once, the **passages** (``ragcite-texts``), one record per case, read when a case is expanded
   or searched: ``R`` and ``C`` references and citations as ``[source, content]``; ``E`` expected
-  sources; ``S`` similarity matrix [ref][cit]; ``X`` the case's distinct explanations, each a
-  list in EXPLANATION_KEYS order (made here from the case's sources, labels and metrics: the
-  results files do not store them; a case whose labels no threshold changes has one); ``a``
-  answer; ``md`` metadata as JSON text; ``Rc`` / ``Cc`` the positions of the references and
-  citations whose content is cut in the report (``max_text_chars``), which the pair review does
-  not export; ``F`` each citation's quote fidelity (SPEC 6.1) as ``[label, document,
-  similarity, spans, excerpt]`` (the spans in the document as written; the excerpt, the
-  positions in ``ragcite-docs`` of the blocks of the document around them) (the last five when
-  present);
+  sources; ``S`` similarity matrix [ref][cit]; ``a`` answer; ``md`` metadata as JSON text;
+  ``Rc`` / ``Cc`` the positions of the references and citations whose content is cut in the
+  report (``max_text_chars``), which the pair review does not export; ``F`` each citation's
+  quote fidelity (SPEC 6.1) as ``[label, document, similarity, spans, excerpt]`` (the spans in
+  the document as written; the excerpt, the positions in ``ragcite-docs`` of the blocks of the
+  document around them) (the last five when present);
 * once, the **documents** (``ragcite-docs``): each distinct block of a document near a located
   quote, ``[offset in its document, text]``, as scoring wrote them (``WINDOW`` characters:
   runner/scoring/fidelity.py), however many quotes point into it;
+* once, the **explanations** (``ragcite-explained``): per case its distinct explanations, each
+  a list in EXPLANATION_KEYS order (made here from the case's sources, labels and metrics: the
+  results files do not store them; a case whose labels no threshold changes has one);
 * per threshold, what it **decided** (``ragcite-decided``), as columns of small values: ``f``
   each distinct ``[metric values, bands]`` (the bands one letter each: g/m/r, ``-``
   undefined); per case ``k`` its entry of ``f``, ``cl`` / ``rl`` its citation and reference
   labels as one digit each (the label's position in CITATION_LABELS / REFERENCE_LABELS), ``M``
-  its match bits row-major as ``0``/``1``, ``x`` its entry of its ``X``; ``err`` the failed
+  its match bits row-major as ``0``/``1``, ``x`` its entry of its explanations; ``err`` the failed
   cases as ``[position, error]``.
 
 So a threshold adds a few bytes a case: its columns are cut from ``cases.parquet`` with array
 operations, and only a case's explanations for labels not met at another threshold are made.
+The shared blocks of a big page are compressed on a thread while the thresholds' blocks are
+made (zlib lets go of the interpreter lock as it compresses).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -67,14 +70,14 @@ def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]],
 
 def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
     """The passages, expected sources, similarities, answer and metadata of one
-    ``passages.parquet`` record (its explanations, ``X``, are added per threshold)."""
+    ``passages.parquet`` record."""
     response = shared.get("response") or {}
     refs, refs_cut = _passages(shared.get("references") or [], limit)
     cits, cits_cut = _passages(response.get("citations") or [], limit)
     record: dict[str, Any] = {"R": refs, "C": cits,
                               "E": [str(s) for s in shared.get("expected_sources") or []],
                               "S": [[None if v is None else round(v, 4) for v in r]
-                                    for r in shared.get("similarity") or []], "X": []}
+                                    for r in shared.get("similarity") or []]}
     metadata = shared.get("metadata")
     optional = {"Rc": refs_cut, "Cc": cits_cut, "dg": response.get("dangling"),
                 "F": [list(f.values()) for f in shared.get("fidelity") or []],  # table.py's order
@@ -93,13 +96,14 @@ class Shared:
     ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     texts: list[dict[str, Any]] = field(default_factory=list)
-    explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its X
+    explanations: list[list[list[str]]] = field(default_factory=list)  # a case's distinct ones
+    explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its index
     docs: dict[tuple[int, str], int] = field(default_factory=dict)  # (at, text): its position
     normalizer: Callable[[str], str] = str
 
     def explanation(self, pos: int, key: tuple[str, str, tuple[float, ...], str | None],
                     names: Sequence[str]) -> int:
-        """The index in case `pos`'s ``X`` of the explanations of `key` (its citation and
+        """The index in case `pos`'s explanations of those of `key` (its citation and
         reference label digits, figures (-1: undefined) and error), made the first time."""
         index = self.explained.get((pos, key))
         if index is None:
@@ -112,8 +116,8 @@ class Shared:
                 "references": [REFERENCE_LABELS[int(d)] for d in rl]},
                 "metrics": {k: None if v < 0 else v for k, v in zip(names, figures)}},
                 self.normalizer)
-            index = self.explained[pos, key] = len(self.texts[pos]["X"])
-            self.texts[pos]["X"].append([made.get(k, "") for k in EXPLANATION_KEYS])
+            index = self.explained[pos, key] = len(self.explanations[pos])
+            self.explanations[pos].append([made.get(k, "") for k in EXPLANATION_KEYS])
         return index
 
 
@@ -126,6 +130,7 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.ids.append(case["id"])
         shared.queries.append(clip(case.get("query"), limit))
         shared.texts.append(texts_record(case, limit))
+        shared.explanations.append([])
         for f in shared.texts[-1].get("F", []):  # each block of a document embedded once
             f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4] or []]
     return shared
@@ -190,13 +195,21 @@ def read_decided(result_dir: Path, shared: Shared, limit: int) -> dict[str, Any]
             "err": [[pos, clip(e, limit)] for pos, e in enumerate(errors) if e is not None]}
 
 
-def blocks(shared: Shared, decided: list[dict[str, Any]], embed: str,
+def blocks(shared: Shared, decided: Iterable[dict[str, Any]], embed: str,
            gzip_above_mb: float) -> dict[str, Any]:
-    """The blocks of a page (its cases, passages and each threshold's decisions), gzipped when
-    `embed` says so (``auto``: once they hold more than `gzip_above_mb` megabytes together)."""
+    """The blocks of a page: its cases, passages, documents, explanations and each threshold's
+    decisions (`decided`, made as they are read), gzipped when `embed` says so (``auto``: once
+    they hold more than `gzip_above_mb` megabytes together)."""
     texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts),
-             dumps_compact(list(shared.docs)), *map(dumps_compact, decided)]  # UTF-8 bytes
-    gzip = embed == "gzip" or (embed == "auto" and sum(map(len, texts)) > gzip_above_mb * 2**20)
-    packed = [embed_packed(texts.pop(0), gzip) for _ in list(texts)]  # each text freed once packed
+             dumps_compact(list(shared.docs))]  # UTF-8 bytes
+    limit = gzip_above_mb * 2**20
+    with ThreadPoolExecutor(1) as pool:  # zlib lets go of the interpreter lock as it compresses
+        gzip = embed == "gzip" or (embed == "auto" and sum(map(len, texts)) > limit)
+        early = [pool.submit(embed_packed, text, True) for text in texts] if gzip else []
+        late = [dumps_compact(block) for block in decided]  # the explanations made meanwhile
+        texts = [*texts[len(early):], dumps_compact(shared.explanations), *late]
+        gzip = gzip or (embed == "auto" and sum(map(len, texts)) > limit)
+        packed = [f.result() for f in early] + [embed_packed(texts.pop(0), gzip)
+                                                for _ in list(texts)]  # each freed once packed
     return {"cases_json": packed[0], "texts_json": packed[1], "docs_json": packed[2],
-            "decided_json": packed[3:]}
+            "explained_json": packed[3], "decided_json": packed[4:]}

@@ -142,11 +142,11 @@ def _page(result_dirs: Sequence[Path], links: Sequence[str | None],
     # growing lists again and again.
     with gc_paused():
         shared = read_shared(result_dirs[0], metrics[0], opts.max_cases, opts.max_text_chars)
-        decided = [read_decided(folder, shared, opts.max_text_chars) for folder in result_dirs]
+        packed = blocks(shared, (read_decided(folder, shared, opts.max_text_chars)
+                                 for folder in result_dirs), opts.embed, opts.gzip_above_mb)
     views = [build_context(m, len(shared.ids), opts, folder, link, index) for index, (
         m, folder, link) in enumerate(zip(metrics, result_dirs, links))]
-    return render("report_run.html.j2", views=views, **views[0],
-                  **blocks(shared, decided, opts.embed, opts.gzip_above_mb))
+    return render("report_run.html.j2", views=views, **views[0], **packed)
 
 
 def render_run_report(result_dir: str | Path, tracking_link: str | None = None,

@@ -48,19 +48,22 @@ def _decode(block: dict[str, Any]) -> Any:
 
 def _cases(page: Any, sfx: str = "") -> list[dict[str, Any]]:
     """One threshold's embedded cases as the page's script decodes them (report.js decode and
-    detailOf): the shared ids, queries and passages with that threshold's decisions."""
-    shared, decided, texts = (_decode(json.loads(page.script(f"ragcite-{name}"))) for name in (
-        "cases", f"decided{sfx}", "texts"))
+    detailOf): the shared ids, queries, passages and explanations with that threshold's
+    decisions."""
+    shared, decided, texts, explained = (_decode(json.loads(page.script(f"ragcite-{name}")))
+                                         for name in ("cases", f"decided{sfx}", "texts",
+                                                      "explained"))
     errors = dict(decided["err"])
     out = []
-    for i, (cid, query, t) in enumerate(zip(shared["id"], shared["q"], texts, strict=True)):
+    for i, (cid, query, t, x) in enumerate(zip(shared["id"], shared["q"], texts, explained,
+                                               strict=True)):
         bits, n = [int(d) for d in decided["M"][i]], len(t["C"])
         out.append({**t, "id": cid, "q": query, "m": decided["f"][decided["k"][i]][0],
                     "b": decided["f"][decided["k"][i]][1], "err": errors.get(i),
                     "cl": [CITATION_LABELS[int(d)] for d in decided["cl"][i]],
                     "rl": [REFERENCE_LABELS[int(d)] for d in decided["rl"][i]],
                     "M": [bits[r * n:(r + 1) * n] for r in range(len(t["R"]))],
-                    "X": t["X"][decided["x"][i]]})
+                    "X": x[decided["x"][i]]})
     return out
 
 
@@ -115,7 +118,8 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     run = build_run(tmp_path / "run", xss_cases())
     page = parse(render_run_report(run, options={"embed": "json"}))
     scored = {c.id: c for c in runner.evaluate(xss_cases()).cases}  # their explanations
-    blocks = [page.script(f"ragcite-{name}") for name in ("cases", "decided", "texts", "docs")]
+    blocks = [page.script(f"ragcite-{name}")
+              for name in ("cases", "decided", "texts", "docs", "explained")]
     for text in blocks:
         assert "<" not in text and ">" not in text and "&" not in text
     rows, texts = _cases(page), _decode(json.loads(blocks[2]))
@@ -123,7 +127,7 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
     assert [c["id"] for c in rows] == list(originals)
     assert len(texts) == len(rows)
     for row, passages in zip(rows, texts):
-        assert {"R", "C", "E", "S", "X"} <= set(passages) <= {"R", "C", "E", "S", "X", "a", "md"}
+        assert {"R", "C", "E", "S"} <= set(passages) <= {"R", "C", "E", "S", "a", "md"}
         detail = row
         case = originals[row["id"]]
         assert row["q"] == case.query
@@ -136,8 +140,8 @@ def test_embedded_cases_round_trip_and_are_escaped(tmp_path: Path) -> None:
         assert detail["X"] == [explained.get(k, "") for k in EXPLANATION_KEYS]
         assert detail["S"] == [[None if v is None else round(v, 4) for v in r]
                                for r in case.similarity]
-    # Exactly the report's own six script elements; the payloads are text.
-    assert page.html.count("<script") == 6
+    # Exactly the report's own seven script elements; the payloads are text.
+    assert page.html.count("<script") == 7
     assert SCRIPT not in page.html and IMG not in page.html
     assert page.texts(data_count="failed") == ["1"]
     failed_ids = [t for t in page.texts(**{"class": "id"})]
@@ -150,11 +154,35 @@ def test_gzip_embedding_round_trips(tmp_path: Path) -> None:
                                         output=tmp_path / "a.html"))
     gzip_page = parse(render_run_report(run, options={"embed": "gzip"},
                                         output=tmp_path / "b.html"))
-    for block in ("ragcite-cases", "ragcite-decided", "ragcite-texts"):
+    for block in ("ragcite-cases", "ragcite-decided", "ragcite-texts", "ragcite-docs",
+                  "ragcite-explained"):
         plain = json.loads(json_page.script(block))
         packed = json.loads(gzip_page.script(block))
         assert plain["encoding"] == "json" and packed["encoding"] == "gzip-base64"
         assert _decode(packed) == _decode(plain)
+
+
+def test_auto_embedding_gzips_once_the_blocks_together_pass_the_limit(tmp_path: Path) -> None:
+    """``embed=auto`` gzips every block once their JSON holds more than ``gzip_above_mb``
+    together: the shared blocks alone, or with the explanations and decisions made after them
+    (the shared ones are then compressed beside that work)."""
+    run = build_run(tmp_path / "run", plain_cases())
+    plain = parse(render_run_report(run, options={"embed": "json"}, output=tmp_path / "a.html"))
+    names = ("cases", "texts", "docs", "explained", "decided")
+    size = {name: len(json.dumps(_decode(json.loads(plain.script(f"ragcite-{name}"))),
+                                 ensure_ascii=False, separators=(",", ":")).encode())
+            for name in names}
+    shared, total = size["cases"] + size["texts"] + size["docs"], sum(size.values())
+    assert 0 < shared < total
+    for limit, encoding in ((shared - 1, "gzip-base64"), (total - 1, "gzip-base64"),
+                            (total, "json")):
+        page = parse(render_run_report(run, options={"embed": "auto",
+                                                     "gzip_above_mb": limit / 2**20},
+                                       output=tmp_path / f"{limit}.html"))
+        for name in names:
+            block = json.loads(page.script(f"ragcite-{name}"))
+            assert block["encoding"] == encoding, (limit, name)
+            assert _decode(block) == _decode(json.loads(plain.script(f"ragcite-{name}")))
 
 
 def test_options_come_from_the_run_config(tmp_path: Path) -> None:
