@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
+from runner._gc import long_lived
 from runner.config.constraints import COUNT, SECONDS
 from runner.errors import RagciteError
 from runner.redact import redact, scrub_text
@@ -185,7 +186,7 @@ class MlflowTracker:
         """
         if self.client is not None or self.disabled:
             return
-        with self._failing("cannot use the MLflow tracking store", up_front=True):
+        with self._failing("cannot use the MLflow tracking store", up_front=True), long_lived():
             store.check_reachable(self.uri, self.timeout_s)
             location = store.artifact_location(self.artifact_location, self.output_root,
                                                self.uri)
