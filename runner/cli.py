@@ -22,6 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.plugins import Plugins
 from omegaconf import DictConfig
 
+from runner._gc import gc_paused
 from runner.calibration.job import calibrate_job
 from runner.config.check import check_config
 from runner.config.hydra_errors import FULL_ERROR, describe
@@ -86,9 +87,10 @@ def run(cfg: dict[str, Any], out: Path, names: dict[str, str] | None = None) -> 
 
     try:
         outcomes = run_job(cfg, out, names, report)
-        for outcome in outcomes:  # the job complete: its runs get its files
-            tracker.log(outcome.folder)
-            tracker.close("FINISHED", outcome.folder)
+        with gc_paused():  # a few thousand objects a run: no full collection walks the modules
+            for outcome in outcomes:  # the job complete: its runs get its files
+                tracker.log(outcome.folder)
+                tracker.close("FINISHED", outcome.folder)
     except BaseException as exc:  # Ctrl-C (and SIGTERM, taken as it) ends the runs KILLED
         tracker.close("KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
         raise
