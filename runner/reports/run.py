@@ -138,12 +138,9 @@ def _page(result_dirs: Sequence[Path], links: Sequence[str | None],
     """The page of one or more result folders of a job: one view each; their cases read once
     from the job's passages, each threshold's decisions as a few columns."""
     metrics = [read_result(folder) for folder in result_dirs]
-    # The embedded case data are cycle-free: with the collector on, its collections walk the
-    # growing lists again and again.
-    with gc_paused():
-        shared = read_shared(result_dirs[0], metrics[0], opts.max_cases, opts.max_text_chars)
-        packed = blocks(shared, (read_decided(folder, shared, opts.max_text_chars)
-                                 for folder in result_dirs), opts.embed, opts.gzip_above_mb)
+    shared = read_shared(result_dirs[0], metrics[0], opts.max_cases, opts.max_text_chars)
+    packed = blocks(shared, (read_decided(folder, shared, opts.max_text_chars)
+                             for folder in result_dirs), opts.embed, opts.gzip_above_mb)
     views = [build_context(m, len(shared.ids), opts, folder, link, index) for index, (
         m, folder, link) in enumerate(zip(metrics, result_dirs, links))]
     return render("report_run.html.j2", views=views, **views[0], **packed)
@@ -186,8 +183,11 @@ def render_run_reports(result_dirs: Sequence[str | Path], links: Sequence[str | 
         raise ValueError(f"{len(result_dirs)} result folders but {len(links)} links")
     dirs = [Path(d) for d in result_dirs]
     folder = dirs[0] if len(dirs) == 1 else dirs[0].parent
-    return [write_html(Path(output) if output else folder / REPORT_FILE,
-                       _page(dirs, links, _options(dirs[0], options)))]
+    # The page's case data are cycle-free and freed once it is written: with the collector on,
+    # its collections walk the growing lists again and again (and a million objects once after).
+    with gc_paused():
+        return [write_html(Path(output) if output else folder / REPORT_FILE,
+                           _page(dirs, links, _options(dirs[0], options)))]
 
 
 def main(argv: list[str] | None = None) -> int:
