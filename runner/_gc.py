@@ -26,16 +26,3 @@ def gc_paused() -> Iterator[None]:
         if was_enabled:
             gc.enable()
 
-
-@contextmanager
-def long_lived() -> Iterator[None]:
-    """A block that makes objects living as long as the process (a big library's import): the
-    collector paused in it, then everything alive frozen (``gc.freeze``) until the job's end
-    unfreezes it (runner/pipeline.py).
-
-    Opening MLflow's store imports about 600,000 objects: with the collector on, that runs four
-    full collections (0.2 s of every tracked run), and each later full collection walks them.
-    """
-    with gc_paused():
-        yield
-        gc.freeze()  # before the collector is back: its first collection would walk them all

@@ -270,7 +270,7 @@ def _score(run: _Run, cache: DiskCache | None) -> list[RunResult]:
             timings["score_s"] += time.perf_counter() - t0
             bar.update(len(cases))
     finally:
-        gc.unfreeze()  # the collector sees the batches (and what runner._gc.long_lived froze)
+        gc.unfreeze()  # the collector sees the batches (and what opening MLflow froze) again
         writer.close()
         bar.close()
     if run.n_cases == 0:  # found before any model call: the first batch was empty

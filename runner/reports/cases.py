@@ -57,15 +57,9 @@ BANDS = ("green", "medium", "red")
 def _passages(items: list[dict[str, Any]], limit: int) -> tuple[list[list[str]], list[int]]:
     """Passages as ``[source, content]`` (clipped; a citation's claim third when it has one),
     and the positions of those clipped."""
-    out, cut = [], []
-    for i, item in enumerate(items):
-        content = item.get("content")
-        text = "" if content is None else str(content)
-        if len(text) > limit:
-            cut.append(i)
-        out.append([str(item.get("source", "")), clip(text, limit),
-                    *([clip(item["claim"], limit)] if item.get("claim") else [])])
-    return out, cut
+    return [[str(item.get("source", "")), clip(item.get("content"), limit),
+             *([clip(item["claim"], limit)] if item.get("claim") else [])] for item in items], [
+        i for i, item in enumerate(items) if len(str(item.get("content") or "")) > limit]
 
 
 def texts_record(shared: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -96,8 +90,8 @@ class Shared:
     ids: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     texts: list[dict[str, Any]] = field(default_factory=list)
-    explanations: list[list[list[str]]] = field(default_factory=list)  # a case's distinct ones
-    explained: dict[tuple[Any, ...], int] = field(default_factory=dict)  # (case, key): its index
+    # Per case, its distinct explanations by what they follow from, each with its index.
+    explanations: list[dict[tuple[Any, ...], tuple[int, list[str]]]] = field(default_factory=list)
     docs: dict[tuple[int, str], int] = field(default_factory=dict)  # (at, text): its position
     normalizer: Callable[[str], str] = str
 
@@ -105,8 +99,8 @@ class Shared:
                     names: Sequence[str]) -> int:
         """The index in case `pos`'s explanations of those of `key` (its citation and
         reference label digits, figures (-1: undefined) and error), made the first time."""
-        index = self.explained.get((pos, key))
-        if index is None:
+        known = self.explanations[pos]
+        if key not in known:
             cl, rl, figures, error = key
             record = self.texts[pos]  # its passages' sources (never cut) and expected sources
             made = explain_record({"error": error, "expected_sources": record["E"], "references": [
@@ -116,9 +110,8 @@ class Shared:
                 "references": [REFERENCE_LABELS[int(d)] for d in rl]},
                 "metrics": {k: None if v < 0 else v for k, v in zip(names, figures)}},
                 self.normalizer)
-            index = self.explained[pos, key] = len(self.explanations[pos])
-            self.explanations[pos].append([made.get(k, "") for k in EXPLANATION_KEYS])
-        return index
+            known[key] = len(known), [made.get(k, "") for k in EXPLANATION_KEYS]
+        return known[key][0]
 
 
 def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None,
@@ -130,7 +123,7 @@ def read_shared(result_dir: Path, metrics: dict[str, Any], max_cases: int | None
         shared.ids.append(case["id"])
         shared.queries.append(clip(case.get("query"), limit))
         shared.texts.append(texts_record(case, limit))
-        shared.explanations.append([])
+        shared.explanations.append({})
         for f in shared.texts[-1].get("F", []):  # each block of a document embedded once
             f[4] = [shared.docs.setdefault(tuple(p.values()), len(shared.docs)) for p in f[4] or []]
     return shared
@@ -206,10 +199,10 @@ def blocks(shared: Shared, decided: Iterable[dict[str, Any]], embed: str,
     with ThreadPoolExecutor(1) as pool:  # zlib lets go of the interpreter lock as it compresses
         gzip = embed == "gzip" or (embed == "auto" and sum(map(len, texts)) > limit)
         early = [pool.submit(embed_packed, text, True) for text in texts] if gzip else []
-        late = [dumps_compact(block) for block in decided]  # the explanations made meanwhile
-        texts = [*texts[len(early):], dumps_compact(shared.explanations), *late]
+        texts = [*texts[len(early):], *map(dumps_compact, decided),  # explaining meanwhile
+                 dumps_compact([[x for _, x in case.values()] for case in shared.explanations])]
         gzip = gzip or (embed == "auto" and sum(map(len, texts)) > limit)
         packed = [f.result() for f in early] + [embed_packed(texts.pop(0), gzip)
                                                 for _ in list(texts)]  # each freed once packed
     return {"cases_json": packed[0], "texts_json": packed[1], "docs_json": packed[2],
-            "explained_json": packed[3], "decided_json": packed[4:]}
+            "decided_json": packed[3:-1], "explained_json": packed[-1]}
