@@ -49,9 +49,7 @@ _MAX_AUTO_THREADS = 4
 
 def resolve_threads(threads: int) -> int:
     """Threads for a call: `threads` when positive, else one per CPU (at most 4)."""
-    if threads > 0:
-        return threads
-    return max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
+    return threads if threads > 0 else max(1, min(os.cpu_count() or 1, _MAX_AUTO_THREADS))
 
 
 def _renumber(keys: np.ndarray) -> tuple[np.ndarray, int]:

@@ -189,19 +189,18 @@ def read_decided(result_dir: Path, shared: Shared, limit: int) -> dict[str, Any]
 
 
 def blocks(shared: Shared, decided: Iterable[dict[str, Any]], embed: str,
-           gzip_above_mb: float) -> dict[str, Any]:
+           gzip_above: float) -> dict[str, Any]:
     """The blocks of a page: its cases, passages, documents, explanations and each threshold's
     decisions (`decided`, made as they are read), gzipped when `embed` says so (``auto``: once
-    they hold more than `gzip_above_mb` megabytes together)."""
+    they hold more than `gzip_above` bytes together)."""
     texts = [dumps_compact({"id": shared.ids, "q": shared.queries}), dumps_compact(shared.texts),
              dumps_compact(list(shared.docs))]  # UTF-8 bytes
-    limit = gzip_above_mb * 2**20
     with ThreadPoolExecutor(1) as pool:  # zlib lets go of the interpreter lock as it compresses
-        gzip = embed == "gzip" or (embed == "auto" and sum(map(len, texts)) > limit)
+        gzip = embed == "gzip" or (embed == "auto" and sum(map(len, texts)) > gzip_above)
         early = [pool.submit(embed_packed, text, True) for text in texts] if gzip else []
         texts = [*texts[len(early):], *map(dumps_compact, decided),  # explaining meanwhile
                  dumps_compact([[x for _, x in case.values()] for case in shared.explanations])]
-        gzip = gzip or (embed == "auto" and sum(map(len, texts)) > limit)
+        gzip = gzip or (embed == "auto" and sum(map(len, texts)) > gzip_above)
         packed = [f.result() for f in early] + [embed_packed(texts.pop(0), gzip)
                                                 for _ in list(texts)]  # each freed once packed
     return {"cases_json": packed[0], "texts_json": packed[1], "docs_json": packed[2],

@@ -139,8 +139,8 @@ def _page(result_dirs: Sequence[Path], links: Sequence[str | None],
     from the job's passages, each threshold's decisions as a few columns."""
     metrics = [read_result(folder) for folder in result_dirs]
     shared = read_shared(result_dirs[0], metrics[0], opts.max_cases, opts.max_text_chars)
-    packed = blocks(shared, (read_decided(folder, shared, opts.max_text_chars)
-                             for folder in result_dirs), opts.embed, opts.gzip_above_mb)
+    packed = blocks(shared, (read_decided(folder, shared, opts.max_text_chars) for folder in
+                             result_dirs), opts.embed, opts.gzip_above_mb * 2**20)
     views = [build_context(m, len(shared.ids), opts, folder, link, index) for index, (
         m, folder, link) in enumerate(zip(metrics, result_dirs, links))]
     return render("report_run.html.j2", views=views, **views[0], **packed)

@@ -54,9 +54,7 @@ def resolve_workers(requested: int | None, matcher: Matcher, n_cases: int) -> in
         return 1
     if requested:
         return max(1, min(int(requested), n_cases))
-    if n_cases < 2_000:
-        return 1
-    return max(1, min(os.cpu_count() or 1, 8))
+    return 1 if n_cases < 2_000 else max(1, min(os.cpu_count() or 1, 8))
 
 
 @dataclasses.dataclass
