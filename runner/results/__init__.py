@@ -30,7 +30,7 @@ from runner.data.text import check_file
 from runner.results import table
 from runner.results.jsonio import dumps_strict
 
-if TYPE_CHECKING:  # pandas is imported where a frame is made (0.2 s of every run's start)
+if TYPE_CHECKING:  # pandas (0.2 s): pyarrow imports it with a job's first table, not runner
     import pandas as pd
 
 SCHEMA_VERSION = 2
